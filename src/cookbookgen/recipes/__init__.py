@@ -1,0 +1,1 @@
+"""Load and resolve: YAML with line numbers, override bundles, master configs, points."""

@@ -1,0 +1,1 @@
+"""Render: an effective recipe becomes an ordered list of process blocks (no I/O)."""

@@ -1,0 +1,95 @@
+"""The values render produces: `Block` (one command, maybe run on several nodes) and `Deployment`.
+
+No I/O. A block's args are ordered `(flag, *values)` tuples; a bare switch is `(flag,)`.
+Quoting and layout live in `shell.py` only.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+BlockKind = Literal[
+    "etcd", "nats", "nginx", "dynamo-frontend", "sglang-router", "mooncake-master", "mooncake-store", "worker"
+]
+Role = Literal["agg", "prefill", "decode"]
+ROLES: tuple[Role, ...] = ("prefill", "decode", "agg")
+Arg = tuple[str, ...]
+
+
+class Block(BaseModel):
+    """One process command. `workers`/`count`/`count_nodes` say how many copies run, and where."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: BlockKind
+    role: Role | None = None
+    title: str
+    cmd: str
+    args: tuple[Arg, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    preamble: tuple[str, ...] = ()
+    files: dict[str, str] = Field(default_factory=dict)
+    workers: int | None = None
+    nodes_per_worker: int | None = None
+    count: int | None = None
+    count_nodes: int | None = None
+    gpu_pinning: tuple[tuple[str, ...], ...] | None = None
+    ports: tuple[str, ...] | None = None
+    where: str = ""
+
+    def arg_values(self, flag: str) -> list[Arg]:
+        return [a for a in self.args if a[0] == flag]
+
+    def to_json(self) -> dict[str, object]:
+        """The `render --format json` shape: args as lists, empty optional fields left out."""
+        out: dict[str, object] = {"kind": self.kind}
+        if self.role:
+            out["role"] = self.role
+        out["title"] = self.title
+        out["cmd"] = self.cmd
+        out["args"] = [list(a) for a in self.args]
+        out["env"] = dict(self.env)
+        for key in ("workers", "nodes_per_worker", "count", "count_nodes"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.gpu_pinning is not None:
+            out["gpu_pinning"] = [list(p) for p in self.gpu_pinning]
+        if self.ports is not None:
+            out["ports"] = list(self.ports)
+        if self.preamble:
+            out["preamble"] = list(self.preamble)
+        if self.files:
+            out["files"] = dict(self.files)
+        out["where"] = self.where
+        return out
+
+
+class Setting(BaseModel):
+    """One leaf setting of an effective recipe and the class policy gave it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    value: object
+    cls: str = Field(alias="class")
+    reason: str
+    rule: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "value": self.value, "class": self.cls, "reason": self.reason, "rule": self.rule}
+
+
+class Deployment(BaseModel):
+    """Everything a reader runs for one point, in launch order, plus the settings report."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    blocks: tuple[Block, ...]
+    settings: tuple[Setting, ...] = ()
+    model: str
+    image: str = ""
+    gpus: int = 0
+    nodes: int = 0
