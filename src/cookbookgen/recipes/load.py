@@ -106,6 +106,20 @@ def parse_yaml(text: str, file: str) -> Document:
     return Document(file, data, builder.lines)
 
 
+class YamlFloat(float):
+    """A float that remembers how the YAML wrote it, so `0.90` renders as `0.90`, not `0.9`."""
+
+    text: str
+
+    def __new__(cls, value: float, text: str) -> "YamlFloat":
+        obj = super().__new__(cls, value)
+        obj.text = text
+        return obj
+
+    def __str__(self) -> str:
+        return self.text
+
+
 class _Builder:
     """Turns a composed node graph into plain data, recording lines; applies merge keys."""
 
@@ -135,7 +149,10 @@ class _Builder:
 
     def build_scalar(self, node: yaml.Node, path: KeyPath) -> RawYaml:
         try:
-            return self.scalars.construct_object(node, deep=True)
+            value = self.scalars.construct_object(node, deep=True)
+            if type(value) is float and isinstance(node, yaml.ScalarNode):
+                return YamlFloat(value, node.value)
+            return value
         except yaml.constructor.ConstructorError as exc:
             raise self.fail(node, path, f"unsupported value: {exc.problem}") from None
         except (ValueError, OverflowError) as exc:

@@ -1,0 +1,1 @@
+"""Read, write and decode SGLang cookbook AgentX data modules (`agentx/<org>/<model>.jsx`)."""

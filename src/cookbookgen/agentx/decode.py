@@ -1,0 +1,577 @@
+"""Decode an AgentX module into the commands the SGLang cookbook explorer shows. No I/O.
+
+A Python reimplementation of the decoder in sgl-project/sglang `docs/src/snippets/_agentx.jsx`
+(component 4661ab2b, described in AGENTX_FORMAT.md section 3): `ref`/`from`/`diff` block
+materialization, per-point patches, the KV-tier transform, worker argument order, block titles,
+"where" prose, placeholders and the "Copy all" text. On top of the explorer it gives a
+`copy_all_runnable` variant that is valid bash, and it raises `CookbookError` for dangling or
+cyclic references instead of crashing.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import CookbookError, key_join
+from ..render.model import Block
+from ..render.shell import format_block, heredoc
+
+DEFAULT_FILE = "agentx"
+LEAD_FLAGS = (
+    "--model-path", "--served-model-name", "--host", "--port", "--disaggregation-mode",
+    "--disaggregation-bootstrap-port", "--dist-init-addr", "--nnodes", "--node-rank", "--request-plane",
+    "--kv-events-config",
+)
+LINKER_FLAGS = (
+    "--enable-unified-cache-external-linker", "--unified-cache-external-linker-backend",
+    "--hicache-storage-backend-extra-config",
+)
+STORE_ONLY_ENV = (
+    "MOONCAKE_MASTER", "MOONCAKE_TE_META_DATA_SERVER", "MOONCAKE_GLOBAL_SEGMENT_SIZE", "MOONCAKE_STANDALONE_STORAGE",
+)
+CACHE_ROLES = ("agg", "prefill")
+ENCODING_KEYS = ("from", "diff", "drop", "ref")
+NGINX_CMD = "nginx -c nginx.conf -g 'daemon off;'"
+ROLE_TITLE = {"agg": "Worker", "prefill": "Prefill worker", "decode": "Decode worker"}
+ROLE_HEAD = {"agg": "$AGG_HEAD_IP", "prefill": "$PREFILL_HEAD_IP", "decode": "$DECODE_HEAD_IP"}
+KIND_TITLE = {
+    "etcd": "etcd — Dynamo control plane",
+    "nats": "NATS — Dynamo KV-event plane",
+    "mooncake-master": "Mooncake master",
+    "mooncake-store": "Mooncake store",
+    "dynamo-frontend": "Dynamo frontend (OpenAI API)",
+    "sglang-router": "SGLang router (OpenAI API)",
+    "nginx": "nginx — optional frontend load balancer",
+}
+PLACEHOLDERS = {
+    "NODE_RANK": "rank of this node within its worker (0 on the worker's first node)",
+    "NODE_IP": "IP of the node the command runs on",
+    "ETCD_IP": "node running etcd",
+    "NATS_IP": "node running NATS",
+    "MOONCAKE_MASTER_IP": "node running mooncake_master",
+    "AGG_HEAD_IP": "first node of this worker",
+    "PREFILL_HEAD_IP": "first node of this prefill worker",
+    "DECODE_HEAD_IP": "first node of this decode worker",
+    "IB_DEVICES": "the node's RDMA NICs",
+    "EFA_DEVICES": "EFA device filter (AWS EFA fabrics only)",
+}
+COPY_ALL_HEAD = "# Set per node before running the commands below"
+_ROLE_HEAD_IP = re.compile(r"(AGG|PREFILL|DECODE)_(\d+)_HEAD_IP")
+_FRONTEND_IP = re.compile(r"FRONTEND_(\d+)_IP")
+_PLACEHOLDER = re.compile(r"\$([A-Z][A-Z0-9_]*)")
+
+Json = dict[str, Any]
+
+
+# ---- block algebra (explorer section 1) ----
+
+def _arg_key(arg: list[Any]) -> tuple[int, str]:
+    name = arg[0]
+    return (LEAD_FLAGS.index(name), "") if name in LEAD_FLAGS else (len(LEAD_FLAGS), name)
+
+
+def sort_args(args: list[list[Any]]) -> list[list[Any]]:
+    """Worker argument order: LEAD_FLAGS first in that order, then alphabetical; stable."""
+    return sorted(args, key=_arg_key)
+
+
+def _diff_args(args: list[list[Any]], da: Json) -> list[list[Any]]:
+    kept = [a for a in args if not (a[0] in da and da[a[0]] is None)]
+    out = [[a[0], *da[a[0]]] if a[0] in da else a for a in kept]
+    names = {a[0] for a in out}
+    out.extend([k, *v] for k, v in da.items() if v is not None and k not in names)
+    return out
+
+
+def _diff_env(env: Json, de: Json) -> Json:
+    out = {k: v for k, v in env.items() if not (k in de and de[k] is None)}
+    out.update({k: v for k, v in de.items() if v is not None})
+    return dict(sorted(out.items()))
+
+
+def apply_diff(block: Json, diff: Json | None) -> Json:
+    """A new block: `diff` None copies, `{block}` replaces, else args/env are edited (section 3.2)."""
+    if diff is None:
+        return copy.deepcopy(block)
+    if diff.get("block") is not None:
+        return copy.deepcopy(diff["block"])
+    out = copy.deepcopy(block)
+    args = _diff_args(out.get("args") or [], diff.get("args") or {})
+    out["args"] = sort_args(args) if out.get("kind") == "worker" else args
+    out["env"] = _diff_env(out.get("env") or {}, diff.get("env") or {})
+    return out
+
+
+def apply_patch(base: list[Json], patch: Any) -> list[Json]:
+    """Point *i* blocks: patch None copies, `{replace}` swaps the list, a list diffs block by block."""
+    if not patch:
+        return copy.deepcopy(base)
+    if not isinstance(patch, list):
+        return copy.deepcopy(patch["replace"])
+    return [apply_diff(b, patch[i] if i < len(patch) else None) for i, b in enumerate(base)]
+
+
+def derive_block(target: Json, entry: Json) -> Json:
+    """A `ref`/`from` entry applied to the block it points at: drop, override keys, then diff."""
+    drop = entry.get("drop") or []
+    out = {k: v for k, v in copy.deepcopy(target).items() if k not in drop}
+    out.update({k: v for k, v in entry.items() if k not in ENCODING_KEYS})
+    return apply_diff(out, entry.get("diff"))
+
+
+def resolve_env_ref(block: Json, envs: list[Json]) -> Json:
+    """`envRef` replaced by the sorted shared env it names."""
+    if "envRef" not in block:
+        return block
+    out = {k: v for k, v in block.items() if k != "envRef"}
+    out["env"] = dict(sorted(envs[block["envRef"]].items()))
+    return out
+
+
+# ---- KV tiers (section 3.4) ----
+
+def _is_kv_flag(name: str) -> bool:
+    return name == "--enable-hierarchical-cache" or name.startswith("--hicache-") or name in LINKER_FLAGS
+
+
+def _cell_path(module: Json, cell: Json) -> str:
+    index = next((i for i, c in enumerate(module.get("cells", [])) if c is cell), None)
+    return key_join("cells", index) if index is not None else "cells[?]"
+
+
+def _tier_settings(role: Any, target: str, cell: Json, module: Json, file: str) -> tuple[list[Any], Json]:
+    """(args, env) the target tier adds to a worker of this role."""
+    mooncake = module.get("kvMooncake") or {}
+    if role in CACHE_ROLES and target == "hicache":
+        hicache = (cell.get("kv") or {}).get("hicache")
+        if not hicache:
+            raise CookbookError.at(file, 0, _cell_path(module, cell) + ".kv.hicache", "missing (needed for hicache)")
+        return hicache["args"], {}
+    if target != "mooncake":
+        return [], {}
+    if not mooncake:
+        raise CookbookError.at(file, 0, "kvMooncake", "missing (needed for mooncake)")
+    if role in CACHE_ROLES:
+        return mooncake["args"], mooncake["env"]
+    return [], mooncake["decode_env"]
+
+
+def _kv_worker(block: Json, source: str, target: str, settings: tuple[list[Any], Json]) -> Json:
+    add, env_add = settings
+    args = [a for a in block["args"] if not _is_kv_flag(a[0])]
+    env = block["env"]
+    if source == "mooncake":
+        env = {k: v for k, v in env.items() if k not in STORE_ONLY_ENV}
+    names = {a[0] for a in args}
+    args.extend(list(a) for a in add if a[0] not in names)
+    env = {**env, **{k: v for k, v in env_add.items() if k not in env}}
+    return {**block, "args": sort_args(args), "env": dict(sorted(env.items()))}
+
+
+def _mooncake_master(module: Json, router: str, file: str) -> Json:
+    master = ((module.get("kvMooncake") or {}).get("master") or {}).get(router)
+    if master is None:
+        raise CookbookError.at(file, 0, f"kvMooncake.master.{router}", "missing (needed for mooncake)")
+    return copy.deepcopy(master)
+
+
+def kv_transform(
+    blocks: list[Json], measured_tier: str, target_tier: str, cell: Json, module: Json, router: str,
+    file: str = DEFAULT_FILE,
+) -> list[Json]:
+    """Re-target the measured KV tier: strip its flags/blocks, add the target's (section 3.4)."""
+    if measured_tier == target_tier:
+        return blocks
+    out: list[Json] = []
+    for b0 in blocks:
+        if measured_tier == "mooncake" and b0.get("kind") in ("mooncake-master", "mooncake-store"):
+            continue
+        b = {**b0, "args": [list(a) for a in b0.get("args") or []], "env": dict(b0.get("env") or {})}
+        if b.get("kind") == "worker":
+            settings = _tier_settings(b.get("role"), target_tier, cell, module, file)
+            b = _kv_worker(b, measured_tier, target_tier, settings)
+        out.append(b)
+    if target_tier == "mooncake":
+        first = next((i for i, b in enumerate(out) if b.get("kind") == "worker"), -1)
+        out.insert(first, _mooncake_master(module, router, file))  # -1 mirrors JS splice(-1, 0, x)
+    return out
+
+
+# ---- materialization with reference checks ----
+
+@dataclass
+class Decoder:
+    """Decodes one module; memoises materialized (cell, router) block lists."""
+
+    module: Json
+    file: str = DEFAULT_FILE
+    memo: dict[tuple[int, str], list[Json]] = field(default_factory=dict)
+    active: set[tuple[int, str]] = field(default_factory=set)
+
+    def fail(self, key_path: str, message: str) -> CookbookError:
+        return CookbookError.at(self.file, 0, key_path, message)
+
+    def cell(self, index: Any, key_path: str) -> Json:
+        cells = self.module["cells"]
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(cells):
+            raise self.fail(key_path, f"no cell {index!r} (module has {len(cells)})")
+        return cells[index]
+
+    def router_blocks(self, ci: int, router: Any, key_path: str) -> list[Json]:
+        routers = self.cell(ci, key_path).get("routers") or {}
+        if not isinstance(router, str) or router not in routers:
+            raise self.fail(key_path, f"cell {ci} has no router {router!r}")
+        return routers[router].get("blocks") or []
+
+    def materialize(self, ci: int, router: str, key_path: str = "") -> list[Json]:
+        """Full blocks of point 0 of cell `ci` under `router` (section 3.1)."""
+        key = (ci, router)
+        if key in self.memo:
+            return self.memo[key]
+        entries = self.router_blocks(ci, router, key_path or key_join("cells", ci))
+        if key in self.active:
+            raise self.fail(key_path, f"reference cycle through cells[{ci}].routers.{router}")
+        self.active.add(key)
+        try:
+            prefix = f"{key_join('cells', ci)}.routers.{router}.blocks"
+            out = [self.entry(ci, e, key_join(prefix, i)) for i, e in enumerate(entries)]
+        finally:
+            self.active.discard(key)
+        self.memo[key] = [self.env_ref(b, path) for b, path in zip(out, _paths(ci, router, len(out)))]
+        return self.memo[key]
+
+    def entry(self, ci: int, entry: Json, path: str) -> Json:
+        if entry.get("ref"):
+            return derive_block(self.ref_target(entry["ref"], key_join(path, "ref")), entry)
+        if entry.get("from") is not None:
+            return derive_block(self.from_target(ci, entry["from"], key_join(path, "from")), entry)
+        return copy.deepcopy(entry)
+
+    def ref_target(self, ref: Any, path: str) -> Json:
+        if not isinstance(ref, list) or len(ref) != 3:
+            raise self.fail(path, "must be [cellIndex, router, blockIndex]")
+        self.router_blocks(ref[0], ref[1], path)
+        return self.pick(self.materialize(ref[0], ref[1], path), ref[2], path)
+
+    def from_target(self, ci: int, index: Any, path: str) -> Json:
+        submitted = self.cell(ci, path).get("submitted")
+        return self.pick(self.materialize(ci, submitted, path), index, path)
+
+    def pick(self, blocks: list[Json], index: Any, path: str) -> Json:
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(blocks):
+            raise self.fail(path, f"no block {index!r} (the referenced list has {len(blocks)})")
+        return blocks[index]
+
+    def env_ref(self, block: Json, path: str) -> Json:
+        envs = self.module.get("envs") or []
+        ref = block.get("envRef")
+        if ref is not None and (not isinstance(ref, int) or not 0 <= ref < len(envs)):
+            raise self.fail(key_join(path, "envRef"), f"no env {ref!r} (module has {len(envs)})")
+        return resolve_env_ref(block, envs)
+
+    def point_dicts(self, ci: int, pi: int, router: str, kv: str | None) -> list[Json]:
+        """Blocks of point `pi` under `router` and KV tier `kv` (None = the measured tier), as dicts."""
+        cell = self.cell(ci, key_join("cells", ci))
+        point = self.point(cell, ci, pi)
+        base = self.materialize(ci, router, key_join("cells", ci))
+        path = f"cells[{ci}].points[{pi}].patch.{router}"
+        measured = copy.deepcopy(base) if pi == 0 else self.patched(base, point, router, path)
+        source = point_kv(point)
+        return kv_transform(measured, source, kv or source, cell, self.module, router, self.file)
+
+    def patched(self, base: list[Json], point: Json, router: str, path: str) -> list[Json]:
+        """Point *i* blocks; `envRef` in replacement blocks is resolved too (the explorer would drop it)."""
+        patch = (point.get("patch") or {}).get(router)
+        replace = isinstance(patch, dict) and isinstance(patch.get("replace"), list)
+        if patch and not isinstance(patch, list) and not replace:
+            raise self.fail(path, "a patch must be null, {replace: [blocks]} or a list of per-block diffs")
+        return [self.env_ref(b, key_join(path, i)) for i, b in enumerate(apply_patch(base, patch))]
+
+    def point(self, cell: Json, ci: int, pi: int) -> Json:
+        points = cell.get("points") or []
+        if not 0 <= pi < len(points):
+            raise self.fail(key_join(key_join("cells", ci), "points"), f"no point {pi} (cell has {len(points)})")
+        return points[pi]
+
+    def router_files(self, ci: int, router: str) -> list[Json]:
+        ids = self.cell(ci, key_join("cells", ci))["routers"][router].get("files") or []
+        files = self.module.get("files") or {}
+        for i, fid in enumerate(ids):
+            if fid not in files:
+                raise self.fail(f"cells[{ci}].routers.{router}.files[{i}]", f"no file {fid!r} in `files`")
+        return [files[fid] for fid in ids]
+
+    def decode_point(self, ci: int, pi: int, router: str, kv: str | None) -> list[Block]:
+        dicts = self.point_dicts(ci, pi, router, kv)
+        workers = sum(b.get("workers") or 1 for b in dicts if b.get("kind") == "worker")
+        files = self.router_files(ci, router)
+        path = f"cells[{ci}].routers.{router}"
+        return [to_block(b, router, workers, files, self.file, path) for b in dicts]
+
+
+def _paths(ci: int, router: str, n: int) -> list[str]:
+    return [f"cells[{ci}].routers.{router}.blocks[{i}]" for i in range(n)]
+
+
+def point_kv(point: Json) -> str:
+    """The tier a point was measured with (`none` when the point does not say)."""
+    return point.get("kv") or "none"
+
+
+# ---- Block objects, titles and "where" prose (explorer section 3) ----
+
+def _js_str(value: Any) -> str:
+    """`String(v)` as JavaScript prints JSON scalars."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def block_title(block: Json) -> str:
+    if block.get("kind") == "worker":
+        return ROLE_TITLE.get(block.get("role"), "Worker")
+    return KIND_TITLE.get(block.get("kind"), str(block.get("kind")))
+
+
+def _pinning_text(pinning: list[list[Any]]) -> str:
+    per = [f"worker {i}: {' / '.join(str(x) for x in w if x) or 'all'}" for i, w in enumerate(pinning)]
+    return f"Workers share nodes: pin GPUs per worker with CUDA_VISIBLE_DEVICES = {' · '.join(per)}."
+
+
+def _worker_where(b: Json, router: str, worker_count: int) -> str:
+    n = b.get("nodes_per_worker") or 1
+    role = b.get("role")
+    parts: list[str] = []
+    if (b.get("workers") or 0) > 1:
+        span = f", each spanning {n} nodes" if n > 1 else ", one per node"
+        parts.append(f"Start {b['workers']} {role} workers{span}.")
+    if n > 1:
+        parts.append(f"Run on every node of a worker with NODE_RANK=0..{n - 1}; {ROLE_HEAD.get(role)} is that worker's first node.")
+    if b.get("gpu_pinning") is not None:
+        parts.append(_pinning_text(b["gpu_pinning"]))
+    if router == "sglang" and worker_count == 1 and role == "agg" and n == 1:
+        parts.append("Serves the OpenAI API on port 30000.")
+    if router == "dynamo":
+        parts.append("Workers register with Dynamo through etcd; start them after etcd/NATS.")
+    return " ".join(parts) or f"Run on the {role} node."
+
+
+def _store_where(b: Json) -> str:
+    ports = b.get("ports") or []
+    many = f", one instance per port ({', '.join(ports)}; change --port)" if len(ports) > 1 else ""
+    return f"Start on each of the {b.get('count_nodes') or 1} decode node(s){many}."
+
+
+def _frontend_where(b: Json) -> str:
+    count = b.get("count") or 0
+    head = (
+        f"SA ran {count} frontends on separate nodes behind nginx (previous tab; port 8180 each, nginx on 8000). "
+        "One frontend on port 8000 also works."
+        if count > 1 else "Start once; clients connect to port 8000."
+    )
+    return head + " It finds the workers through etcd, so it can start before them."
+
+
+_FIXED_WHERE = {
+    "etcd": "Start once, before everything else, on $ETCD_IP.",
+    "nats": "Start once on $NATS_IP, with nats.conf (below) in the working directory.",
+    "mooncake-master": "Start once on $MOONCAKE_MASTER_IP before the workers.",
+    "nginx": "Optional scale-out in front of the frontends (next tab): hashes each session onto one frontend and "
+    "listens on port 8000, with nginx.conf (below) in the working directory.",
+    "sglang-router": "Start once after the workers; clients connect to port 8000.",
+}
+
+
+def where_text(b: Json, router: str, worker_count: int) -> str:
+    """The explorer's per-tab instruction of where and how often a block runs."""
+    kind = b.get("kind")
+    if kind == "worker":
+        return _worker_where(b, router, worker_count)
+    if kind == "mooncake-store":
+        return _store_where(b)
+    if kind == "dynamo-frontend":
+        return _frontend_where(b)
+    return _FIXED_WHERE.get(kind, "")
+
+
+def _tuple_or_none(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else tuple(_js_str(v) for v in value)
+
+
+def _block_fields(b: Json, router: str, worker_count: int) -> Json:
+    args = b.get("args") or []
+    nginx = b.get("kind") == "nginx" and not args
+    pinning = b.get("gpu_pinning")
+    return {
+        "kind": b.get("kind"), "role": b.get("role"), "title": block_title(b),
+        "cmd": NGINX_CMD if nginx else b.get("cmd"),
+        "args": tuple(tuple(_js_str(x) for x in a) for a in args),
+        "env": {k: _js_str(v) for k, v in (b.get("env") or {}).items()},
+        "preamble": tuple(b.get("preamble") or ()),
+        "workers": b.get("workers"), "nodes_per_worker": b.get("nodes_per_worker"),
+        "count": b.get("count"), "count_nodes": b.get("count_nodes"),
+        "gpu_pinning": None if pinning is None else tuple(tuple(_js_str(x or "") for x in w) for w in pinning),
+        "ports": _tuple_or_none(b.get("ports")), "where": where_text(b, router, worker_count),
+    }
+
+
+def to_block(b: Json, router: str, worker_count: int, files: list[Json], file: str, path: str) -> Block:
+    """A `Block` from a decoded block dict; `files` named in its text are attached to it."""
+    try:
+        block = Block(**_block_fields(b, router, worker_count))
+    except ValidationError as exc:
+        raise CookbookError.at(file, 0, path, f"bad decoded block: {exc.errors()[0]['msg']}") from None
+    text = block_text(block)
+    used = {f["name"]: f["content"] for f in files if f["name"] in text}
+    return block.model_copy(update={"files": used}) if used else block
+
+
+def block_text(block: Block) -> str:
+    """The text the explorer shows (and copies) for one process."""
+    return format_block(block, with_files=False)
+
+
+# ---- placeholders and "Copy all" (sections 3.8, 3.9) ----
+
+def placeholder_text(name: str) -> str:
+    """The description of a `$NAME` placeholder, or "" when the explorer does not know it."""
+    if name in PLACEHOLDERS:
+        return PLACEHOLDERS[name]
+    if m := _ROLE_HEAD_IP.fullmatch(name):
+        return f"first node of {m.group(1).lower()} worker {m.group(2)}"
+    if m := _FRONTEND_IP.fullmatch(name):
+        return f"node of frontend {m.group(1)}"
+    return ""
+
+
+def used_placeholders(text: str) -> list[str]:
+    """Described `$NAME` placeholders in `text`, in first-use order."""
+    names = dict.fromkeys(_PLACEHOLDER.findall(text))
+    return [n for n in names if placeholder_text(n)]
+
+
+def _files_json(files: list[Json]) -> str:
+    return json.dumps(files, ensure_ascii=False, separators=(",", ":"))
+
+
+def _sections(blocks: list[Block]) -> str:
+    return "\n\n".join(f"# {b.title}\n{block_text(b)}" for b in blocks)
+
+
+def copy_all_text(blocks: list[Block], files: list[Json]) -> str:
+    """The explorer's "Copy all": `export NAME=<description>` lines, then every block under `# Title`."""
+    body = _sections(blocks)
+    names = used_placeholders(body + _files_json(files))
+    if not names:
+        return body
+    exports = "\n".join(f"export {n}=<{placeholder_text(n)}>" for n in names)
+    return f"{COPY_ALL_HEAD}\n{exports}\n\n{body}"
+
+
+def _runnable_export(name: str) -> str:
+    """`export NAME="${NAME:?set to: <description>}"`: valid bash that stops with the description if unset."""
+    message = re.sub(r"([\\\"$`'}])", r"\\\1", f"set to: {placeholder_text(name)}")
+    return f'export {name}="${{{name}:?{message}}}"'
+
+
+def _file_lines(name: str, content: str, names: list[str]) -> list[str]:
+    """A heredoc writing a config file; its described `$NAME` placeholders expand, all else is literal."""
+    return heredoc(name, content, frozenset(names))
+
+
+def copy_all_runnable(blocks: list[Block], files: list[Json]) -> str:
+    """A bash-valid "Copy all": required-variable exports, config files written before their block."""
+    names = used_placeholders(_sections(blocks) + _files_json(files))
+    sections = [COPY_ALL_HEAD + "\n" + "\n".join(_runnable_export(n) for n in names)] if names else []
+    texts = [block_text(b) for b in blocks]
+    loose = [f for f in files if not any(f["name"] in t for t in texts)]
+    sections += ["\n".join([f"# {f['name']}", *_file_lines(f["name"], f["content"], names)]) for f in loose]
+    written: set[str] = set()
+    for block, text in zip(blocks, texts):
+        lines = [f"# {block.title}"]
+        for fname, content in block.files.items():
+            if fname not in written:
+                lines.extend(_file_lines(fname, content, names))
+                written.add(fname)
+        sections.append("\n".join([*lines, format_block(block, with_files=False)]))
+    return "\n\n".join(sections)
+
+
+# ---- status and combinations (section 3.10) ----
+
+def point_status(cell: Json, point: Json) -> str:
+    """The measured status: v1 per-point `status`, v2 `cell.prov.status`."""
+    return point.get("status") or (cell.get("prov") or {}).get("status") or "unknown"
+
+
+def status_of(cell: Json, point: Json, router: str, kv: str) -> str:
+    """What the explorer badges: the measured status only for the submitted router and measured tier."""
+    if router == cell.get("submitted") and kv == point_kv(point):
+        return point_status(cell, point)
+    return "derived"
+
+
+def routers_of(cell: Json) -> list[str]:
+    """The cell's routers, submitted first."""
+    submitted = cell.get("submitted")
+    rest = [r for r in cell.get("routers") or {} if r != submitted]
+    return ([submitted] if submitted in (cell.get("routers") or {}) else []) + rest
+
+
+def kv_tiers(cell: Json, point: Json) -> list[str]:
+    """Selectable tiers: `cell.kv.available` (else `none`), plus the measured tier if missing."""
+    available = (cell.get("kv") or {}).get("available") or ["none"]
+    return list(dict.fromkeys([*available, point_kv(point)]))
+
+
+def point_label(point: Json) -> str:
+    return f"c{point['concs'][0]}"
+
+
+def _combination(dec: Decoder, ci: int, pi: int, router: str, kv: str) -> Json:
+    cell = dec.module["cells"][ci]
+    point = cell["points"][pi]
+    blocks = dec.decode_point(ci, pi, router, kv)
+    files = dec.router_files(ci, router)
+    return {
+        "cell": cell["id"], "point": point_label(point), "router": router, "kv": kv,
+        "status": status_of(cell, point, router, kv),
+        "blocks": [b.to_json() for b in blocks],
+        "copy_all": copy_all_text(blocks, files),
+        "copy_all_runnable": copy_all_runnable(blocks, files),
+    }
+
+
+def combinations(module: Json, file: str = DEFAULT_FILE) -> list[Json]:
+    """Every (cell, point, router, kv tier) the explorer can show, decoded."""
+    dec = Decoder(module, file)
+    out: list[Json] = []
+    for ci, cell in enumerate(module["cells"]):
+        for pi, point in enumerate(cell.get("points") or []):
+            for router in routers_of(cell):
+                out.extend(_combination(dec, ci, pi, router, kv) for kv in kv_tiers(cell, point))
+    return out
+
+
+# ---- function API over a fresh Decoder ----
+
+def materialize(module: Json, cell_index: int, router: str, file: str = DEFAULT_FILE) -> list[Json]:
+    """Point-0 blocks of one cell under one router, fully decoded (dicts)."""
+    return copy.deepcopy(Decoder(module, file).materialize(cell_index, router))
+
+
+def decode_point(
+    module: Json, cell_index: int, point_index: int, router: str, kv: str | None, file: str = DEFAULT_FILE
+) -> list[Block]:
+    """The blocks the explorer shows for one selection (`kv` None = the measured tier)."""
+    return Decoder(module, file).decode_point(cell_index, point_index, router, kv)

@@ -1,0 +1,107 @@
+"""Parse and print the text of a published AgentX data module. Text only: no file I/O.
+
+A module is either plain JSON or the JSX envelope the cookbook publishes:
+
+    // three comment lines
+    export const agentx = { ...JSON, 1-space indent, scalar arrays on one line... };
+
+The object text is read with `json.loads`-style decoding only (never evaluated). Bad input raises
+`CookbookError` with one `Problem` whose line is the 1-based line in the whole text.
+`write_module_text` reproduces the published envelope byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..errors import CookbookError
+
+EXPORT_PREFIX = "export const agentx = "
+_Scalar = (str, int, float, bool, type(None))
+
+
+def _header_count(lines: list[str]) -> int:
+    """How many leading lines are `//` comments or blank (the envelope header)."""
+    n = 0
+    while n < len(lines) and (lines[n].lstrip().startswith("//") or not lines[n].strip()):
+        n += 1
+    return n
+
+
+def read_header_lines(text: str) -> list[str]:
+    """The `//` comment lines before `export const agentx = ` (empty for plain JSON)."""
+    lines = text.split("\n")
+    return [line for line in lines[: _header_count(lines)] if line.strip()]
+
+
+def _split_envelope(text: str, file: str) -> tuple[str, int]:
+    """The JSON object text and the number of lines before it."""
+    if text.lstrip().startswith("{"):
+        return text, 0
+    lines = text.split("\n")
+    skip = _header_count(lines)
+    rest = "\n".join(lines[skip:])
+    if not rest.startswith(EXPORT_PREFIX):
+        raise CookbookError.at(file, skip + 1, "", f"expected `{EXPORT_PREFIX.strip()}` or a JSON object")
+    return " " * len(EXPORT_PREFIX) + rest[len(EXPORT_PREFIX):], skip
+
+
+def _decode(body: str, offset: int, file: str) -> object:
+    decoder = json.JSONDecoder()
+    start = len(body) - len(body.lstrip())
+    try:
+        data, end = decoder.raw_decode(body, start)
+    except json.JSONDecodeError as exc:
+        raise CookbookError.at(file, offset + exc.lineno, "", f"invalid JSON: {exc.msg}") from None
+    tail = body[end:].strip()
+    if tail not in ("", ";"):
+        line = offset + body.count("\n", 0, end) + 1
+        raise CookbookError.at(file, line, "", f"unexpected text after the object: {tail[:20]!r}")
+    return data
+
+
+def _check_shape(data: object, file: str) -> dict:
+    if not isinstance(data, dict):
+        raise CookbookError.at(file, 0, "", "the module must be a JSON object")
+    if not isinstance(data.get("cells"), list):
+        raise CookbookError.at(file, 0, "cells", "missing or not a list")
+    return data
+
+
+def read_module_text(text: str, file: str) -> dict:
+    """The module object of a JSX envelope or plain JSON text; `file` only names it in errors."""
+    body, offset = _split_envelope(text, file)
+    return _check_shape(_decode(body, offset, file), file)
+
+
+def _dumps(value: object, indent: int) -> str:
+    """JSON with a 1-space indent; arrays holding only scalars stay on one line."""
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        pad = " " * (indent + 1)
+        items = [f"{pad}{_scalar(str(k))}: {_dumps(v, indent + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+    if isinstance(value, list):
+        if all(isinstance(v, _Scalar) for v in value):
+            return "[" + ", ".join(_scalar(v) for v in value) + "]"
+        pad = " " * (indent + 1)
+        return "[\n" + ",\n".join(pad + _dumps(v, indent + 1) for v in value) + "\n" + " " * indent + "]"
+    return _scalar(value)
+
+
+def _scalar(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _comment(line: str) -> str:
+    return line if line.startswith("//") else "// " + line
+
+
+def write_module_text(data: dict, header_lines: list[str], trailing_newline: bool = True) -> str:
+    """The published JSX envelope: comment lines, `export const agentx = <JSON>;`.
+
+    `trailing_newline` says whether the text ends with `\\n` after the `;` (the published files do).
+    """
+    head = "".join(_comment(line) + "\n" for line in header_lines)
+    return head + EXPORT_PREFIX + _dumps(data, 0) + ";" + ("\n" if trailing_newline else "")

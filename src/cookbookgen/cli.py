@@ -1,0 +1,130 @@
+"""The command line: parse arguments, call the stages, print. The only place that prints problems.
+
+Exit status: 0 success, 1 a diff found a mismatch, 2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import __version__
+from .errors import CookbookError
+from .pipeline import RenderedPoint, render_config_point, render_point
+from .policy.rules import load_policy
+from .recipes.workspace import Workspace
+from .render.model import Block
+from .render.shell import copy_all, format_block
+from .render.tables import tables
+
+EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        raise CookbookError.at("cookbookgen", 0, self.prog.split()[-1], message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="cookbookgen", description="Launch commands for LLM-serving cookbooks, checked against the benchmarked srt-slurm recipes.")
+    parser.add_argument("--version", action="version", version=f"cookbookgen {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    r = sub.add_parser("render", help="resolve one benchmark point and print its launch commands",
+                       description="Resolve one point of an InferenceX config (or a bare recipe) into role-by-role launch commands.")
+    r.add_argument("--source", type=Path, default=Path("data/inferencex"), help="InferenceX checkout (either layout); default: data/inferencex")
+    r.add_argument("--config", help="config key of the master config, e.g. dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg")
+    r.add_argument("--point", help="point label c<conc> (when unique in the config) or full id such as tp4/c16")
+    r.add_argument("--recipe", help="render a bare recipe instead: FILE[:selector] (override_x, zip_override_x[i], sweep[i])")
+    r.add_argument("--model", help="Hugging Face id for --recipe when the recipe does not name one")
+    r.add_argument("--cluster", help="cluster the recipe ran on, for cluster-provided env (e.g. gb300-nv); default: the master's runner")
+    r.add_argument("--role", help="only blocks of this role or kind (prefill, decode, agg, etcd, nats, nginx, dynamo-frontend, sglang-router, ...)")
+    r.add_argument("--format", choices=["text", "json", "sh"], default="text", help="text: commands as a reader copies them; json: blocks and settings; sh: a runnable script")
+    r.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE", help="set a recipe value (YAML scalar or list) after the override")
+    r.add_argument("--unset", dest="unsets", action="append", default=[], metavar="PATH", help="remove a recipe value after the override")
+    r.add_argument("--policy", type=Path, help="extra policy rules (YAML), applied before the shipped ones")
+    r.set_defaults(run=_cmd_render)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        run: Callable[[argparse.Namespace], int] = args.run
+        return run(args)
+    except CookbookError as exc:
+        for problem in exc.problems:
+            print(f"cookbookgen: error: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    policy = load_policy(args.policy)
+    if args.recipe:
+        rendered = _render_bare(args, policy)
+    else:
+        if not args.config or not args.point:
+            raise CookbookError.at("cookbookgen", 0, "render", "give --config KEY --point LABEL, or --recipe FILE[:selector]")
+        rendered = render_config_point(Workspace(args.source), policy, args.config, args.point, args.sets, args.unsets)
+    blocks = [b for b in rendered.deployment.blocks if not args.role or args.role in (b.role, b.kind)]
+    if args.role and not blocks:
+        raise CookbookError.at("cookbookgen", 0, "--role", f"no block has role or kind {args.role!r}")
+    sys.stdout.write(_FORMATS[args.format](rendered, blocks))
+    return EXIT_OK
+
+
+def _render_bare(args: argparse.Namespace, policy) -> RenderedPoint:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    from .recipes.workspace import model_id
+    from .render.deploy import RenderContext, render
+
+    point = Workspace(Path(".")).bare_recipe(args.recipe, args.sets, args.unsets)
+    model = args.model or model_id(point)
+    return RenderedPoint(point, render(point.recipe, point.typed, RenderContext(model, policy, args.cluster)))
+
+
+def _heading(rendered: RenderedPoint) -> list[str]:
+    p = rendered.point
+    d = rendered.deployment
+    what = f"{p.entry.key} {p.point_id}" if p.entry else p.recipe.label
+    return [f"{what}: {d.model}, {d.gpus} GPUs on {d.nodes} node(s)", f"recipe {p.recipe.label}", f"image {d.image}"]
+
+
+def _as_text(rendered: RenderedPoint, blocks: list[Block]) -> str:
+    parts = [f"# {b.title}" + (f" -- {b.where}" if b.where else "") + "\n" + format_block(b) for b in blocks]
+    return "\n\n".join(parts) + "\n"
+
+
+def _as_sh(rendered: RenderedPoint, blocks: list[Block]) -> str:
+    return copy_all(blocks, _heading(rendered), tables().describe_placeholder)
+
+
+def _as_json(rendered: RenderedPoint, blocks: list[Block]) -> str:
+    p, d = rendered.point, rendered.deployment
+    doc = {
+        "config": p.entry.key if p.entry else None,
+        "point": p.point_id if p.entry else None,
+        "label": p.label,
+        "concurrencies": [p.conc] if p.conc is not None else [],
+        "recipe": p.recipe.label,
+        "model": d.model,
+        "image": d.image,
+        "gpus": d.gpus,
+        "nodes": d.nodes,
+        "blocks": [b.to_json() for b in blocks],
+        "settings": [s.to_json() for s in d.settings],
+    }
+    return json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n"
+
+
+_FORMATS: dict[str, Callable[[RenderedPoint, list[Block]], str]] = {"text": _as_text, "json": _as_json, "sh": _as_sh}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Diff: compare published launch commands with what workers really ran."""

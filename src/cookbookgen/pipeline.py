@@ -1,0 +1,45 @@
+"""One call from a checkout and a point name to its Deployment: the stages chained. I/O only
+through `recipes.workspace`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .policy.rules import Policy
+from .recipes.master import check_framework, find_point
+from .recipes.workspace import ResolvedPoint, Workspace, model_id
+from .render.deploy import RenderContext, render
+from .render.model import Deployment
+
+
+@dataclass(frozen=True)
+class RenderedPoint:
+    point: ResolvedPoint
+    deployment: Deployment
+
+
+def render_point(point: ResolvedPoint, policy: Policy) -> Deployment:
+    cluster = point.entry.cluster if point.entry else None
+    image = point.entry.image if point.entry else None
+    return render(point.recipe, point.typed, RenderContext(model_id(point), policy, cluster, image or None))
+
+
+def render_config_point(ws: Workspace, policy: Policy, key: str, point: str,
+                        sets: list[str] = [], unsets: list[str] = []) -> RenderedPoint:
+    entry = ws.entry(key)
+    check_framework(entry)
+    row, conc = find_point(entry, point)
+    resolved = ws.point(entry, row, conc, sets, unsets)
+    return RenderedPoint(resolved, render_point(resolved, policy))
+
+
+def render_all_points(ws: Workspace, policy: Policy, key: str) -> list[RenderedPoint]:
+    entry = ws.entry(key)
+    check_framework(entry)
+    out = []
+    for row in entry.rows:
+        for conc in row.concs:
+            resolved = ws.point(entry, row, conc)
+            out.append(RenderedPoint(resolved, render_point(resolved, policy)))
+    return out

@@ -1,0 +1,1 @@
+"""Policy: which recipe settings are published, dropped or parameterised, and why."""

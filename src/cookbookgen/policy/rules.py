@@ -1,0 +1,141 @@
+"""The policy as data: rules read from the shipped `rules/policy.yaml` plus an optional user file.
+
+I/O: `load_policy` reads the files (through `recipes.load`). Matching is pure.
+
+- A rule's `match` is a dotted glob; `*` matches one key (with shell globs inside it), `**` any
+  number of keys, and a rule covers every setting at or under the matched path.
+- `value:` limits a rule to settings with exactly that value.
+- First matching rule wins; the user's rules come before the shipped ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import CookbookError
+from ..recipes.load import Document, parse_yaml, read_yaml_file
+
+CLASSES = ("published", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "prohibited")
+DROPPED = frozenset({"harness-only", "default-equivalent"})
+_NO_VALUE = object()
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: tuple[str, ...]
+    cls: str
+    reason: str
+    value: Any = _NO_VALUE
+    replacement: str | None = None
+    source: str = ""
+
+    @property
+    def text(self) -> str:
+        return ".".join(self.pattern)
+
+    def matches_value(self, value: Any) -> bool:
+        return self.value is _NO_VALUE or (value == self.value and type(value) is type(self.value))
+
+
+@dataclass(frozen=True)
+class ClusterEnv:
+    name: str
+    value: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Policy:
+    rules: tuple[Rule, ...]
+    clusters: dict[str, tuple[ClusterEnv, ...]] = field(default_factory=dict)
+
+    def first_match(self, path: tuple[str, ...], value: Any) -> Rule | None:
+        index = _first_plain_match(self, path)
+        for i, rule in enumerate(self.rules[: len(self.rules) if index is None else index]):
+            if rule.value is not _NO_VALUE and rule.matches_value(value) and glob_matches(rule.pattern, path):
+                return rule
+        return None if index is None else self.rules[index]
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+@lru_cache(maxsize=65536)
+def _first_plain_match(policy: Policy, path: tuple[str, ...]) -> int | None:
+    for i, rule in enumerate(policy.rules):
+        if rule.value is _NO_VALUE and glob_matches(rule.pattern, path):
+            return i
+    return None
+
+
+def glob_matches(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    """True when `pattern` matches `path` or one of its prefixes."""
+    if not pattern:
+        return True
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return any(glob_matches(rest, path[i:]) for i in range(len(path) + 1))
+    return bool(path) and fnmatchcase(path[0], head) and glob_matches(rest, path[1:])
+
+
+def load_policy(user_file: Path | None = None) -> Policy:
+    """The shipped rules, with `user_file`'s rules (same format) in front of them."""
+    shipped_text = resources.files("cookbookgen").joinpath("rules/policy.yaml").read_text(encoding="utf-8")
+    shipped = parse_yaml(shipped_text, "cookbookgen/rules/policy.yaml")
+    docs = [read_yaml_file(user_file)] if user_file else []
+    docs.append(shipped)
+    rules: list[Rule] = []
+    clusters: dict[str, tuple[ClusterEnv, ...]] = {}
+    for doc in docs:
+        rules.extend(_rules_of(doc))
+        for name, envs in _clusters_of(doc).items():
+            clusters.setdefault(name, envs)
+    return Policy(tuple(rules), clusters)
+
+
+def _rules_of(doc: Document) -> list[Rule]:
+    data = doc.data if isinstance(doc.data, dict) else {}
+    items = data.get("rules", [])
+    if not isinstance(items, list):
+        raise doc.error(("rules",), "must be a list of rules")
+    out = []
+    for i, item in enumerate(items):
+        where = ("rules", i)
+        if not isinstance(item, dict) or not isinstance(item.get("match"), str):
+            raise doc.error(where, "a rule needs `match` (a dotted path glob), `class` and `reason`")
+        if item.get("class") not in CLASSES:
+            raise doc.error(where + ("class",), f"unknown class {item.get('class')!r}; expected one of: {', '.join(CLASSES)}")
+        if not isinstance(item.get("reason"), str) or not item["reason"].strip():
+            raise doc.error(where + ("reason",), "every rule needs a one-line reason")
+        unknown = sorted(set(item) - {"match", "class", "reason", "value", "replacement"})
+        if unknown:
+            raise doc.error(where + (unknown[0],), "unknown key; allowed: match, class, reason, value, replacement")
+        out.append(Rule(tuple(item["match"].split(".")), item["class"], item["reason"],
+                        item.get("value", _NO_VALUE), item.get("replacement"), f"{doc.file}:{doc.line_of(where)}"))
+    return out
+
+
+def _clusters_of(doc: Document) -> dict[str, tuple[ClusterEnv, ...]]:
+    data = doc.data if isinstance(doc.data, dict) else {}
+    clusters = data.get("clusters", {}) or {}
+    out: dict[str, tuple[ClusterEnv, ...]] = {}
+    for name, spec in clusters.items():
+        env = (spec or {}).get("worker_env", {}) if isinstance(spec, dict) else None
+        if not isinstance(env, dict):
+            raise doc.error(("clusters", name), "expected worker_env: {NAME: {value, reason}}")
+        entries = []
+        for key, item in env.items():
+            if not isinstance(item, dict) or "value" not in item or "reason" not in item:
+                raise doc.error(("clusters", name, "worker_env", key), "expected {value, reason}")
+            entries.append(ClusterEnv(key, str(item["value"]), str(item["reason"])))
+        out[name] = tuple(entries)
+    return out
+
+
+def error_for_unknown_cluster(name: str, policy: Policy) -> CookbookError:
+    return CookbookError.at("--cluster", 0, name, f"unknown cluster; known: {', '.join(sorted(policy.clusters))}")

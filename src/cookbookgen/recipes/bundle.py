@@ -1,0 +1,166 @@
+"""Pick one variant of a recipe file and build its effective recipe. No I/O.
+
+A recipe file is either a plain recipe, a plain recipe with a top-level `sweep:`, or an override
+bundle: `base:` plus `override_<name>:` sections (selector `override_<name>`) and
+`zip_override_<name>:` sections (selector `zip_override_<name>[i]`). Top-level keys of a bundle
+other than `base` and the variants (e.g. `schema: 2`) belong to the base.
+
+Precedence, lowest first: base, the selected override (deep merge, `null` deletes), sweep
+substitution, then `--set` / `--unset` in the order given.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import CookbookError, Problem
+from .load import Document, KeyPath, dotted, parse_yaml
+from .merge import (
+    Origins,
+    deep_merge,
+    node_paths,
+    set_path,
+    substitute,
+    sweep_combinations,
+    unset_path,
+    zip_length,
+    zip_variant,
+)
+
+RawYaml = Any
+_ZIP_SELECTOR = re.compile(r"(zip_override_[\w.-]+)\[(\d+)\]")
+_SWEEP_SELECTOR = re.compile(r"sweep\[(\d+)\]")
+
+
+@dataclass(frozen=True)
+class EffectiveRecipe:
+    """A resolved recipe: plain data plus, for every path, the file and line that set it."""
+
+    file: str
+    selector: str | None
+    data: dict[str, RawYaml]
+    origins: Origins = field(compare=False, repr=False)
+
+    def problem(self, path: KeyPath, message: str) -> Problem:
+        p = tuple(path)
+        while p and p not in self.origins:
+            p = p[:-1]
+        file, line = self.origins.get(p, (self.file, 0))
+        return Problem(file, line, dotted(path), message)
+
+    def error(self, path: KeyPath, message: str) -> CookbookError:
+        return CookbookError([self.problem(path, message)])
+
+    @property
+    def label(self) -> str:
+        return f"{self.file}:{self.selector}" if self.selector else self.file
+
+
+def is_bundle(doc: Document) -> bool:
+    return isinstance(doc.data, dict) and "base" in doc.data
+
+
+def variant_names(doc: Document) -> list[str]:
+    """Every selector the file offers, in file order (empty for a plain recipe)."""
+    data = doc.data if isinstance(doc.data, dict) else {}
+    names: list[str] = []
+    for key, value in data.items():
+        if key.startswith("override_"):
+            names.append(key)
+        elif key.startswith("zip_override_"):
+            try:
+                n, _ = zip_length(value)
+            except ValueError as exc:
+                raise doc.error((key,), str(exc)) from None
+            names.extend(f"{key}[{i}]" for i in range(n))
+    if not is_bundle(doc) and isinstance(data.get("sweep"), dict):
+        names.extend(f"sweep[{i}]" for i in range(len(sweep_combinations(data["sweep"]))))
+    return names
+
+
+def _origins_of(doc: Document, data: RawYaml, doc_prefix: KeyPath, into: KeyPath = ()) -> Origins:
+    return {into + p: (doc.file, doc.line_of(doc_prefix + p)) for p in node_paths(data)}
+
+
+def _base_of(doc: Document) -> tuple[dict[str, RawYaml], Origins]:
+    data = doc.data
+    if not isinstance(data, dict):
+        raise doc.error((), f"a recipe must be a mapping, got {type(data).__name__}")
+    if not is_bundle(doc):
+        body = {k: v for k, v in data.items() if k != "sweep"}
+        return body, _origins_of(doc, body, ())
+    base = data["base"]
+    if not isinstance(base, dict):
+        raise doc.error(("base",), f"must be a mapping, got {type(base).__name__}")
+    shared = {k: v for k, v in data.items() if k != "base" and not k.startswith(("override_", "zip_override_"))}
+    origins = _origins_of(doc, shared, ())
+    origins.update(_origins_of(doc, base, ("base",)))
+    return deep_merge(shared, base), origins
+
+
+def select(doc: Document, selector: str | None) -> EffectiveRecipe:
+    """The effective recipe of `selector` in `doc` (None: a plain recipe, or a bundle's base)."""
+    data, origins = _base_of(doc)
+    names = variant_names(doc)
+    if selector is None:
+        if names and (is_bundle(doc) or "sweep" in doc.data):
+            raise doc.error((), f"the file has {len(names)} variants; pick one with FILE:SELECTOR ({_listing(names)})")
+        return EffectiveRecipe(doc.file, None, data, origins)
+    if selector not in names:
+        raise doc.error((selector.split("[")[0],), f"unknown selector {selector!r}; the file offers: {_listing(names)}")
+    over, over_path = _variant_section(doc, selector)
+    if isinstance(over, dict) and "sweep" not in over_path:
+        origins.update(_origins_of(doc, over, over_path))
+        data = deep_merge(data, over)
+    else:
+        data = substitute(data, over)
+    return EffectiveRecipe(doc.file, selector, data, origins)
+
+
+def _variant_section(doc: Document, selector: str) -> tuple[RawYaml, KeyPath]:
+    zipped = _ZIP_SELECTOR.fullmatch(selector)
+    if zipped:
+        return zip_variant(doc.data[zipped.group(1)], int(zipped.group(2))), (zipped.group(1),)
+    swept = _SWEEP_SELECTOR.fullmatch(selector)
+    if swept:
+        return sweep_combinations(doc.data["sweep"])[int(swept.group(1))], ("sweep",)
+    section = doc.data[selector]
+    if section is None:
+        return {}, (selector,)
+    if not isinstance(section, dict):
+        raise doc.error((selector,), f"an override must be a mapping, got {type(section).__name__}")
+    return section, (selector,)
+
+
+def _listing(names: list[str], limit: int = 12) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
+
+
+def apply_overrides(recipe: EffectiveRecipe, sets: list[str], unsets: list[str]) -> EffectiveRecipe:
+    """Apply `--set dotted.path=value` and `--unset dotted.path` (values parsed as YAML)."""
+    data, origins = recipe.data, dict(recipe.origins)
+    for item in sets:
+        path_text, sep, value_text = item.partition("=")
+        path = _parse_dotted(path_text, "--set", item)
+        if not sep:
+            raise CookbookError.at("--set", 0, item, "expected dotted.path=value")
+        value = parse_yaml(value_text, f"--set {path_text}").data
+        data = set_path(data, path, value)
+        for p in node_paths(value, tuple(path)):
+            origins[p] = (f"--set {item}", 0)
+    for item in unsets:
+        path = _parse_dotted(item, "--unset", item)
+        data, found = unset_path(data, path)
+        if not found:
+            raise CookbookError.at("--unset", 0, item, "no such setting in the effective recipe")
+    return EffectiveRecipe(recipe.file, recipe.selector, data, origins)
+
+
+def _parse_dotted(text: str, option: str, item: str) -> list[str]:
+    parts = text.strip().split(".")
+    if not text.strip() or any(not p for p in parts):
+        raise CookbookError.at(option, 0, item, "expected a dotted path such as roles.decode.args.max-running-requests")
+    return parts

@@ -1,0 +1,61 @@
+"""Where things live in an InferenceX checkout (both layouts). I/O: directory listings only.
+
+- e2e layout: `<root>/inferencex-e2e/{configs/*master*.yaml, perf-changelog*.yaml, benchmarks/...}`;
+- older layout: the same paths directly under `<root>`.
+`CONFIG_FILE=recipes/<p>` and `srt-recipe: recipes/<p>` name `benchmarks/multi_node/srt-slurm-recipes/<p>`;
+any other `srt-recipe` path is relative to the e2e root (or to the entry's `srt-recipe-dir`).
+A recipe path that leaves the checkout (`..`, absolute paths, symlinks out) is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ..errors import CookbookError, Problem
+
+MULTI_NODE_RECIPES = PurePosixPath("benchmarks/multi_node/srt-slurm-recipes")
+
+
+@dataclass(frozen=True)
+class Checkout:
+    root: Path
+
+    @property
+    def e2e(self) -> Path:
+        nested = self.root / "inferencex-e2e"
+        return nested if nested.is_dir() else self.root
+
+    def master_files(self) -> list[Path]:
+        configs = self.e2e / "configs"
+        return sorted(p for p in configs.glob("*master*.yaml") if p.is_file()) if configs.is_dir() else []
+
+    def changelog(self) -> Path | None:
+        found = sorted(self.e2e.glob("perf-changelog*.yaml"))
+        return found[0] if found else None
+
+    def shown(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+    def recipe_path(self, ref: str, where: Problem, recipe_dir: str | None = None) -> Path:
+        """The file a master row names, checked to stay inside the checkout."""
+        rel = PurePosixPath(ref)
+        if rel.is_absolute() or ".." in rel.parts or not ref.strip():
+            raise CookbookError([_moved(where, f"recipe path {ref!r} must be relative and stay inside the checkout")])
+        if rel.parts and rel.parts[0] == "recipes":
+            rel = MULTI_NODE_RECIPES.joinpath(*rel.parts[1:])
+        elif recipe_dir:
+            rel = PurePosixPath(recipe_dir) / rel
+        path = (self.e2e / rel).resolve()
+        if not path.is_relative_to(self.root.resolve()):
+            raise CookbookError([_moved(where, f"recipe path {ref!r} leaves the checkout")])
+        if not path.is_file():
+            raise CookbookError([_moved(where, f"recipe file not found: {self.shown(self.e2e / rel)}")])
+        return path
+
+
+def _moved(where: Problem, message: str) -> Problem:
+    return Problem(where.file, where.line, where.key_path, message)

@@ -1,0 +1,181 @@
+"""InferenceX master configs -> points: one concurrency of one search-space row. I/O: none here;
+the caller passes parsed `Document`s (see `recipes.load`).
+
+Recipe selection, in this order:
+- `additional-settings: CONFIG_FILE=recipes/<path>[:<selector>]` on the worker or prefill side;
+- `srt-recipe: <path>[:<selector>]` on the row, its worker/prefill side, or the entry (with `srt-recipe-dir`);
+- a bundle named without a selector: the override whose tensor-parallel size equals the row's `tp`
+  and whose `benchmark.env.CONC` equals the point's concurrency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import CookbookError
+from .load import Document, KeyPath
+
+RawYaml = Any
+SUPPORTED_FRAMEWORKS = ("sglang", "dynamo-sglang")
+
+
+@dataclass(frozen=True)
+class RecipeRef:
+    path: str
+    selector: str | None
+    where: KeyPath  # key path of the setting in the master file
+
+
+@dataclass(frozen=True)
+class Row:
+    scenario: str
+    index: int
+    path: KeyPath
+    data: dict[str, RawYaml]
+    concs: tuple[int, ...]
+    recipe: RecipeRef
+    slug: str
+    tp: int | None
+    extra: dict[str, RawYaml] = field(default_factory=dict)  # scenario-level settings (dram-utilization, ...)
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    key: str
+    doc: Document
+    data: dict[str, RawYaml]
+    rows: tuple[Row, ...]
+
+    @property
+    def framework(self) -> str:
+        return str(self.data.get("framework", ""))
+
+    @property
+    def model(self) -> str | None:
+        return self.data.get("model")
+
+    @property
+    def image(self) -> str:
+        return str(self.data.get("image", ""))
+
+    @property
+    def cluster(self) -> str | None:
+        runner = str(self.data.get("runner", ""))
+        return runner.split(":", 1)[1] if runner.startswith("cluster:") else (runner or None)
+
+    def point_ids(self) -> list[str]:
+        return [f"{row.slug}/c{c}" for row in self.rows for c in row.concs]
+
+
+def read_entries(doc: Document) -> dict[str, ConfigEntry]:
+    if not isinstance(doc.data, dict):
+        raise doc.error((), "a master config must be a mapping of config keys")
+    return {key: _entry(doc, key, value) for key, value in doc.data.items()}
+
+
+def _entry(doc: Document, key: str, data: RawYaml) -> ConfigEntry:
+    if not isinstance(data, dict):
+        raise doc.error((key,), "a config entry must be a mapping")
+    scenarios = data.get("scenarios", {})
+    if not isinstance(scenarios, dict):
+        raise doc.error((key, "scenarios"), "must be a mapping of scenario name to a list of search spaces")
+    rows: list[Row] = []
+    for name, groups in scenarios.items():
+        if not isinstance(groups, list):
+            raise doc.error((key, "scenarios", name), "must be a list")
+        for g, group in enumerate(groups):
+            rows.extend(_rows(doc, key, data, name, g, group, len(rows)))
+    _dedupe_slugs(rows)
+    return ConfigEntry(key, doc, data, tuple(rows))
+
+
+def _rows(doc: Document, key: str, entry: dict[str, RawYaml], scenario: str, g: int, group: RawYaml, start: int) -> list[Row]:
+    base: KeyPath = (key, "scenarios", scenario, g)
+    if not isinstance(group, dict) or not isinstance(group.get("search-space"), list):
+        raise doc.error(base, "expected a mapping with a `search-space` list")
+    extra = {k: v for k, v in group.items() if k != "search-space"}
+    out = []
+    for r, row in enumerate(group["search-space"]):
+        path = base + ("search-space", r)
+        if not isinstance(row, dict):
+            raise doc.error(path, "a search-space row must be a mapping")
+        concs = row.get("conc-list")
+        if not isinstance(concs, list) or not concs or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in concs):
+            raise doc.error(path + ("conc-list",), f"must be a non-empty list of positive integers (received {concs!r})")
+        ref = _recipe_ref(doc, entry, row, path)
+        out.append(Row(scenario, start + len(out), path, row, tuple(concs), ref, _slug(row), _tp(row), extra))
+    return out
+
+
+def _recipe_ref(doc: Document, entry: dict[str, RawYaml], row: dict[str, RawYaml], path: KeyPath) -> RecipeRef:
+    for side in ("worker", "prefill", "decode"):
+        settings = (row.get(side) or {}).get("additional-settings") if isinstance(row.get(side), dict) else None
+        for i, item in enumerate(settings or []):
+            if isinstance(item, str) and item.startswith("CONFIG_FILE="):
+                return _split_ref(item.removeprefix("CONFIG_FILE="), path + (side, "additional-settings", i))
+    for holder, where in ((row, path), (row.get("worker"), path + ("worker",)), (row.get("prefill"), path + ("prefill",))):
+        if isinstance(holder, dict) and isinstance(holder.get("srt-recipe"), str):
+            return _split_ref(holder["srt-recipe"], where + ("srt-recipe",))
+    if isinstance(entry.get("srt-recipe"), str):
+        return _split_ref(entry["srt-recipe"], (path[0], "srt-recipe"))
+    raise doc.error(path, "no recipe: expected `srt-recipe: <file>[:<selector>]` or additional-settings CONFIG_FILE=recipes/<file>[:<selector>]")
+
+
+def _split_ref(text: str, where: KeyPath) -> RecipeRef:
+    path, sep, selector = text.strip().partition(":")
+    return RecipeRef(path, selector or None, where)
+
+
+def _side(row: dict[str, RawYaml], side: str) -> dict[str, RawYaml]:
+    value = row.get(side)
+    return value if isinstance(value, dict) else {}
+
+
+def _tp(row: dict[str, RawYaml]) -> int | None:
+    for holder in (row, _side(row, "worker"), _side(row, "prefill")):
+        if isinstance(holder.get("tp"), int):
+            return holder["tp"]
+    return None
+
+
+def _par(spec: dict[str, RawYaml]) -> str:
+    tp, ep = spec.get("tp", 1), spec.get("ep", 1)
+    if spec.get("dp-attn"):
+        return f"dep{tp}"
+    return f"tp{tp}" + (f"-ep{ep}" if isinstance(ep, int) and ep > 1 else "")
+
+
+def _slug(row: dict[str, RawYaml]) -> str:
+    if "prefill" in row and "decode" in row:
+        p, d = _side(row, "prefill"), _side(row, "decode")
+        return f"{p.get('num-worker', 1)}p{d.get('num-worker', 1)}d-{_par(p)}-{_par(d)}"
+    spec = _side(row, "worker") or row
+    workers = spec.get("num-worker", 1)
+    return (f"{workers}x-" if isinstance(workers, int) and workers > 1 else "") + _par(spec)
+
+
+def _dedupe_slugs(rows: list[Row]) -> None:
+    seen: dict[str, int] = {}
+    for i, row in enumerate(rows):
+        clash = {c for r in rows[:i] if r.slug == row.slug for c in r.concs} & set(row.concs)
+        if clash:
+            seen[row.slug] = seen.get(row.slug, 1) + 1
+            rows[i] = Row(row.scenario, row.index, row.path, row.data, row.concs, row.recipe,
+                          f"{row.slug}-{seen[row.slug]}", row.tp, row.extra)
+
+
+def check_framework(entry: ConfigEntry) -> None:
+    if entry.framework not in SUPPORTED_FRAMEWORKS:
+        raise entry.doc.error((entry.key, "framework"), f"framework {entry.framework!r} is not supported yet (supported: {', '.join(SUPPORTED_FRAMEWORKS)})")
+
+
+def find_point(entry: ConfigEntry, point: str) -> tuple[Row, int]:
+    """A point by full id (`tp4/c16`) or by label (`c16`) when the label is unique in the config."""
+    matches = [(row, c) for row in entry.rows for c in row.concs if point in (f"{row.slug}/c{c}", f"c{c}")]
+    if len(matches) == 1:
+        return matches[0]
+    ids = ", ".join(entry.point_ids())
+    if not matches:
+        raise entry.doc.error((entry.key,), f"unknown point {point!r}; the config has: {ids}")
+    raise entry.doc.error((entry.key,), f"point {point!r} is ambiguous; use one of: {', '.join(f'{r.slug}/c{c}' for r, c in matches)}")

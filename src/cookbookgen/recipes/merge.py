@@ -1,0 +1,144 @@
+"""Pure data operations on recipe trees: deep merge, zip expansion, sweeps, --set/--unset.
+
+No I/O. Every function returns new values and never mutates its inputs.
+
+Merge rules (`deep_merge(base, over)`):
+- mapping + mapping: merge key by key, recursively;
+- a list replaces whatever was there (lists are never concatenated);
+- a scalar replaces whatever was there;
+- `None` (YAML `null`) deletes the key from the result.
+
+Zip rules (`zip_variants(section)`):
+- every list leaf is one dimension; scalars and mappings of scalars are shared by all variants;
+- a list of length 1 broadcasts to every variant;
+- all other lists must have the same length N, giving variants 0..N-1; unequal lengths are an error.
+
+Sweep rules (`sweep_variants(recipe, sweep)`): the Cartesian product of the sweep lists, in key order
+(last key varies fastest); every string `"{name}"` is replaced by the value (keeping its type when
+the whole string is the placeholder), and `"...{name}..."` by its text.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any, Iterator
+
+from .load import KeyPath
+
+RawYaml = Any
+Origins = dict[KeyPath, tuple[str, int]]
+
+
+def deep_merge(base: RawYaml, over: RawYaml) -> RawYaml:
+    if not isinstance(base, dict) or not isinstance(over, dict):
+        return _copy(over)
+    out = {k: _copy(v) for k, v in base.items()}
+    for key, value in over.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = _copy(value)
+    return out
+
+
+def _copy(value: RawYaml) -> RawYaml:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def node_paths(data: RawYaml, prefix: KeyPath = ()) -> Iterator[KeyPath]:
+    """Every path under `data` (mapping keys and leaves, not list items), in document order."""
+    yield prefix
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from node_paths(value, prefix + (key,))
+
+
+def leaf_paths(data: RawYaml, prefix: KeyPath = ()) -> Iterator[KeyPath]:
+    """Paths of every leaf (scalar, list, empty mapping) under `data`, in document order."""
+    if isinstance(data, dict) and data:
+        for key, value in data.items():
+            yield from leaf_paths(value, prefix + (key,))
+    else:
+        yield prefix
+
+
+def list_dimensions(data: RawYaml, prefix: KeyPath = ()) -> Iterator[tuple[KeyPath, list[RawYaml]]]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from list_dimensions(value, prefix + (key,))
+    elif isinstance(data, list):
+        yield prefix, data
+
+
+def zip_length(section: RawYaml) -> tuple[int, list[tuple[KeyPath, int]]]:
+    """Number of zip variants and the (path, length) of each list leaf. Raises ValueError on mismatch."""
+    dims = [(path, len(values)) for path, values in list_dimensions(section)]
+    lengths = {n for _, n in dims if n != 1}
+    if len(lengths) > 1:
+        listing = ", ".join(f"{'.'.join(map(str, p))}={n}" for p, n in dims if n != 1)
+        raise ValueError(f"zip lists have different lengths ({listing}); use equal lengths or length 1")
+    if any(n == 0 for _, n in dims):
+        raise ValueError("zip lists must not be empty")
+    return (lengths.pop() if lengths else 1), dims
+
+
+def zip_variant(section: RawYaml, index: int) -> RawYaml:
+    """Variant `index` of a zip section: each list leaf replaced by its item (length 1 broadcasts)."""
+    if isinstance(section, dict):
+        return {k: zip_variant(v, index) for k, v in section.items()}
+    if isinstance(section, list):
+        return _copy(section[0] if len(section) == 1 else section[index])
+    return section
+
+
+def zip_variants(section: RawYaml) -> list[RawYaml]:
+    n, _ = zip_length(section)
+    return [zip_variant(section, i) for i in range(n)]
+
+
+def sweep_combinations(sweep: dict[str, list[RawYaml]]) -> list[dict[str, RawYaml]]:
+    keys = list(sweep)
+    values = [v if isinstance(v, list) else [v] for v in sweep.values()]
+    return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+
+
+def substitute(data: RawYaml, params: dict[str, RawYaml]) -> RawYaml:
+    """Replace `{name}` placeholders of `params` in every string of `data`."""
+    if isinstance(data, dict):
+        return {k: substitute(v, params) for k, v in data.items()}
+    if isinstance(data, list):
+        return [substitute(v, params) for v in data]
+    if isinstance(data, str) and "{" in data:
+        whole = re.fullmatch(r"\{(\w+)\}", data)
+        if whole and whole.group(1) in params:
+            return params[whole.group(1)]
+        return re.sub(r"\{(\w+)\}", lambda m: str(params[m.group(1)]) if m.group(1) in params else m.group(0), data)
+    return data
+
+
+def set_path(data: RawYaml, path: list[str], value: RawYaml) -> RawYaml:
+    """A copy of `data` with `path` set to `value` (intermediate mappings created)."""
+    if not path:
+        return _copy(value)
+    out = _copy(data) if isinstance(data, dict) else {}
+    out[path[0]] = set_path(out.get(path[0]), path[1:], value)
+    return out
+
+
+def unset_path(data: RawYaml, path: list[str]) -> tuple[RawYaml, bool]:
+    """A copy of `data` without `path`; the flag says whether it existed."""
+    if not isinstance(data, dict) or path[0] not in data:
+        return _copy(data), False
+    out = _copy(data)
+    if len(path) == 1:
+        del out[path[0]]
+        return out, True
+    out[path[0]], found = unset_path(out[path[0]], path[1:])
+    return out, found

@@ -1,0 +1,168 @@
+"""Normalise an effective recipe (srt-slurm `schema: 2` or legacy v1) to one typed `Recipe`. No I/O.
+
+v1 -> v2 mapping (paths in the settings report use the v2 names):
+- `backend.type` -> `engine`;
+- `backend.sglang_config.{prefill,decode,aggregated}` -> `roles.{prefill,decode,agg}.args`;
+- `backend.{prefill,decode,aggregated}_environment` -> `roles.{...}.env`;
+- `resources.{prefill,decode,agg}_{nodes,workers}` -> `roles.{...}.{nodes,workers}`.
+Type errors are reported at the line of the value that set them (`EffectiveRecipe.origins`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import CookbookError
+from .bundle import EffectiveRecipe
+from .load import KeyPath
+from .merge import Origins, deep_merge
+
+RawYaml = Any
+Scalar = str | int | float | bool
+ArgValue = Scalar | list[Scalar] | None
+RoleName = Literal["agg", "prefill", "decode"]
+SUPPORTED_ENGINES = ("sglang",)
+KNOWN_ENGINES = ("sglang", "vllm", "trtllm", "trt-llm")
+
+_V1_ROLES = {"prefill": "prefill", "decode": "decode", "aggregated": "agg", "agg": "agg"}
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class RoleSpec(_Closed):
+    nodes: int | None = Field(default=None, ge=0)
+    workers: int | None = Field(default=None, ge=1)
+    gpus: int | None = Field(default=None, ge=1)
+    env: dict[str, Scalar | None] = Field(default_factory=dict)
+    args: dict[str, ArgValue] = Field(default_factory=dict)
+    kv_events: bool | dict[str, RawYaml] | None = None
+
+
+class FrontendSpec(_Open):
+    type: Literal["dynamo", "sglang", "sglang-router"] = "dynamo"
+    enable_multiple_frontends: bool = False
+    num_additional_frontends: int = Field(default=0, ge=0)
+    args: dict[str, ArgValue] = Field(default_factory=dict)
+    env: dict[str, Scalar | None] = Field(default_factory=dict)
+
+
+class ServiceSpec(_Open):
+    name: str
+    type: Literal["etcd", "nats", "mooncake-master", "mooncake-store"]
+    args: list[Scalar] | dict[str, ArgValue] = Field(default_factory=list)
+    env: dict[str, Scalar | None] = Field(default_factory=dict)
+    preamble: str | list[str] | None = None
+    options: dict[str, RawYaml] = Field(default_factory=dict)
+
+
+class ResourcesSpec(_Open):
+    gpu_type: str | None = None
+    gpus_per_node: int = Field(default=4, ge=1)
+
+
+class ModelSpec(_Open):
+    path: str | None = None
+    container: str | None = None
+    precision: str | None = None
+
+
+class Recipe(_Open):
+    """The parts of a recipe that rendering reads; everything else stays in `data` for the policy."""
+
+    engine: str = "sglang"
+    model: ModelSpec = ModelSpec()
+    resources: ResourcesSpec = ResourcesSpec()
+    frontend: FrontendSpec = FrontendSpec()
+    services: list[ServiceSpec] | None = None
+    dynamo: dict[str, RawYaml] = Field(default_factory=dict)
+    identity: dict[str, RawYaml] = Field(default_factory=dict)
+    roles: dict[RoleName, RoleSpec] = Field(default_factory=dict)
+
+
+def normalise(recipe: EffectiveRecipe) -> tuple[EffectiveRecipe, Recipe]:
+    """The v2-shaped effective recipe and its typed view. Raises CookbookError naming each bad key."""
+    data, origins = recipe.data, dict(recipe.origins)
+    if "backend" in data and "roles" not in data:
+        data, origins = _from_v1(data, origins)
+    normal = EffectiveRecipe(recipe.file, recipe.selector, data, origins)
+    _check_engine(normal)
+    try:
+        typed = Recipe.model_validate(data)
+    except ValidationError as exc:
+        raise CookbookError([normal.problem(_loc(e["loc"]), _message(e)) for e in exc.errors()]) from None
+    if not typed.roles:
+        raise normal.error(("roles",), "no worker roles: expected roles.agg, or roles.prefill and roles.decode")
+    return normal, typed
+
+
+def _check_engine(recipe: EffectiveRecipe) -> None:
+    engine = recipe.data.get("engine", "sglang")
+    if engine in SUPPORTED_ENGINES:
+        return
+    if engine in KNOWN_ENGINES:
+        raise recipe.error(("engine",), f"engine {engine!r} is not supported yet (supported: sglang)")
+    raise recipe.error(("engine",), f"unknown engine {engine!r}; expected one of: {', '.join(KNOWN_ENGINES)}")
+
+
+def _loc(loc: tuple[int | str, ...]) -> KeyPath:
+    return tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in {"str", "int", "float", "bool", "list", "dict"})))
+
+
+def _message(error: dict[str, Any]) -> str:
+    got = error.get("input")
+    shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
+    if error["type"] == "extra_forbidden":
+        return "unknown key"
+    return f"{error['msg']} (received {shown})"
+
+
+def _from_v1(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawYaml], Origins]:
+    out = {k: v for k, v in data.items() if k != "backend"}
+    moved: list[tuple[KeyPath, KeyPath]] = []
+    backend = data.get("backend") or {}
+    if not isinstance(backend, dict):
+        return data, origins  # validation reports the type problem on `backend`
+    rest = {k: v for k, v in backend.items()}
+    roles: dict[str, dict[str, RawYaml]] = {}
+    if "type" in rest:
+        out["engine"] = rest.pop("type")
+        moved.append((("backend", "type"), ("engine",)))
+    for v1, v2 in _V1_ROLES.items():
+        config = (rest.get("sglang_config") or {}).get(v1) if isinstance(rest.get("sglang_config"), dict) else None
+        if config is not None:
+            roles.setdefault(v2, {})["args"] = config
+            moved.append((("backend", "sglang_config", v1), ("roles", v2, "args")))
+        env = rest.pop(f"{v1}_environment", None)
+        if env is not None:
+            roles.setdefault(v2, {})["env"] = env
+            moved.append((("backend", f"{v1}_environment"), ("roles", v2, "env")))
+    rest.pop("sglang_config", None)
+    resources = dict(out.get("resources") or {})
+    for v1, v2 in _V1_ROLES.items():
+        for what in ("nodes", "workers"):
+            key = f"{v1}_{what}"
+            if key in resources:
+                roles.setdefault(v2, {})[what] = resources.pop(key)
+                moved.append((("resources", key), ("roles", v2, what)))
+    out["resources"] = resources
+    if rest:
+        out["backend"] = rest
+    out["roles"] = deep_merge(roles, {})
+    return out, _move_origins(origins, moved)
+
+
+def _move_origins(origins: Origins, moves: list[tuple[KeyPath, KeyPath]]) -> Origins:
+    out = dict(origins)
+    for old, new in moves:
+        for path, where in origins.items():
+            if path[: len(old)] == old:
+                out[new + path[len(old):]] = where
+    return out

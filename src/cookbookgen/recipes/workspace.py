@@ -1,0 +1,130 @@
+"""Reading recipes and master configs from disk, with a per-run document cache. The I/O edge of
+the load/resolve stage: everything it returns is plain data for the pure stages.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import CookbookError, Problem
+from .bundle import EffectiveRecipe, apply_overrides, select, variant_names
+from .checkout import Checkout
+from .load import Document, read_yaml_file
+from .master import ConfigEntry, Row, read_entries
+from .schema import Recipe, normalise
+
+RawYaml = Any
+
+
+@dataclass(frozen=True)
+class ResolvedPoint:
+    """One benchmark point: its config, row and concurrency, bound to its effective recipe."""
+
+    entry: ConfigEntry | None
+    row: Row | None
+    conc: int | None
+    recipe: EffectiveRecipe
+    typed: Recipe
+    recipe_path: str
+
+    @property
+    def point_id(self) -> str:
+        return f"{self.row.slug}/c{self.conc}" if self.row else "recipe"
+
+    @property
+    def label(self) -> str:
+        return f"c{self.conc}" if self.conc is not None else "recipe"
+
+
+class Workspace:
+    def __init__(self, root: Path) -> None:
+        self.checkout = Checkout(root)
+        self._docs: dict[Path, Document] = {}
+        self._entries: dict[str, ConfigEntry] | None = None
+        self._selected: dict[tuple[Path, str | None], EffectiveRecipe] = {}
+
+    def document(self, path: Path) -> Document:
+        key = path.resolve()
+        if key not in self._docs:
+            self._docs[key] = read_yaml_file(path, self.checkout.shown(path))
+        return self._docs[key]
+
+    def entries(self) -> dict[str, ConfigEntry]:
+        if self._entries is None:
+            found: dict[str, ConfigEntry] = {}
+            files = self.checkout.master_files()
+            if not files:
+                raise CookbookError.at(str(self.checkout.root), 0, "", "no master config: expected configs/*-master.yaml (or inferencex-e2e/configs/)")
+            for path in files:
+                doc = self.document(path)
+                for key, entry in read_entries(doc).items():
+                    if key in found:
+                        raise doc.error((key,), f"config key also defined in {found[key].doc.file}")
+                    found[key] = entry
+            self._entries = found
+        return self._entries
+
+    def entry(self, key: str) -> ConfigEntry:
+        entries = self.entries()
+        if key not in entries:
+            close = difflib.get_close_matches(key, list(entries), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else f" ({len(entries)} keys known)"
+            raise CookbookError.at(self.checkout.shown(self.checkout.master_files()[0]), 0, key, f"unknown config key{hint}")
+        return entries[key]
+
+    def selected(self, path: Path, selector: str | None) -> EffectiveRecipe:
+        key = (path.resolve(), selector)
+        if key not in self._selected:
+            self._selected[key] = select(self.document(path), selector)
+        return self._selected[key]
+
+    def point(self, entry: ConfigEntry, row: Row, conc: int, sets: list[str] = [], unsets: list[str] = []) -> ResolvedPoint:
+        where = entry.doc.problem(row.recipe.where, "")
+        path = self.checkout.recipe_path(row.recipe.path, where)
+        selector = row.recipe.selector or self._auto_selector(path, row, conc, where)
+        recipe = apply_overrides(self.selected(path, selector), sets, unsets)
+        normal, typed = normalise(recipe)
+        return ResolvedPoint(entry, row, conc, normal, typed, self.checkout.shown(path))
+
+    def _auto_selector(self, path: Path, row: Row, conc: int, where: Problem) -> str | None:
+        doc = self.document(path)
+        names = [n for n in variant_names(doc) if n.startswith("override_")]
+        if not names:
+            return None
+        hits = [n for n in names if _matches(self.selected(path, n).data, row.tp, conc)]
+        if len(hits) == 1:
+            return hits[0]
+        why = "no override" if not hits else f"{len(hits)} overrides ({', '.join(hits)})"
+        raise CookbookError([Problem(where.file, where.line, where.key_path,
+                                     f"{why} of {doc.file} match tp={row.tp} and benchmark.env.CONC={conc}; name one with :override_<name>")])
+
+    def bare_recipe(self, ref: str, sets: list[str] = [], unsets: list[str] = []) -> ResolvedPoint:
+        file, _, selector = ref.partition(":")
+        path = Path(file)
+        recipe = apply_overrides(select(read_yaml_file(path, file), selector or None), sets, unsets)
+        normal, typed = normalise(recipe)
+        return ResolvedPoint(None, None, None, normal, typed, file)
+
+
+def _matches(data: dict[str, RawYaml], tp: int | None, conc: int) -> bool:
+    roles = data.get("roles") or {}
+    args = ((roles.get("agg") or roles.get("prefill") or {}).get("args") or {}) if isinstance(roles, dict) else {}
+    got_tp = next((args[k] for k in ("tensor-parallel-size", "tp-size") if k in args), None)
+    got_conc = ((data.get("benchmark") or {}).get("env") or {}).get("CONC")
+    return (tp is None or str(got_tp) == str(tp)) and str(got_conc) == str(conc)
+
+
+def model_id(point: ResolvedPoint) -> str:
+    """The Hugging Face id: master `model`, else an `hf:` model path, else identity.model.repo."""
+    if point.entry and point.entry.model:
+        return str(point.entry.model)
+    path = point.typed.model.path or ""
+    if path.startswith("hf:"):
+        return path[3:]
+    repo = ((point.typed.identity.get("model") or {}) if isinstance(point.typed.identity, dict) else {}).get("repo")
+    if repo:
+        return str(repo)
+    raise point.recipe.error(("model", "path"), f"cannot tell the model's Hugging Face id from {path!r}: use an hf: path, identity.model.repo, or a master config")

@@ -1,0 +1,249 @@
+"""Effective recipe -> Deployment: every process block in launch order. No I/O.
+
+Dispatch is by table: the frontend type picks the frontend builder; blocks are ordered by the
+`launch_order` table. Every recipe setting passes through the policy (`values.kept`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..policy.classify import classify
+from ..policy.rules import Policy
+from ..recipes.bundle import EffectiveRecipe
+from ..recipes.schema import Recipe, RoleSpec, ServiceSpec
+from .layout import RoleLayout, Slot, plan
+from .model import Block, Deployment, Setting
+from .nginx import nginx_conf
+from .tables import order_worker_args, tables
+from .values import args_from_mapping, args_from_words, arg_tuple, kept_args, kept_env, replace_args, word
+
+RawYaml = Any
+
+
+@dataclass(frozen=True)
+class RenderContext:
+    """What the recipe does not say: the Hugging Face model id, the policy, the cluster it ran on."""
+
+    model_id: str
+    policy: Policy
+    cluster: str | None = None
+    image: str | None = None
+
+
+def frontend_kind(typed: Recipe, layouts: dict[str, RoleLayout]) -> str:
+    """`dynamo`, `sglang-router`, or `direct` (one SGLang worker serving clients itself)."""
+    if typed.frontend.type == "dynamo":
+        return "dynamo"
+    single = list(layouts) == ["agg"] and layouts["agg"].workers == 1
+    return "direct" if typed.frontend.type == "sglang" and single else "sglang-router"
+
+
+def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deployment:
+    settings = classify(recipe, ctx.policy)
+    layouts = plan(recipe, typed)
+    kind = frontend_kind(typed, layouts)
+    cluster_env, cluster_settings = _cluster_env(ctx, typed)
+    blocks: list[Block] = []
+    if kind == "dynamo":
+        blocks.extend(_dynamo_infra(recipe, typed, ctx))
+    blocks.extend(_mooncake(recipe, typed, ctx, layouts, kind))
+    blocks.extend(FRONTENDS[kind](recipe, typed, ctx, layouts))
+    for role, layout in layouts.items():
+        spec = typed.roles[role]  # type: ignore[index]
+        for slot in layout.slots:
+            blocks.append(_worker(recipe, typed, ctx, kind, layout, slot, spec, cluster_env))
+    order = {k: i for i, k in enumerate(tables().raw["launch_order"])}
+    blocks.sort(key=lambda b: order[b.kind])
+    gpus = sum(lay.workers * lay.gpus_per_worker for lay in layouts.values())
+    nodes = sum(lay.nodes for lay in layouts.values())
+    identity_image = ((typed.identity.get("container") or {}) if isinstance(typed.identity, dict) else {}).get("image")
+    image = str(ctx.image or identity_image or typed.model.container or "")
+    return Deployment(blocks=tuple(blocks), settings=tuple(settings + cluster_settings), model=ctx.model_id,
+                      image=image, gpus=gpus, nodes=nodes)
+
+
+def _cluster_env(ctx: RenderContext, typed: Recipe) -> tuple[dict[str, tuple[str, str]], list[Setting]]:
+    entries = ctx.policy.clusters.get(ctx.cluster or "", ())
+    env: dict[str, tuple[str, str]] = {e.name: (e.value, e.reason) for e in entries}
+    settings = []
+    for role, spec in typed.roles.items():
+        for name, (value, reason) in env.items():
+            if name not in spec.env:
+                settings.append(Setting(path=f"roles.{role}.env.{name}", value=value, reason=reason,
+                                        rule=f"clusters.{ctx.cluster}", **{"class": "cluster-provided"}))
+    return env, settings
+
+
+def _dynamo_env(typed: Recipe) -> dict[str, str]:
+    env = dict(tables().raw["dynamo_env"])
+    plane = typed.dynamo.get("request_plane")
+    if plane:
+        env["DYN_REQUEST_PLANE"] = word(plane)
+    return env
+
+
+# --- workers -------------------------------------------------------------------------------------
+
+def _worker(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
+            slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
+    role = layout.role
+    ports = tables().ports
+    port = ports["worker"] + slot.index
+    lead: list[tuple[str, ...]] = [("--model-path", ctx.model_id), ("--host", "0.0.0.0"), ("--port", str(port))]
+    if role != "agg" and "disaggregation-mode" not in spec.args:
+        lead.append(("--disaggregation-mode", role))
+    if role == "prefill" and slot.index > 0 and "disaggregation-bootstrap-port" not in spec.args:
+        lead.append(("--disaggregation-bootstrap-port", str(ports["bootstrap"] + slot.index)))
+    if layout.nodes_per_worker > 1:
+        lead += [("--dist-init-addr", f"${role.upper()}_HEAD_IP:{ports['dist_init']}"),
+                 ("--nnodes", str(layout.nodes_per_worker)), ("--node-rank", "$NODE_RANK")]
+    if kind == "dynamo" and typed.dynamo.get("request_plane"):
+        lead.append(("--request-plane", word(typed.dynamo["request_plane"])))
+    if spec.kv_events and "kv-events-config" not in spec.args:
+        lead.append(("--kv-events-config", _kv_events(spec.kv_events, ports["kv_events"] + slot.index * layout.dp_size)))
+    args = lead + kept_args(ctx.policy, ("roles", role, "args"), spec.args)
+    env = kept_env(ctx.policy, ("roles", role, "env"), spec.env)
+    if kind == "dynamo":
+        env.update(_dynamo_env(typed))
+    if any(s.type == "mooncake-master" for s in typed.services or []) and any(k.startswith("MOONCAKE_") for k in env):
+        env = {**tables().raw["mooncake_store_env"], **env}
+    for name, (value, _) in cluster_env.items():
+        env.setdefault(name, value)
+    pins = ",".join(map(str, slot.gpus)) if slot.gpus is not None else None
+    if pins is not None:
+        env["CUDA_VISIBLE_DEVICES"] = pins
+    title = tables().title("worker", role) + (f" · GPUs {pins}" if pins and layout.colocated else "")
+    return Block(kind="worker", role=role, title=title, cmd=tables().command("worker", "dynamo" if kind == "dynamo" else "sglang"),
+                 args=order_worker_args(args), env=dict(sorted(env.items())), workers=slot.workers,
+                 nodes_per_worker=layout.nodes_per_worker, gpu_pinning=((pins,),) if pins else None,
+                 where=_worker_where(layout, slot, pins))
+
+
+def _kv_events(setting: RawYaml, port: int) -> str:
+    config = {"publisher": "zmq", "topic": "kv-events", "endpoint": f"tcp://*:{port}"}
+    if isinstance(setting, dict):
+        config.update(setting)
+    return json.dumps(config, separators=(",", ":"))
+
+
+def _worker_where(layout: RoleLayout, slot: Slot, pins: str | None) -> str:
+    role = layout.role
+    if layout.nodes_per_worker > 1:
+        replicas = f"{slot.workers} workers; for each, " if slot.workers > 1 else ""
+        return (f"{replicas}run on all {layout.nodes_per_worker} nodes of the worker, with NODE_RANK=0 on the head node "
+                f"({role.upper()}_HEAD_IP) and 1..{layout.nodes_per_worker - 1} on the others")
+    if layout.shares_nodes_with:
+        return f"on the {layout.shares_nodes_with} node, GPUs {pins}"
+    if pins:
+        return f"on each of the {layout.nodes} {role} nodes, GPUs {pins} ({slot.workers} in all)"
+    if slot.workers > 1:
+        return f"one per node, on {slot.workers} {role} nodes"
+    return f"on one node ({layout.gpus_per_worker} GPUs)"
+
+
+# --- frontends -----------------------------------------------------------------------------------
+
+def _dynamo_frontend(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout]) -> list[Block]:
+    fe = typed.frontend
+    count = 1 + fe.num_additional_frontends if fe.enable_multiple_frontends else 1
+    port = tables().ports["frontend_behind_nginx" if count > 1 else "frontend"]
+    args = [("--http-port", str(port))] + kept_args(ctx.policy, ("frontend", "args"), fe.args)
+    env = {**kept_env(ctx.policy, ("frontend", "env"), fe.env), **_dynamo_env(typed)}
+    where = f"on {count} CPU nodes (FRONTEND_0_IP..FRONTEND_{count - 1}_IP)" if count > 1 else "on a CPU node (or any node)"
+    blocks = [Block(kind="dynamo-frontend", title=tables().title("dynamo-frontend"), cmd=tables().command("dynamo-frontend"),
+                    args=tuple(args), env=dict(sorted(env.items())), count=count, where=where)]
+    if count > 1:
+        conf = nginx_conf(count, port, tables().ports["frontend"], fe.model_extra or {})
+        blocks.append(Block(kind="nginx", title=tables().title("nginx"), cmd=tables().command("nginx"),
+                            files={"nginx.conf": conf}, count=1, where="on the node clients connect to"))
+    return blocks
+
+
+def _router(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout]) -> list[Block]:
+    ports = tables().ports
+    args: list[tuple[str, ...]] = []
+    if "agg" not in layouts:
+        args += [("--prefill", url, str(ports["bootstrap"] + slot)) for url, slot in _worker_urls(layouts["prefill"])]
+        args += [("--decode", url) for url, _ in _worker_urls(layouts["decode"])]
+        args.append(("--pd-disaggregation",))
+    args += [("--host", "0.0.0.0"), ("--port", str(ports["frontend"]))]
+    args = replace_args(args, kept_args(ctx.policy, ("frontend", "args"), typed.frontend.args))
+    if "agg" in layouts:
+        args.append(("--worker-urls", *(url for url, _ in _worker_urls(layouts["agg"]))))
+    env = kept_env(ctx.policy, ("frontend", "env"), typed.frontend.env)
+    return [Block(kind="sglang-router", title=tables().title("sglang-router"), cmd=tables().command("sglang-router"),
+                  args=tuple(args), env=dict(sorted(env.items())), count=1, where="on a CPU node (or any node)")]
+
+
+def _worker_urls(layout: RoleLayout) -> list[tuple[str, int]]:
+    port = tables().ports["worker"]
+    slots = len(layout.slots) if layout.nodes_per_worker == 1 else 1
+    if layout.workers == 1 and layout.nodes_per_worker == 1 and layout.role == "agg":
+        return [(f"http://127.0.0.1:{port}", 0)]
+    urls = []
+    for i in range(layout.workers):
+        slot = layout.slots[i % slots].index
+        urls.append((f"http://${layout.role.upper()}_{i}_HEAD_IP:{port + slot}", slot))
+    return urls
+
+
+def _direct(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout]) -> list[Block]:
+    return []
+
+
+FRONTENDS: dict[str, Callable[[EffectiveRecipe, Recipe, RenderContext, dict[str, RoleLayout]], list[Block]]] = {
+    "dynamo": _dynamo_frontend,
+    "sglang-router": _router,
+    "direct": _direct,
+}
+
+
+# --- infrastructure services ---------------------------------------------------------------------
+
+def _services(typed: Recipe) -> list[tuple[int, ServiceSpec]]:
+    return list(enumerate(typed.services or []))
+
+
+def _dynamo_infra(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> list[Block]:
+    declared = {s.type: (i, s) for i, s in _services(typed)}
+    blocks = [Block(kind="etcd", title=tables().title("etcd"), cmd=tables().command("etcd"),
+                    args=tuple(tuple(a) for a in tables().raw["etcd_args"]), count_nodes=1, where="on one CPU node (ETCD_IP)")]
+    nats = declared.get("nats")
+    payload = (nats[1].options or {}).get("max_payload_mb") if nats else None
+    if payload:
+        conf = f"max_payload: {int(payload) * 1024 * 1024}\njetstream {{ store_dir: \"/tmp/nats\" }}\n"
+        blocks.append(Block(kind="nats", title=tables().title("nats"), cmd=tables().command("nats_with_conf"),
+                            files={"nats.conf": conf}, count_nodes=1, where="on one CPU node (NATS_IP)"))
+    else:
+        blocks.append(Block(kind="nats", title=tables().title("nats"), cmd=tables().command("nats"), count_nodes=1,
+                            where="on one CPU node (NATS_IP)"))
+    return blocks
+
+
+def _mooncake(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout], kind: str) -> list[Block]:
+    blocks = []
+    dynamo_env = _dynamo_env(typed) if kind == "dynamo" else {}
+    dynamo_env.pop("DYN_REQUEST_PLANE", None)
+    for i, svc in _services(typed):
+        prefix = ("services", i)
+        env = kept_env(ctx.policy, prefix + ("env",), svc.env)
+        own = args_from_words(svc.args) if isinstance(svc.args, list) else args_from_mapping(svc.args)
+        if svc.type == "mooncake-master":
+            defaults = [tuple(a) for a in tables().raw["mooncake_master_args"]]
+            blocks.append(Block(kind="mooncake-master", title=tables().title("mooncake-master"), cmd=tables().command("mooncake-master"),
+                                args=tuple(replace_args(defaults, own)), env=dict(sorted({**env, **dynamo_env}.items())),
+                                count_nodes=1, ports=(str(tables().ports["mooncake_master"]),), where="on one node (MOONCAKE_MASTER_IP)"))
+        elif svc.type == "mooncake-store":
+            node_role = str((svc.model_extra or {}).get("placement", {}).get("node", ""))
+            nodes = layouts[node_role].nodes if node_role in layouts else 1
+            env = {**tables().raw["mooncake_store_env"], **env, **dynamo_env}
+            preamble = tuple(svc.preamble.splitlines()) if isinstance(svc.preamble, str) else tuple(svc.preamble or ())
+            port = next((a[1] for a in own if a[0] == "--port" and len(a) > 1), "")
+            blocks.append(Block(kind="mooncake-store", title=f"{tables().title('mooncake-store')} {svc.name}", cmd=tables().command("mooncake-store"),
+                                args=tuple(own), env=dict(sorted(env.items())), preamble=preamble, count_nodes=nodes,
+                                ports=(port,) if port else None,
+                                where=f"on each of the {nodes} {node_role} nodes" if node_role in layouts else "on one node"))
+    return blocks

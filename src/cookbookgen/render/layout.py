@@ -1,0 +1,102 @@
+"""Where workers run: nodes per worker, workers per node, GPU pinning and per-slot ports. No I/O.
+
+- `gpus` of a role is GPUs per worker (default: tensor x pipeline parallel size).
+- A worker with at least a node's worth of GPUs spans `ceil(gpus / gpus_per_node)` nodes.
+- Smaller workers share nodes: worker i runs on node i // slots in slot i % slots, and each slot
+  gets its own GPUs (CUDA_VISIBLE_DEVICES), port and bootstrap/KV-event ports.
+- A role with `nodes: 0` shares the nodes of the role before it, on the GPUs that role leaves free.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..recipes.bundle import EffectiveRecipe
+from ..recipes.schema import Recipe, RoleSpec
+
+_TP_KEYS = ("tensor-parallel-size", "tp-size", "tp")
+_PP_KEYS = ("pipeline-parallel-size", "pp-size")
+_DP_KEYS = ("data-parallel-size", "dp-size", "dp")
+
+
+@dataclass(frozen=True)
+class Slot:
+    index: int
+    workers: int
+    gpus: tuple[int, ...] | None  # None: the worker owns whole nodes, no pinning needed
+
+
+@dataclass(frozen=True)
+class RoleLayout:
+    role: str
+    workers: int
+    gpus_per_worker: int
+    nodes_per_worker: int
+    nodes: int
+    slots: tuple[Slot, ...]
+    dp_size: int
+    shares_nodes_with: str | None = None
+
+    @property
+    def colocated(self) -> bool:
+        return len(self.slots) > 1 or self.shares_nodes_with is not None
+
+
+def int_arg(spec: RoleSpec, keys: tuple[str, ...], default: int = 1) -> int:
+    for key in keys:
+        value = spec.args.get(key)
+        if isinstance(value, (int, str)) and str(value).isdigit():
+            return int(value)
+    return default
+
+
+def plan(recipe: EffectiveRecipe, typed: Recipe) -> dict[str, RoleLayout]:
+    gpn = typed.resources.gpus_per_node
+    out: dict[str, RoleLayout] = {}
+    previous: RoleLayout | None = None
+    for role in ("prefill", "decode", "agg"):
+        spec = typed.roles.get(role)  # type: ignore[call-overload]
+        if spec is None:
+            continue
+        layout = _plan_role(recipe, role, spec, gpn, previous)
+        if layout.shares_nodes_with and previous is not None and previous.slots[0].gpus is None:
+            pinned = tuple(Slot(s.index, s.workers, tuple(range(previous.gpus_per_worker))) for s in previous.slots)
+            out[previous.role] = RoleLayout(**{**previous.__dict__, "slots": pinned})
+        out[role] = layout
+        previous = layout
+    return out
+
+
+def _plan_role(recipe: EffectiveRecipe, role: str, spec: RoleSpec, gpn: int, previous: RoleLayout | None) -> RoleLayout:
+    gpus = spec.gpus or int_arg(spec, _TP_KEYS) * int_arg(spec, _PP_KEYS)
+    workers = spec.workers or 1
+    dp = int_arg(spec, _DP_KEYS)
+    if gpus >= gpn:
+        per = math.ceil(gpus / gpn)
+        need = per * workers
+        if spec.nodes not in (None, need):
+            raise recipe.error(("roles", role, "nodes"), f"{workers} worker(s) of {gpus} GPUs need {need} nodes of {gpn} GPUs, not {spec.nodes}")
+        return RoleLayout(role, workers, gpus, per, need, (Slot(0, workers, None),), dp)
+    if spec.nodes == 0:
+        return _share_nodes(recipe, role, workers, gpus, gpn, dp, previous)
+    nodes = spec.nodes if spec.nodes is not None else math.ceil(workers * gpus / gpn)
+    slots = math.ceil(workers / nodes)
+    if slots * gpus > gpn:
+        raise recipe.error(("roles", role, "nodes"), f"{workers} workers of {gpus} GPUs do not fit on {nodes} node(s) of {gpn} GPUs")
+    if slots == 1:
+        return RoleLayout(role, workers, gpus, 1, nodes, (Slot(0, workers, None),), dp)
+    per_slot = [sum(1 for i in range(workers) if i % slots == s) for s in range(slots)]
+    pins = tuple(Slot(s, per_slot[s], tuple(range(s * gpus, (s + 1) * gpus))) for s in range(slots))
+    return RoleLayout(role, workers, gpus, 1, nodes, pins, dp)
+
+
+def _share_nodes(recipe: EffectiveRecipe, role: str, workers: int, gpus: int, gpn: int, dp: int,
+                 previous: RoleLayout | None) -> RoleLayout:
+    if previous is None or previous.nodes_per_worker > 1:
+        raise recipe.error(("roles", role, "nodes"), "nodes: 0 shares the previous role's nodes, but there is no single-node role before it")
+    used = len(previous.slots) * previous.gpus_per_worker
+    if used + workers * gpus > gpn:
+        raise recipe.error(("roles", role, "nodes"), f"{workers} worker(s) of {gpus} GPUs do not fit beside {previous.role} ({used} of {gpn} GPUs used)")
+    slots = tuple(Slot(len(previous.slots) + s, 1, tuple(range(used + s * gpus, used + (s + 1) * gpus))) for s in range(workers))
+    return RoleLayout(role, workers, gpus, 1, 0, slots, dp, shares_nodes_with=previous.role)

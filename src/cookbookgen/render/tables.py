@@ -1,0 +1,56 @@
+"""The rendering tables of `rules/render.yaml`, loaded once. I/O: reads that package file."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from ..recipes.load import parse_yaml
+
+
+@dataclass(frozen=True)
+class Tables:
+    raw: dict[str, Any]
+
+    @property
+    def ports(self) -> dict[str, int]:
+        return self.raw["ports"]
+
+    @property
+    def lead_flags(self) -> dict[str, int]:
+        return {flag: i for i, flag in enumerate(self.raw["lead_flags"])}
+
+    def command(self, kind: str, frontend: str | None = None) -> str:
+        value = self.raw["commands"][kind]
+        return value[frontend] if isinstance(value, dict) else value
+
+    def title(self, kind: str, role: str | None = None) -> str:
+        value = self.raw["titles"][kind]
+        return value[role] if isinstance(value, dict) else value
+
+    def describe_placeholder(self, name: str) -> str | None:
+        fixed = self.raw["placeholders"].get(name)
+        if fixed:
+            return fixed
+        for item in self.raw["placeholder_patterns"]:
+            m = re.fullmatch(item["pattern"], name)
+            if m:
+                groups = m.groups()
+                role = groups[0].lower() if len(groups) == 2 else ""
+                return item["description"].format(role=role, n=groups[-1])
+        return None
+
+
+@lru_cache(maxsize=1)
+def tables() -> Tables:
+    text = resources.files("cookbookgen").joinpath("rules/render.yaml").read_text(encoding="utf-8")
+    return Tables(parse_yaml(text, "cookbookgen/rules/render.yaml").data)
+
+
+def order_worker_args(args: list[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
+    """Lead flags first in table order, then the rest alphabetically; stable for repeated flags."""
+    lead = tables().lead_flags
+    return tuple(sorted(args, key=lambda a: (0, lead[a[0]], "") if a[0] in lead else (1, 0, a[0])))

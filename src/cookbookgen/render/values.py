@@ -1,0 +1,97 @@
+"""Turning recipe values into command words, filtered and rewritten by the policy. No I/O."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from ..policy.rules import DROPPED, Policy
+from ..recipes.load import KeyPath
+
+RawYaml = Any
+
+
+def flag(name: str) -> str:
+    return name if name.startswith("-") else f"--{name}"
+
+
+def word(value: RawYaml) -> str:
+    """One command word for a YAML value: text as written, mappings as compact JSON."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def arg_tuple(name: str, value: RawYaml) -> tuple[str, ...] | None:
+    """`(flag, *values)`; `True` is a bare switch; `None` means no argument."""
+    if value is None:
+        return None
+    if value is True:
+        return (flag(name),)
+    if isinstance(value, list):
+        return (flag(name), *(word(v) for v in value))
+    return (flag(name), word(value))
+
+
+def kept(policy: Policy, path: KeyPath, value: RawYaml) -> tuple[bool, RawYaml]:
+    """Whether a recipe setting reaches the command, and the value it shows (placeholders applied)."""
+    rule = policy.first_match(tuple(str(p) for p in path), value)
+    if rule is None:
+        return True, value
+    if rule.cls in DROPPED:
+        return False, value
+    if rule.cls == "placeholder":
+        return (rule.replacement is not None), rule.replacement
+    return True, value
+
+
+def kept_args(policy: Policy, prefix: KeyPath, args: dict[str, RawYaml]) -> list[tuple[str, ...]]:
+    out = []
+    for name, value in args.items():
+        keep, shown = kept(policy, prefix + (name,), value)
+        arg = arg_tuple(name, shown) if keep else None
+        if arg is not None:
+            out.append(arg)
+    return out
+
+
+def kept_env(policy: Policy, prefix: KeyPath, env: dict[str, RawYaml]) -> dict[str, str]:
+    out = {}
+    for name, value in env.items():
+        keep, shown = kept(policy, prefix + (name,), value)
+        if keep and shown is not None:
+            out[name] = word(shown)
+    return out
+
+
+def args_from_words(words: Iterable[RawYaml]) -> list[tuple[str, ...]]:
+    """Group a service's argv list: `--x=y` splits; a flag takes the following non-flag words."""
+    out: list[list[str]] = []
+    for raw in words:
+        text = word(raw)
+        if text.startswith("-"):
+            name, eq, value = text.partition("=")
+            out.append([name, value] if eq else [name])
+        elif out:
+            out[-1].append(text)
+        else:
+            out.append([text])
+    return [tuple(a) for a in out]
+
+
+def args_from_mapping(mapping: dict[str, RawYaml]) -> list[tuple[str, ...]]:
+    return [a for a in (arg_tuple(k, v) for k, v in mapping.items()) if a is not None]
+
+
+def replace_args(base: list[tuple[str, ...]], over: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """`base` with each flag of `over` replaced in place (or appended when new)."""
+    out = list(base)
+    for arg in over:
+        idx = next((i for i, a in enumerate(out) if a[0] == arg[0]), None)
+        if idx is None:
+            out.append(arg)
+        else:
+            out[idx] = arg
+    return out
