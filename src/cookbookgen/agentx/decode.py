@@ -484,24 +484,19 @@ def _runnable_export(name: str) -> str:
     return f'export {name}="${{{name}:?{message}}}"'
 
 
-def _file_lines(name: str, content: str, names: list[str]) -> list[str]:
-    """A heredoc writing a config file; its described `$NAME` placeholders expand, all else is literal."""
-    return heredoc(name, content, frozenset(names))
-
-
 def copy_all_runnable(blocks: list[Block], files: list[Json]) -> str:
     """A bash-valid "Copy all": required-variable exports, config files written before their block."""
     names = used_placeholders(_sections(blocks) + _files_json(files))
     sections = [COPY_ALL_HEAD + "\n" + "\n".join(_runnable_export(n) for n in names)] if names else []
     texts = [block_text(b) for b in blocks]
     loose = [f for f in files if not any(f["name"] in t for t in texts)]
-    sections += ["\n".join([f"# {f['name']}", *_file_lines(f["name"], f["content"], names)]) for f in loose]
+    sections += ["\n".join([f"# {f['name']}", *heredoc(f["name"], f["content"])]) for f in loose]
     written: set[str] = set()
     for block, text in zip(blocks, texts):
         lines = [f"# {block.title}"]
         for fname, content in block.files.items():
             if fname not in written:
-                lines.extend(_file_lines(fname, content, names))
+                lines.extend(heredoc(fname, content))  # $PLACEHOLDERS expand
                 written.add(fname)
         sections.append("\n".join([*lines, format_block(block, with_files=False)]))
     return "\n\n".join(sections)

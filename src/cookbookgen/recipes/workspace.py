@@ -41,7 +41,7 @@ class ResolvedPoint:
 
 class Workspace:
     def __init__(self, root: Path) -> None:
-        self.checkout = Checkout(root)
+        self.checkout = Checkout(root.resolve())
         self._docs: dict[Path, Document] = {}
         self._entries: dict[str, ConfigEntry] | None = None
         self._selected: dict[tuple[Path, str | None], EffectiveRecipe] = {}

@@ -174,8 +174,10 @@ def _router(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts:
     if "agg" in layouts:
         args.append(("--worker-urls", *(url for url, _ in _worker_urls(layouts["agg"]))))
     env = kept_env(ctx.policy, ("frontend", "env"), typed.frontend.env)
+    local = any("127.0.0.1" in " ".join(a) for a in args)
+    where = "on the worker's node (it reaches the worker at 127.0.0.1)" if local else "on a CPU node (or any node)"
     return [Block(kind="sglang-router", title=tables().title("sglang-router"), cmd=tables().command("sglang-router"),
-                  args=tuple(args), env=dict(sorted(env.items())), count=1, where="on a CPU node (or any node)")]
+                  args=tuple(args), env=dict(sorted(env.items())), count=1, where=where)]
 
 
 def _worker_urls(layout: RoleLayout) -> list[tuple[str, int]]:
