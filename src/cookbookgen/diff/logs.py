@@ -433,7 +433,7 @@ def _derived_field(flag: str) -> str:
 
 
 def flag_for_field(name: str) -> str:
-    """The CLI flag for a ServerArgs field: `tp_size` -> `--tp-size`, `fp8_gemm_runner_backend` -> `--fp8-gemm-backend`."""
+    """The CLI flag for a field: `tp_size` -> `--tp-size`, `fp8_gemm_runner_backend` -> `--fp8-gemm-backend`."""
     spellings = alias_table().flags.get(name)
     return spellings[0] if spellings else "--" + name.replace("_", "-")
 

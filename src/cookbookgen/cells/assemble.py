@@ -1,0 +1,144 @@
+"""Manifest -> Cookbook: resolve and render every point of every listed config, group points into
+cells, attach provenance. I/O only through `recipes.workspace` and `read_manifest`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import re
+from pathlib import Path
+from typing import Callable
+
+from ..errors import CookbookError
+from ..pipeline import RenderedPoint, render_all_points
+from ..policy.rules import Policy, load_policy
+from ..recipes.load import Document
+from ..recipes.workspace import Workspace
+from . import describe
+from .manifest import ConfigSource, Manifest, read_manifest, source_root
+from .model import Cell, Cookbook, Page, Point, Provenance
+
+Progress = Callable[[str], None]
+
+
+def slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def load_cookbook(manifest_path: Path, progress: Progress | None = None, policy: Policy | None = None) -> Cookbook:
+    manifest, doc = read_manifest(manifest_path)
+    ws = Workspace(source_root(manifest_path, manifest, doc))
+    if policy is None:
+        policy = load_policy(manifest_path.parent / manifest.policy if manifest.policy else None)
+    changelog = _changelog(ws)
+    pages = []
+    warnings = []
+    for p, spec in enumerate(manifest.pages):
+        cells: list[Cell] = []
+        for c, source in enumerate(spec.configs):
+            if source.key not in ws.entries():
+                raise doc.error(("pages", p, "configs", c, "key"), f"unknown config key {source.key!r} in {ws.checkout.root}")
+            if progress:
+                progress(source.key)
+            rendered = render_all_points(ws, policy, source.key)
+            _check_metrics(doc, (p, c), source, rendered)
+            latest = _latest_pr(changelog, source.key)
+            if latest is not None and source.pr is not None and latest != source.pr:
+                warnings.append(f"{source.key}: the latest perf-changelog entry is PR #{latest}, the manifest says PR #{source.pr}")
+            cells.extend(group_cells(manifest, source, rendered, latest if latest != source.pr else None))
+        hardware = tuple(dict.fromkeys(cell.hw for cell in cells))
+        pages.append(Page(model=spec.model, slug=slugify(spec.model.split("/")[-1]), title=spec.title or spec.model.split("/")[-1],
+                          hardware=hardware, cells=tuple(cells)))
+    return Cookbook(title=manifest.title, repo=manifest.repo, generated_on=manifest.generated_on, pages=tuple(pages), warnings=tuple(warnings))
+
+
+def group_cells(manifest: Manifest, source: ConfigSource, rendered: list[RenderedPoint], changelog_pr: int | None) -> list[Cell]:
+    """Points of one config grouped by topology label, in first-seen order: `<key>#0`, `<key>#1`, ..."""
+    groups: dict[str, list[RenderedPoint]] = {}
+    for rp in rendered:
+        groups.setdefault(describe.topology_label(rp.deployment), []).append(rp)
+    return [_cell(manifest, source, k, label, rps, changelog_pr) for k, (label, rps) in enumerate(groups.items())]
+
+
+def _cell(manifest: Manifest, source: ConfigSource, k: int, label: str, rps: list[RenderedPoint], changelog_pr: int | None) -> Cell:
+    first = rps[0]
+    deps = [rp.deployment for rp in rps]
+    image, digest, commit = describe.image_parts(first.deployment.image)
+    points = tuple(_point(source, rp) for rp in rps)
+    recipe = first.point.recipe_path
+    cell_id = f"{source.key}#{k}"
+    return Cell(
+        id=cell_id, slug=slugify(cell_id.replace("#", "-")), config_key=source.key, hw=_hardware(first),
+        model=first.deployment.model, label=label, detail=describe.spec_detail(first.deployment),
+        gpus=first.deployment.gpus, nodes=first.deployment.nodes, image=image, image_digest=digest, image_commit=commit,
+        router=describe.router_of(first.deployment), kv=describe.kv_tier_of(first.deployment),
+        provenance=_provenance(manifest, source, recipe, changelog_pr), points=points,
+        exclusions=describe.exclusions([(p.label, p.deployment) for p in points]),
+        disclosures=describe.disclosures(deps), notes=describe.notes(deps) + tuple(source.notes))
+
+
+def _hardware(rp: RenderedPoint) -> str:
+    gpu = rp.point.typed.resources.gpu_type
+    return str(gpu) if gpu else (rp.point.entry.key.split("-")[2] if rp.point.entry else "unknown")
+
+
+def _point(source: ConfigSource, rp: RenderedPoint) -> Point:
+    p = rp.point
+    metrics = source.metrics.get(p.point_id) or source.metrics.get(p.label) or {}
+    return Point(id=p.point_id, label=p.label, concs=(p.conc,) if p.conc else (), recipe=p.recipe_path,
+                 override=p.recipe.selector, deployment=rp.deployment, metrics=metrics,
+                 golden_al=describe.golden_al(rp.deployment))
+
+
+def _provenance(manifest: Manifest, source: ConfigSource, recipe: str, changelog_pr: int | None) -> Provenance:
+    repo = manifest.repo.rstrip("/")
+    run_url = f"{repo}/actions/runs/{source.run}/attempts/{source.attempt}" if source.run else None
+    return Provenance(pr=source.pr, pr_url=f"{repo}/pull/{source.pr}" if source.pr else None, commit=source.commit,
+                      commit_url=f"{repo}/commit/{source.commit}", run=source.run, attempt=source.attempt, run_url=run_url,
+                      status=source.status, date=source.date, recipe=recipe, changelog_pr=changelog_pr)
+
+
+def _check_metrics(doc: Document, at: tuple[int, int], source: ConfigSource, rendered: list[RenderedPoint]) -> None:
+    ids = {rp.point.point_id for rp in rendered}
+    labels = [rp.point.label for rp in rendered]
+    for key in source.metrics:
+        if key not in ids and labels.count(key) != 1:
+            raise doc.error(("pages", at[0], "configs", at[1], "metrics", key),
+                            f"no single point {key!r} in the config; use one of: {', '.join(sorted(ids))}")
+
+
+def _changelog(ws: Workspace) -> list[tuple[list[str], int | None]]:
+    path = ws.checkout.changelog()
+    if path is None:
+        return []
+    doc = ws.document(path)
+    if not isinstance(doc.data, list):
+        raise doc.error((), "perf-changelog must be a list of entries")
+    out = []
+    for i, entry in enumerate(doc.data):
+        if not isinstance(entry, dict) or not isinstance(entry.get("config-keys"), list):
+            raise doc.error((i,), "an entry needs a config-keys list")
+        m = re.search(r"/pull/(\d+)", str(entry.get("pr-link", "")))
+        out.append(([str(k) for k in entry["config-keys"]], int(m.group(1)) if m else None))
+    return out
+
+
+def _latest_pr(changelog: list[tuple[list[str], int | None]], key: str) -> int | None:
+    for keys, pr in reversed(changelog):
+        if any(fnmatch.fnmatchcase(key, k) for k in keys):
+            return pr
+    return None
+
+
+def cell_by_id(cookbook: Cookbook, cell_id: str) -> Cell:
+    for page in cookbook.pages:
+        for cell in page.cells:
+            if cell.id == cell_id:
+                return cell
+    raise CookbookError.at("cookbook", 0, cell_id, "no such cell")
+
+
+def today() -> dt.date:
+    """The build date: the only clock read, at the CLI edge."""
+    return dt.date.today()

@@ -1,0 +1,134 @@
+"""Pure descriptions of a deployment: topology label, spec-decode detail, image parts, exclusions,
+disclosures and notes. No I/O except the notes table (package data, read once).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib import resources
+
+from ..recipes.load import parse_yaml
+from ..render.model import Block, Deployment
+from .model import Exclusion
+
+_NIGHTLY = re.compile(r"-(\d{8})-([0-9a-f]{8})$")
+SHOWN_EXCLUSIONS = ("harness-only", "default-equivalent", "placeholder", "cluster-provided", "unclassified")
+
+
+def _value(block: Block, *flags: str) -> str | None:
+    for arg in block.args:
+        if arg[0] in flags and len(arg) > 1:
+            return arg[1]
+    return None
+
+
+def parallel_label(block: Block) -> str:
+    tp = int(_value(block, "--tensor-parallel-size", "--tp-size") or 1)
+    dp = int(_value(block, "--data-parallel-size", "--dp-size") or 1)
+    ep = int(_value(block, "--expert-parallel-size", "--ep-size") or 1)
+    dpa = any(a[0] == "--enable-dp-attention" for a in block.args)
+    if dpa and dp == tp and ep == tp:
+        return f"DEP{tp}"
+    if dpa:
+        return f"TP{tp}·DPA{dp}" + (f"·EP{ep}" if ep > 1 else "")
+    return f"TP{tp}" + (f"·EP{ep}" if ep > 1 else "")
+
+
+def _workers(dep: Deployment, role: str) -> list[Block]:
+    return [b for b in dep.blocks if b.kind == "worker" and b.role == role]
+
+
+def topology_label(dep: Deployment) -> str:
+    agg = _workers(dep, "agg")
+    if agg:
+        first = agg[0]
+        count = sum(b.workers or 1 for b in agg)
+        nodes = f" ({first.nodes_per_worker} nodes)" if (first.nodes_per_worker or 1) > 1 else ""
+        return f"Agg {count}x {parallel_label(first)}{nodes}" if count > 1 else f"Agg {parallel_label(first)}{nodes}"
+    prefill, decode = _workers(dep, "prefill"), _workers(dep, "decode")
+    p = sum(b.workers or 1 for b in prefill)
+    d = sum(b.workers or 1 for b in decode)
+    return f"Disagg {p}P{d}D · prefill {parallel_label(prefill[0])} · decode {parallel_label(decode[0])}"
+
+
+def spec_detail(dep: Deployment) -> str:
+    worker = next(b for b in dep.blocks if b.kind == "worker")
+    algo = _value(worker, "--speculative-algorithm")
+    if not algo:
+        return ""
+    if algo.upper() == "DSPARK":
+        return f"DSpark {_value(worker, '--speculative-dspark-block-size') or ''}".strip()
+    steps = _value(worker, "--speculative-num-steps")
+    topk = _value(worker, "--speculative-eagle-topk")
+    draft = _value(worker, "--speculative-num-draft-tokens")
+    return f"MTP {steps}-{topk}-{draft}" if steps and topk and draft else algo
+
+
+def image_parts(image: str) -> tuple[str, str | None, str | None]:
+    """(image, digest, 8-hex commit parsed from a nightly tag)."""
+    ref, _, digest = image.partition("@")
+    tag = ref.rsplit(":", 1)[1] if ":" in ref.rsplit("/", 1)[-1] else ""
+    m = _NIGHTLY.search(tag)
+    return image, (digest or None), (m.group(2) if m else None)
+
+
+def router_of(dep: Deployment) -> str:
+    return "dynamo" if any(b.kind == "dynamo-frontend" for b in dep.blocks) else "sglang"
+
+
+def kv_tier_of(dep: Deployment) -> str:
+    if any(b.kind == "mooncake-store" for b in dep.blocks) or any(
+            a[0] == "--enable-unified-cache-external-linker" for b in dep.blocks for a in b.args):
+        return "mooncake"
+    if any(a[0] == "--enable-hierarchical-cache" for b in dep.blocks for a in b.args):
+        return "hicache"
+    return "none"
+
+
+def golden_al(dep: Deployment) -> str | None:
+    for s in dep.settings:
+        if s.path.endswith(".env.SGLANG_SIMULATE_ACC_LEN"):
+            return str(s.value)
+    return None
+
+
+def disclosures(deps: list[Deployment]) -> tuple[str, ...]:
+    out = []
+    if any(golden_al(d) for d in deps):
+        out.append("synthetic-acceptance")
+    if any("chat_template_kwargs" in str(s.value) for d in deps for s in d.settings if s.cls == "harness-only"):
+        out.append("chat-template")
+    return tuple(out)
+
+
+def exclusions(points: list[tuple[str, Deployment]]) -> tuple[Exclusion, ...]:
+    """Every setting not published as-is, merged over the points (which points each one applies to)."""
+    merged: dict[tuple[str, str, str, str], list[str]] = {}
+    for label, dep in points:
+        for s in dep.settings:
+            if s.cls in SHOWN_EXCLUSIONS:
+                merged.setdefault((s.path, s.cls, s.reason, _short(s.value)), []).append(label)
+    return tuple(Exclusion(path=p, cls=c, reason=r, value=v, points=tuple(dict.fromkeys(ls)))
+                 for (p, c, r, v), ls in sorted(merged.items(), key=lambda kv: (SHOWN_EXCLUSIONS.index(kv[0][1]), kv[0][0])))
+
+
+def _short(value: object, limit: int = 120) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@lru_cache(maxsize=1)
+def _notes_table() -> dict[str, str]:
+    text = resources.files("cookbookgen").joinpath("rules/notes.yaml").read_text(encoding="utf-8")
+    return parse_yaml(text, "cookbookgen/rules/notes.yaml").data["notes"]
+
+
+def notes(deps: list[Deployment]) -> tuple[str, ...]:
+    present: set[str] = set()
+    for dep in deps:
+        for b in dep.blocks:
+            present.update(a[0] for a in b.args)
+            present.update(b.env)
+            present.update(f"{k}={v}" for k, v in b.env.items())
+    return tuple(text for key, text in _notes_table().items() if key in present)

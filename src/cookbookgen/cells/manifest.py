@@ -1,0 +1,108 @@
+"""The cookbook manifest: which configs a cookbook shows and their provenance. I/O: `read_manifest`.
+
+```yaml
+title: DeepSeek cookbook
+source: inferencex            # InferenceX-layout checkout, relative to this file
+policy: policy.yaml           # optional extra policy rules, relative to this file
+pages:
+  - model: deepseek-ai/DeepSeek-V4.1-Flash
+    configs:
+      - key: <config key>
+        pr: 4180                # or null when unknown
+        commit: <7..40 hex>     # PR head the recipe was read at
+        run: 38911006463        # pinned run (`/use <run_id>`), or null while in progress
+        attempt: 1
+        merged: false
+        date: 2026-10-16
+        metrics: {c16: {throughput_per_gpu: 29122.0, p90_e2el_s: 6.862}}
+```
+Status: no run -> in-progress; run, not merged -> verified-pr; run and merged -> verified.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import CookbookError
+from ..recipes.load import Document, read_yaml_file
+
+Status = Literal["verified", "verified-pr", "in-progress", "derived"]
+
+
+def _hex_commit(value: str) -> str:
+    text = str(value)
+    if not (7 <= len(text) <= 40) or any(c not in "0123456789abcdef" for c in text):
+        raise ValueError(f"a commit is 7 to 40 lower-case hex digits, got {text!r}")
+    return text
+
+
+class ConfigSource(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    pr: int | None = None
+    commit: Annotated[str, AfterValidator(_hex_commit)]
+    run: int | None = None
+    attempt: int = Field(default=1, ge=1)
+    merged: bool = False
+    date: dt.date | None = None
+    metrics: dict[str, dict[str, float]] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+    dashboard: str | None = None
+
+    @property
+    def status(self) -> Status:
+        if self.run is None:
+            return "in-progress"
+        return "verified" if self.merged else "verified-pr"
+
+
+class PageSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    title: str | None = None
+    configs: list[ConfigSource]
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    title: str
+    source: str
+    policy: str | None = None
+    repo: str = "https://github.com/SemiAnalysisAI/InferenceX"
+    generated_on: dt.date | None = None
+    pages: list[PageSpec]
+
+
+def read_manifest(path: Path) -> tuple[Manifest, Document]:
+    doc = read_yaml_file(path)
+    try:
+        manifest = Manifest.model_validate(doc.data)
+    except ValidationError as exc:
+        problems = []
+        for e in exc.errors():
+            loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+            msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"].removeprefix("Value error, ")
+            problems.append(doc.problem(loc, msg))
+        raise CookbookError(problems) from None
+    seen: dict[str, tuple] = {}
+    for p, page in enumerate(manifest.pages):
+        for c, config in enumerate(page.configs):
+            where = ("pages", p, "configs", c, "key")
+            if config.key in seen:
+                raise doc.error(where, f"config {config.key!r} listed twice (first at line {doc.line_of(seen[config.key])})")
+            seen[config.key] = where
+    return manifest, doc
+
+
+def source_root(manifest_path: Path, manifest: Manifest, doc: Document) -> Path:
+    root = (manifest_path.parent / manifest.source).resolve()
+    if not root.is_dir():
+        raise doc.error(("source",), f"checkout not found: {root}")
+    return root
