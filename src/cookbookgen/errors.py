@@ -12,7 +12,7 @@ from typing import Iterable
 
 @dataclass(frozen=True)
 class Problem:
-    """A located complaint about an input. `line` is 1-based; 0 means "no line" (whole file)."""
+    """A located complaint about an input. `line` is 1-based; 0 means the whole file (printed as 1)."""
 
     file: str
     line: int
@@ -20,9 +20,8 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
         key = self.key_path or "(top)"
-        return f"{where}: {key}: {self.message}"
+        return f"{self.file}:{max(self.line, 1)}: {key}: {self.message}"
 
 
 class CookbookError(Exception):

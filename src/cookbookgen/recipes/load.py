@@ -92,9 +92,11 @@ def parse_yaml(text: str, file: str) -> Document:
     try:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
+        # The context mark is where the unfinished construct started; the problem mark is often EOF.
+        mark = exc.context_mark or exc.problem_mark
         line = mark.line + 1 if mark else 0
-        raise CookbookError.at(file, line, "", f"YAML syntax: {exc.problem or exc.context}") from None
+        detail = f"{exc.problem} ({exc.context})" if exc.context else str(exc.problem)
+        raise CookbookError.at(file, line, "", f"YAML syntax: {detail}") from None
     except yaml.YAMLError as exc:
         raise CookbookError.at(file, 0, "", f"YAML error: {exc}") from None
     except RecursionError:

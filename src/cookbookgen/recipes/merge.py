@@ -6,7 +6,7 @@ Merge rules (`deep_merge(base, over)`):
 - mapping + mapping: merge key by key, recursively;
 - a list replaces whatever was there (lists are never concatenated);
 - a scalar replaces whatever was there;
-- `None` (YAML `null`) deletes the key from the result.
+- `None` (YAML `null`) deletes the key from the result (also inside a mapping the base lacks).
 
 Zip rules (`zip_variants(section)`):
 - every list leaf is one dimension; scalars and mappings of scalars are shared by all variants;
@@ -37,8 +37,9 @@ def deep_merge(base: RawYaml, over: RawYaml) -> RawYaml:
     for key, value in over.items():
         if value is None:
             out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
+        elif isinstance(value, dict):
+            # A mapping merges into an existing mapping; a new one is copied without its nulls.
+            out[key] = deep_merge(out[key] if isinstance(out.get(key), dict) else {}, value)
         else:
             out[key] = _copy(value)
     return out

@@ -1,0 +1,141 @@
+"""Bad input: exit 2 with exactly one line `file:line: key.path: problem`, and no traceback."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cookbookgen.cli import main
+from recipes_factory import dump, minimal_recipe
+
+from conftest import SOURCE
+
+LINE = re.compile(r"^cookbookgen: error: (?P<file>[^:]+):(?P<line>\d+): (?P<key>\S+): (?P<msg>.+)$")
+
+
+def run_cli(capsys, argv: list[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_problem(capsys, argv: list[str]) -> re.Match[str]:
+    code, out, err = run_cli(capsys, argv)
+    lines = err.strip().splitlines()
+    assert code == 2, err
+    assert out == ""
+    assert "Traceback" not in err
+    assert len(lines) == 1, err
+    match = LINE.match(lines[0])
+    assert match, lines[0]
+    return match
+
+
+def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
+    path = tmp_path / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+CASES = {
+    "yaml-syntax": ("schema: 2\nroles:\n  agg: [unclosed\n", 3, "(top)", "YAML syntax"),
+    "wrong-type": (dump(minimal_recipe(roles={"agg": {"workers": "two"}})), 0, "roles.agg.workers", "valid integer"),
+    "unknown-engine": (dump(minimal_recipe(engine="llamacpp")), 0, "engine", "unknown engine 'llamacpp'"),
+    "vllm-not-yet": (dump(minimal_recipe(engine="vllm")), 0, "engine", "not supported yet"),
+    "unknown-frontend": (dump(minimal_recipe(frontend={"type": "haproxy"})), 0, "frontend.type", "Input should be"),
+    "prohibited": (dump(minimal_recipe(roles={"agg": {"env": {"SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE": "1"}}})), 0,
+                   "roles.agg.env.SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE", "prohibited setting"),
+    "unknown-role-key": (dump(minimal_recipe(roles={"agg": {"replicas": 2}})), 0, "roles.agg.replicas", "unknown key"),
+    "python-tag": ("schema: 2\nmodel: !!python/object/apply:os.system ['true']\n", 2, "model", "is not allowed"),
+    "duplicate-key": ("schema: 2\nengine: sglang\nengine: vllm\n", 3, "engine", "duplicate key (first at line 2)"),
+    "alias-bomb": ("a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                   "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+                   "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+                   "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n", 0, "", "alias bomb"),
+    "non-utf8": (b"schema: 2\nname: caf\xe9\n", 2, "(top)", "not UTF-8"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_recipe_gives_one_located_line(tmp_path: Path, capsys, name: str) -> None:
+    text, line, key, message = CASES[name]
+    path = write(tmp_path, f"{name}.yaml", text)
+    match = one_problem(capsys, ["render", "--recipe", str(path), "--model", "org/Model-1"])
+    assert match["file"] == str(path)
+    if line:
+        assert int(match["line"]) == line
+    else:
+        assert int(match["line"]) > 0
+    if key:
+        assert match["key"] == key
+    assert message in match["msg"]
+
+
+def test_line_of_a_wrong_type_points_at_the_value(tmp_path: Path, capsys) -> None:
+    text = dump(minimal_recipe(roles={"agg": {"workers": "two"}}))
+    path = write(tmp_path, "r.yaml", text)
+    match = one_problem(capsys, ["render", "--recipe", str(path)])
+    assert text.splitlines()[int(match["line"]) - 1].strip() == "workers: two"
+
+
+def test_unknown_selector_lists_the_offered_ones(tmp_path: Path, capsys) -> None:
+    bundle = {"base": minimal_recipe(), "override_a": {"roles": {"agg": {"args": {"x": 1}}}}}
+    path = write(tmp_path, "b.yaml", dump(bundle))
+    match = one_problem(capsys, ["render", "--recipe", f"{path}:override_b"])
+    assert match["key"] == "override_b" and "the file offers: override_a" in match["msg"]
+
+
+def test_zip_length_mismatch(tmp_path: Path, capsys) -> None:
+    bundle = {"base": minimal_recipe(), "zip_override_z": {"roles": {"agg": {"args": {"a": [1, 2], "b": [1, 2, 3]}}}}}
+    path = write(tmp_path, "z.yaml", dump(bundle))
+    match = one_problem(capsys, ["render", "--recipe", f"{path}:zip_override_z[0]"])
+    assert match["key"] == "zip_override_z" and "different lengths" in match["msg"]
+    assert int(match["line"]) == dump(bundle).splitlines().index("zip_override_z:") + 1
+
+
+def test_missing_recipe_file(capsys, tmp_path: Path) -> None:
+    match = one_problem(capsys, ["render", "--recipe", str(tmp_path / "nope.yaml")])
+    assert match["file"] == str(tmp_path / "nope.yaml") and match["msg"] == "file not found"
+
+
+def _copy_source(tmp_path: Path) -> Path:
+    root = tmp_path / "inferencex"
+    shutil.copytree(SOURCE, root)
+    return root
+
+
+def test_master_row_naming_a_missing_recipe(tmp_path: Path, capsys) -> None:
+    root = _copy_source(tmp_path)
+    master = root / "inferencex-e2e/configs/nvidia-master.yaml"
+    master.write_text(master.read_text().replace("agg-variants.yaml:override_tp4_c1", "gone.yaml:override_tp4_c1"))
+    match = one_problem(capsys, ["render", "--source", str(root), "--config", "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg", "--point", "c1"])
+    assert match["file"].endswith("nvidia-master.yaml") and "recipe file not found" in match["msg"]
+    assert "gone.yaml" in master.read_text().splitlines()[int(match["line"]) - 1]
+
+
+def test_recipe_path_leaving_the_checkout(tmp_path: Path, capsys) -> None:
+    root = _copy_source(tmp_path)
+    master = root / "inferencex-e2e/configs/nvidia-master.yaml"
+    master.write_text(master.read_text().replace("recipes/dsv41flash/sglang/gb300-fp4/agentx/agg-variants.yaml:override_tp4_c1", "../../../etc/passwd"))
+    match = one_problem(capsys, ["render", "--source", str(root), "--config", "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg", "--point", "c1"])
+    assert "stay inside the checkout" in match["msg"]
+
+
+def test_unknown_config_and_point(capsys) -> None:
+    match = one_problem(capsys, ["render", "--source", str(SOURCE), "--config", "dsv41flash-fp4-gb300-dynamo-sglang-agentic-ag", "--point", "c1"])
+    assert match["key"] == "dsv41flash-fp4-gb300-dynamo-sglang-agentic-ag" and "did you mean" in match["msg"]
+    match = one_problem(capsys, ["render", "--source", str(SOURCE), "--config", "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg", "--point", "c999"])
+    assert "unknown point 'c999'" in match["msg"] and "tp4/c1" in match["msg"]
+    match = one_problem(capsys, ["render", "--source", str(SOURCE), "--config", "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg", "--point", "c16"])
+    assert "ambiguous" in match["msg"] and "tp2-ep2/c16" in match["msg"]
+
+
+def test_bad_usage_is_exit_2_without_traceback(capsys) -> None:
+    code, _, err = run_cli(capsys, ["render", "--format", "yaml"])
+    assert code == 2 and "Traceback" not in err and "invalid choice" in err
