@@ -1,0 +1,146 @@
+"""Every public recipe of the corpus loads and renders (both layouts, every variant), or fails with
+its documented clear error; concrete flags of a few of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cookbookgen.errors import CookbookError
+from cookbookgen.pipeline import render_config_point
+from cookbookgen.recipes.bundle import variant_names
+from cookbookgen.recipes.load import read_yaml_file
+from cookbookgen.recipes.workspace import Workspace, model_id
+from cookbookgen.render.deploy import RenderContext, render
+from cookbookgen.render.shell import format_block
+
+from conftest import CORPUS
+
+INFERENCEX = CORPUS / "inferencex"
+RECIPES = sorted(p for p in CORPUS.rglob("*.yaml") if "srt-slurm-recipes" in str(p) or "examples" in str(p))
+# The corpus excerpt names recipes it does not hold (it says so in its header): a clear error is expected.
+MISSING = {"glm5.2-fp4-gb300-dynamo-sglang-agentic-agg", "glm5.2-fp4-gb300-dynamo-sglang-agentic-disagg",
+           "dsv4-fp4-b200-dynamo-sglang-agentic-agg"}
+# SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE is set in this recipe's base: the review checklist prohibits it.
+PROHIBITED = {"agg-pareto-variants.yaml"}
+
+
+@pytest.fixture(scope="module")
+def corpus_ws() -> Workspace:
+    return Workspace(INFERENCEX)
+
+
+def _variants() -> list[tuple[Path, str | None]]:
+    out = []
+    for path in RECIPES:
+        names = variant_names(read_yaml_file(path)) or [None]
+        out.extend((path, n) for n in names)
+    return out
+
+
+@pytest.mark.parametrize("path,selector", _variants(), ids=lambda v: v.name if isinstance(v, Path) else str(v))
+def test_every_corpus_recipe_variant_renders(corpus_ws: Workspace, policy, path: Path, selector: str | None) -> None:
+    ref = f"{path}:{selector}" if selector else str(path)
+    if path.name in PROHIBITED:
+        with pytest.raises(CookbookError, match="SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE: prohibited setting"):
+            point = corpus_ws.bare_recipe(ref)
+            render(point.recipe, point.typed, RenderContext("org/model", policy))
+        return
+    point = corpus_ws.bare_recipe(ref)
+    try:
+        model = model_id(point)
+    except CookbookError:
+        model = "org/model"  # recipes naming a cluster alias only; the master config supplies the id
+    deployment = render(point.recipe, point.typed, RenderContext(model, policy))
+    workers = [b for b in deployment.blocks if b.kind == "worker"]
+    assert workers and all(b.args[0] == ("--model-path", model) for b in workers)
+    assert not [s for s in deployment.settings if s.cls == "unclassified"]
+
+
+def _master_points() -> list[tuple[str, str]]:
+    ws = Workspace(INFERENCEX)
+    return [(key, pid) for key, entry in ws.entries().items() for pid in entry.point_ids()]
+
+
+@pytest.mark.parametrize("key,point", _master_points())
+def test_every_master_point_renders_or_names_its_missing_recipe(corpus_ws: Workspace, policy, key: str, point: str) -> None:
+    if key in MISSING:
+        with pytest.raises(CookbookError) as info:
+            render_config_point(corpus_ws, policy, key, point)
+        (problem,) = info.value.problems
+        assert problem.file.endswith("nvidia-master.excerpt.yaml") and problem.line > 0
+        assert problem.message.startswith("recipe file not found")
+        return
+    rendered = render_config_point(corpus_ws, policy, key, point)
+    assert rendered.deployment.model == corpus_ws.entry(key).model
+
+
+def test_dsv4_disagg_c960_commands(corpus_ws: Workspace, policy) -> None:
+    d = render_config_point(corpus_ws, policy, "dsv4-fp4-gb300-dynamo-sglang-agentic-disagg", "c960").deployment
+    kinds = [b.kind for b in d.blocks]
+    assert kinds == ["etcd", "nats", "mooncake-master"] + ["mooncake-store"] * 4 + ["nginx", "dynamo-frontend", "worker", "worker"]
+    prefill, decode = (b for b in d.blocks if b.kind == "worker")
+    assert (prefill.workers, prefill.nodes_per_worker, decode.nodes_per_worker) == (2, 2, 4)
+    assert ("--dist-init-addr", "$PREFILL_HEAD_IP:20000") in prefill.args and ("--nnodes", "2") in prefill.args
+    assert prefill.env["MOONCAKE_DEVICE"] == "$IB_DEVICES" and prefill.env["OMP_NUM_THREADS"] == "1"
+    assert prefill.env["MOONCAKE_MASTER"] == "$MOONCAKE_MASTER_IP:8700"
+    assert "PYTHONUNBUFFERED" not in prefill.env and "PIP_BREAK_SYSTEM_PACKAGES" not in prefill.env
+    assert ("--model-path", "deepseek-ai/DeepSeek-V4-Pro-0813") == prefill.args[0]
+    assert not any(a[0] in ("--enable-metrics", "--model-path") and a[-1] == "/model/" for a in prefill.args)
+    (fe,) = [b for b in d.blocks if b.kind == "dynamo-frontend"]
+    assert fe.count == 5 and fe.args[0] == ("--http-port", "8180")
+    (nats,) = [b for b in d.blocks if b.kind == "nats"]
+    assert nats.files["nats.conf"].startswith("max_payload: 33554432\n")
+    master = next(b for b in d.blocks if b.kind == "mooncake-master")
+    assert master.args[-1] == ("--eviction_high_watermark_ratio", "0.90")
+
+
+def test_single_node_bundle_selects_by_tp_and_conc(corpus_ws: Workspace, policy) -> None:
+    r = render_config_point(corpus_ws, policy, "dsv41flash-fp4-gb300-sglang-agentic-dspark", "tp4-ep4/c64")
+    assert r.point.recipe.selector == "override_tp4_c64"
+    (worker,) = r.deployment.blocks
+    assert worker.cmd == "python3 -m sglang.launch_server"
+    assert ("--chunked-prefill-size", "8192") in worker.args and ("--prefill-decode-interval", "16") in worker.args
+    assert worker.env["SGLANG_RAGGED_VERIFY_MODE"] == "static"
+
+
+def test_v1_low_latency_recipe(policy) -> None:
+    path = CORPUS / "srt-slurm/srt-slurm-recipes/recipes/multi-node/DeepSeek-R1/GB200/1k1k/sglang/1k1k-low-latency.yaml"
+    point = Workspace(CORPUS).bare_recipe(str(path))
+    d = render(point.recipe, point.typed, RenderContext(model_id(point), policy))
+    prefill = next(b for b in d.blocks if b.role == "prefill")
+    decode = next(b for b in d.blocks if b.role == "decode")
+    assert prefill.args[0] == ("--model-path", "nvidia/DeepSeek-R1-0528-FP4-v2")
+    assert ("--disaggregation-bootstrap-port", "30001") in prefill.args and ("--scheduler-recv-interval", "10") in prefill.args
+    assert decode.workers == 2 and ("--prefill-round-robin-balance",) in decode.args
+    assert "infra.etcd_nats_dedicated_node" in {s.path for s in d.settings if s.cls == "harness-only"}
+    assert [b.count for b in d.blocks if b.kind == "dynamo-frontend"] == [4]
+
+
+def test_zip_override_variant_values(policy) -> None:
+    path = CORPUS / "srt-slurm/srt-slurm-recipes/recipes/multi-node/DeepSeek-V4-Pro/GB300/8k1k/sglang/agg/8k1k.yaml"
+    point = Workspace(CORPUS).bare_recipe(f"{path}:zip_override_8k1k_hightpt[4]")
+    d = render(point.recipe, point.typed, RenderContext(model_id(point), policy))
+    decode = next(b for b in d.blocks if b.role == "decode")
+    prefill = next(b for b in d.blocks if b.role == "prefill")
+    assert ("--tensor-parallel-size", "40") in decode.args and ("--ep-num-redundant-experts", "16") in decode.args
+    assert decode.nodes_per_worker == 10 and prefill.workers == 8
+
+
+def test_sweep_substitutes_typed_values(policy) -> None:
+    path = CORPUS / "srt-slurm/srt-slurm-recipes/recipes/single-node/Qwen3.5/H200/sglang/1k1k-mtp.yaml"
+    point = Workspace(CORPUS).bare_recipe(f"{path}:sweep[3]")
+    d = render(point.recipe, point.typed, RenderContext(model_id(point), policy))
+    (worker,) = [b for b in d.blocks if b.kind == "worker"]
+    assert ("--cuda-graph-max-bs", "16") in worker.args and ("--tensor-parallel-size", "8") in worker.args
+    assert "DYN_HEALTH_CHECK_ENABLED=false" in format_block(worker)
+
+
+def test_colocated_example_pins_gpus_and_ports(policy) -> None:
+    path = CORPUS / "srt-slurm/srt-slurm/examples/sglang/dynamo-disagg.yaml"
+    point = Workspace(CORPUS).bare_recipe(str(path))
+    d = render(point.recipe, point.typed, RenderContext("Qwen/Qwen3-0.6B", policy))
+    prefill, decode = (b for b in d.blocks if b.kind == "worker")
+    assert (prefill.env["CUDA_VISIBLE_DEVICES"], decode.env["CUDA_VISIBLE_DEVICES"]) == ("0", "1")
+    assert ("--port", "30000") in prefill.args and ("--port", "30001") in decode.args
