@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import CookbookError
 from ..recipes.bundle import EffectiveRecipe
-from ..recipes.load import KeyPath, dotted
+from ..recipes.load import KeyPath
 from ..render.model import Setting
 from .rules import Policy
 
@@ -19,13 +19,14 @@ RawYaml = Any
 
 
 def leaves(data: RawYaml, prefix: KeyPath = ()) -> list[tuple[KeyPath, RawYaml]]:
-    """Every leaf (scalar, list or empty mapping) with its path; list values are one leaf."""
+    """Every leaf (scalar, list or empty mapping) with its path; list values are one leaf, except
+    lists of mappings (such as `services`), whose items are walked."""
     if isinstance(data, dict) and data:
         out: list[tuple[KeyPath, RawYaml]] = []
         for key, value in data.items():
             out.extend(leaves(value, prefix + (key,)))
         return out
-    if isinstance(data, list) and data and all(isinstance(v, dict) for v in data):
+    if _is_table(data):
         out = []
         for i, value in enumerate(data):
             out.extend(leaves(value, prefix + (i,)))
@@ -33,28 +34,48 @@ def leaves(data: RawYaml, prefix: KeyPath = ()) -> list[tuple[KeyPath, RawYaml]]
     return [(prefix, data)]
 
 
+def _is_table(data: RawYaml) -> bool:
+    return isinstance(data, list) and bool(data) and all(isinstance(v, dict) for v in data)
+
+
 def classify(recipe: EffectiveRecipe, policy: Policy) -> list[Setting]:
-    settings: list[Setting] = []
-    prohibited = []
-    for path, value in leaves(recipe.data):
-        rule = policy.first_match(tuple(str(p) for p in path), value)
-        if rule is None:
-            settings.append(Setting(path=dotted(path), value=value, **{"class": "unclassified"},
-                                    reason="no rule matches; add one to the policy file"))
-            continue
-        if rule.cls == "prohibited":
-            prohibited.append(recipe.problem(path, f"prohibited setting: {rule.reason}"))
-        settings.append(Setting(path=dotted(path), value=value, **{"class": rule.cls}, reason=rule.reason, rule=rule.text))
+    """One Setting per leaf, in document order. Raises CookbookError on prohibited settings."""
+    settings = _classify_node(recipe.data, (), "", policy)
+    prohibited = [recipe.problem(_path_of(s.path, recipe), f"prohibited setting: {s.reason}")
+                  for s in settings if s.cls == "prohibited"]
     if prohibited:
         raise CookbookError(prohibited)
     return settings
 
 
-def replacement_for(policy: Policy, path: KeyPath, value: RawYaml) -> str | None:
-    rule = policy.first_match(tuple(str(p) for p in path), value)
-    return rule.replacement if rule is not None else None
+def _classify_node(node: RawYaml, path: tuple[str, ...], dotted_path: str, policy: Policy) -> list[Setting]:
+    # Merged recipes share untouched subtrees, so a subtree's settings are computed once per run.
+    if isinstance(node, dict) and node:
+        key = (id(node), dotted_path)
+        hit = policy.memo.get(key)
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        out: list[Setting] = []
+        for k, value in node.items():
+            out.extend(_classify_node(value, path + (str(k),), f"{dotted_path}.{k}" if dotted_path else str(k), policy))
+        policy.memo[key] = (node, out)
+        return out
+    if _is_table(node):
+        out = []
+        for i, value in enumerate(node):
+            out.extend(_classify_node(value, path + (str(i),), f"{dotted_path}[{i}]", policy))
+        return out
+    rule = policy.first_match(path, node)
+    if rule is None:
+        return [Setting(dotted_path, node, "unclassified", "no rule matches; add one to the policy file")]
+    return [Setting(dotted_path, node, rule.cls, rule.reason, rule.text, rule.replacement)]
 
 
-def dropped(policy: Policy, path: KeyPath, value: RawYaml) -> bool:
-    rule = policy.first_match(tuple(str(p) for p in path), value)
-    return rule is not None and rule.cls in ("harness-only", "default-equivalent")
+def _path_of(dotted_path: str, recipe: EffectiveRecipe) -> KeyPath:
+    parts: list[str | int] = []
+    for piece in dotted_path.split("."):
+        name, *indexes = piece.split("[")
+        if name:
+            parts.append(name)
+        parts.extend(int(i.rstrip("]")) for i in indexes)
+    return tuple(parts)

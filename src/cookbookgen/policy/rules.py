@@ -38,8 +38,6 @@ class Rule:
     def text(self) -> str:
         return ".".join(self.pattern)
 
-    def matches_value(self, value: Any) -> bool:
-        return self.value is _NO_VALUE or (value == self.value and type(value) is type(self.value))
 
 
 @dataclass(frozen=True)
@@ -53,24 +51,30 @@ class ClusterEnv:
 class Policy:
     rules: tuple[Rule, ...]
     clusters: dict[str, tuple[ClusterEnv, ...]] = field(default_factory=dict)
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)  # per-run classification cache
 
     def first_match(self, path: tuple[str, ...], value: Any) -> Rule | None:
-        index = _first_plain_match(self, path)
-        for i, rule in enumerate(self.rules[: len(self.rules) if index is None else index]):
-            if rule.value is not _NO_VALUE and rule.matches_value(value) and glob_matches(rule.pattern, path):
+        plain, conditional = _candidates(self, path)
+        for i, rule in conditional:
+            if (plain is None or i < plain) and type(value) is type(rule.value) and value == rule.value:
                 return rule
-        return None if index is None else self.rules[index]
+        return None if plain is None else self.rules[plain]
 
     def __hash__(self) -> int:
         return id(self)
 
 
-@lru_cache(maxsize=65536)
-def _first_plain_match(policy: Policy, path: tuple[str, ...]) -> int | None:
+@lru_cache(maxsize=262144)
+def _candidates(policy: Policy, path: tuple[str, ...]) -> tuple[int | None, tuple[tuple[int, Rule], ...]]:
+    """The first value-free rule matching `path`, and the value-conditioned rules before it that match."""
+    conditional = []
     for i, rule in enumerate(policy.rules):
-        if rule.value is _NO_VALUE and glob_matches(rule.pattern, path):
-            return i
-    return None
+        if not glob_matches(rule.pattern, path):
+            continue
+        if rule.value is _NO_VALUE:
+            return i, tuple(conditional)
+        conditional.append((i, rule))
+    return None, tuple(conditional)
 
 
 def glob_matches(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:

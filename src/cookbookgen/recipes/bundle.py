@@ -85,6 +85,14 @@ def _origins_of(doc: Document, data: RawYaml, doc_prefix: KeyPath, into: KeyPath
 
 
 def _base_of(doc: Document) -> tuple[dict[str, RawYaml], Origins]:
+    """The base of a document, computed once per document (every variant starts from it)."""
+    if "base" not in doc.memo:
+        doc.memo["base"] = _compute_base(doc)
+    data, origins = doc.memo["base"]
+    return data, dict(origins)
+
+
+def _compute_base(doc: Document) -> tuple[dict[str, RawYaml], Origins]:
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error((), f"a recipe must be a mapping, got {type(data).__name__}")

@@ -39,6 +39,7 @@ class Document:
     file: str
     data: RawYaml
     lines: dict[KeyPath, int] = field(default_factory=dict, compare=False, repr=False)
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # derived values, e.g. the bundle base
 
     def line_of(self, path: KeyPath) -> int:
         """Line of `path`, or of its nearest ancestor that has one (0 when none)."""

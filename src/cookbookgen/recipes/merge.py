@@ -1,6 +1,7 @@
 """Pure data operations on recipe trees: deep merge, zip expansion, sweeps, --set/--unset.
 
-No I/O. Every function returns new values and never mutates its inputs.
+No I/O. Every function returns new values and never mutates its inputs; results may share untouched
+subtrees with the inputs, so recipe trees are treated as immutable.
 
 Merge rules (`deep_merge(base, over)`):
 - mapping + mapping: merge key by key, recursively;
@@ -31,18 +32,26 @@ Origins = dict[KeyPath, tuple[str, int]]
 
 
 def deep_merge(base: RawYaml, over: RawYaml) -> RawYaml:
+    """The merge of `over` onto `base`. The result shares untouched subtrees with its inputs, so
+    recipe trees are treated as immutable everywhere (nothing in cookbookgen mutates them)."""
     if not isinstance(base, dict) or not isinstance(over, dict):
-        return _copy(over)
-    out = {k: _copy(v) for k, v in base.items()}
+        return _without_nulls(over)
+    out = dict(base)
     for key, value in over.items():
         if value is None:
             out.pop(key, None)
         elif isinstance(value, dict):
-            # A mapping merges into an existing mapping; a new one is copied without its nulls.
+            # A mapping merges into an existing mapping; a new one is taken without its nulls.
             out[key] = deep_merge(out[key] if isinstance(out.get(key), dict) else {}, value)
         else:
-            out[key] = _copy(value)
+            out[key] = value
     return out
+
+
+def _without_nulls(value: RawYaml) -> RawYaml:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    return value
 
 
 def _copy(value: RawYaml) -> RawYaml:

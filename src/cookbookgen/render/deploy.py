@@ -72,8 +72,7 @@ def _cluster_env(ctx: RenderContext, typed: Recipe) -> tuple[dict[str, tuple[str
     for role, spec in typed.roles.items():
         for name, (value, reason) in env.items():
             if name not in spec.env:
-                settings.append(Setting(path=f"roles.{role}.env.{name}", value=value, reason=reason,
-                                        rule=f"clusters.{ctx.cluster}", **{"class": "cluster-provided"}))
+                settings.append(Setting(f"roles.{role}.env.{name}", value, "cluster-provided", reason, f"clusters.{ctx.cluster}"))
     return env, settings
 
 

@@ -6,6 +6,7 @@ Quoting and layout live in `shell.py` only.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -67,19 +68,23 @@ class Block(BaseModel):
         return out
 
 
-class Setting(BaseModel):
-    """One leaf setting of an effective recipe and the class policy gave it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One leaf setting of an effective recipe and the policy class it got (a plain dataclass: the
+    renderer builds one per leaf, so it skips model validation)."""
 
     path: str
     value: object
-    cls: str = Field(alias="class")
+    cls: str
     reason: str
     rule: str = ""
+    replacement: str | None = None  # what the command shows instead (placeholders)
 
     def to_json(self) -> dict[str, object]:
-        return {"path": self.path, "value": self.value, "class": self.cls, "reason": self.reason, "rule": self.rule}
+        out = {"path": self.path, "value": self.value, "class": self.cls, "reason": self.reason, "rule": self.rule}
+        if self.replacement is not None:
+            out["shown_as"] = self.replacement
+        return out
 
 
 class Deployment(BaseModel):

@@ -37,7 +37,7 @@ def arg_tuple(name: str, value: RawYaml) -> tuple[str, ...] | None:
 
 def kept(policy: Policy, path: KeyPath, value: RawYaml) -> tuple[bool, RawYaml]:
     """Whether a recipe setting reaches the command, and the value it shows (placeholders applied)."""
-    rule = policy.first_match(tuple(str(p) for p in path), value)
+    rule = policy.first_match(path if all(type(p) is str for p in path) else tuple(map(str, path)), value)
     if rule is None:
         return True, value
     if rule.cls in DROPPED:
@@ -49,6 +49,7 @@ def kept(policy: Policy, path: KeyPath, value: RawYaml) -> tuple[bool, RawYaml]:
 
 def kept_args(policy: Policy, prefix: KeyPath, args: dict[str, RawYaml]) -> list[tuple[str, ...]]:
     out = []
+    prefix = tuple(map(str, prefix))
     for name, value in args.items():
         keep, shown = kept(policy, prefix + (name,), value)
         arg = arg_tuple(name, shown) if keep else None
@@ -59,6 +60,7 @@ def kept_args(policy: Policy, prefix: KeyPath, args: dict[str, RawYaml]) -> list
 
 def kept_env(policy: Policy, prefix: KeyPath, env: dict[str, RawYaml]) -> dict[str, str]:
     out = {}
+    prefix = tuple(map(str, prefix))
     for name, value in env.items():
         keep, shown = kept(policy, prefix + (name,), value)
         if keep and shown is not None:
