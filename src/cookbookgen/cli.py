@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import __version__
+from .commands import agentx, diff, site
 from .errors import CookbookError
 from .pipeline import RenderedPoint, render_config_point, render_point
 from .policy.rules import load_policy
@@ -47,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--unset", dest="unsets", action="append", default=[], metavar="PATH", help="remove a recipe value after the override")
     r.add_argument("--policy", type=Path, help="extra policy rules (YAML), applied before the shipped ones")
     r.set_defaults(run=_cmd_render)
+    site.register(sub)
+    diff.register(sub)
+    agentx.register(sub)
     return parser
 
 

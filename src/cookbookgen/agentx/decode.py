@@ -409,11 +409,13 @@ def _tuple_or_none(value: Any) -> tuple[str, ...] | None:
 
 
 def _block_fields(b: Json, router: str, worker_count: int) -> Json:
+    """Block fields; a block's own `title`/`where` (cookbookgen's extra keys) win over the explorer's prose."""
     args = b.get("args") or []
     nginx = b.get("kind") == "nginx" and not args
     pinning = b.get("gpu_pinning")
     return {
-        "kind": b.get("kind"), "role": b.get("role"), "title": block_title(b),
+        "kind": b.get("kind"), "role": b.get("role"),
+        "title": b["title"] if isinstance(b.get("title"), str) else block_title(b),
         "cmd": NGINX_CMD if nginx else b.get("cmd"),
         "args": tuple(tuple(_js_str(x) for x in a) for a in args),
         "env": {k: _js_str(v) for k, v in (b.get("env") or {}).items()},
@@ -421,7 +423,8 @@ def _block_fields(b: Json, router: str, worker_count: int) -> Json:
         "workers": b.get("workers"), "nodes_per_worker": b.get("nodes_per_worker"),
         "count": b.get("count"), "count_nodes": b.get("count_nodes"),
         "gpu_pinning": None if pinning is None else tuple(tuple(_js_str(x or "") for x in w) for w in pinning),
-        "ports": _tuple_or_none(b.get("ports")), "where": where_text(b, router, worker_count),
+        "ports": _tuple_or_none(b.get("ports")),
+        "where": b["where"] if isinstance(b.get("where"), str) else where_text(b, router, worker_count),
     }
 
 

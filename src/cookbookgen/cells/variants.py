@@ -182,8 +182,10 @@ def to_sglang(blocks: list[Block], model: str) -> list[Block]:
     disagg = any(b.role in ("prefill", "decode") for b in kept if b.kind == "worker")
     out = [_sglang_block(b, rules, disagg) for b in kept]
     typed = Recipe(frontend=FrontendSpec(type="sglang-router", args=rules["router_args"]))
-    workers = [b for b in out if b.kind == "worker"]
-    out += deploy._router(None, typed, _no_policy_context(model), _layouts(workers))  # type: ignore[arg-type]
+    layouts = _layouts([b for b in out if b.kind == "worker"])
+    if "agg" in layouts or {"prefill", "decode"} <= set(layouts):
+        # render's own router builder (ports, URLs, bootstrap ports from rules/render.yaml)
+        out += deploy._router(None, typed, _no_policy_context(model), layouts)  # type: ignore[arg-type]
     return _launch_sorted(out)
 
 
@@ -316,23 +318,29 @@ def _worker_ports(b: Block) -> list[int]:
     return [p for p in ports + _kv_event_ports(b) if p is not None]
 
 
+def _master_ports(b: Block) -> list[int | None]:
+    http = (_flag(b, "--enable_http_metadata_server") or "").lower() == "true"
+    return [_int(_flag(b, "--port")), _int(_flag(b, "--http_metadata_server_port")) if http else None]
+
+
+_SERVICE_PORTS = {
+    "sglang-router": lambda b, d: [_int(_flag(b, "--port"), d["router_port"])],
+    "dynamo-frontend": lambda b, d: [_int(_flag(b, "--http-port"), d["frontend_port"])],
+    "nginx": lambda b, d: [int(p) for p in re.findall(r"listen\s+(\d+)", "".join(b.files.values()))] or [d["frontend_port"]],
+    "etcd": lambda b, d: [_int(_flag(b, "--listen-client-urls"), d["etcd_ports"][0]), *d["etcd_ports"][1:]],
+    "nats": lambda b, d: list(d["nats_ports"]),
+    "mooncake-master": lambda b, d: _master_ports(b),
+}
+
+
 def listening_ports(b: Block) -> list[list[int]]:
     """Ports each co-located instance of `b` listens on (one list per instance on a node)."""
-    d = _defaults()
     if b.kind == "worker":
         return [_worker_ports(b)] * max(1, len(b.gpu_pinning or ()))
     if b.kind == "mooncake-store":
-        return [[p] for p in map(_int, b.ports or ()) if p is not None] or [[_int(_flag(b, "--port"))]]
-    single = {
-        "sglang-router": [_int(_flag(b, "--port"), d["router_port"])],
-        "dynamo-frontend": [_int(_flag(b, "--http-port"), d["frontend_port"])],
-        "nginx": [_int(m, None) for m in re.findall(r"listen\s+(\d+)", "".join(b.files.values()))] or [d["frontend_port"]],
-        "etcd": [_int(_flag(b, "--listen-client-urls"), d["etcd_ports"][0]), *d["etcd_ports"][1:]],
-        "nats": list(d["nats_ports"]),
-        "mooncake-master": [_int(_flag(b, "--port")), _int(_flag(b, "--http_metadata_server_port"))
-                            if (_flag(b, "--enable_http_metadata_server") or "").lower() == "true" else None],
-    }[b.kind]
-    return [[p for p in single if p is not None]]
+        ports = [_int(p) for p in b.ports or ()] or [_int(_flag(b, "--port"))]
+        return [[p] for p in ports if p is not None]
+    return [[p for p in _SERVICE_PORTS[b.kind](b, _defaults()) if p is not None]]
 
 
 def _pins(b: Block) -> set[str]:

@@ -1,0 +1,527 @@
+"""Cookbook -> AgentX data module (the v2 layout of AGENTX_FORMAT.md), compact and checked. No I/O.
+
+Input: a `Cookbook` (cells/model.py), or a decoded public module for `reencode`.
+Output: the module object (`write_module_text` prints it); nothing is returned unless every
+(cell, point, router, KV tier) decodes back exactly, through `agentx.decode`, to its source blocks
+(rendered or derived); otherwise `CookbookError` names the output file and the cell/point.
+
+Compactness (each choice is the smallest one that decodes back exactly):
+- a base block is written in full, as `ref` to a block of an earlier cell, or (derived router) as
+  `from` a block of the cell's submitted router, each with key overrides, `drop` and an args/env `diff`;
+- env dicts used by more than one full block go to the top-level `envs` (`envRef`);
+- point *i* is a per-block patch of point 0 (`null`, an args/env diff or `{block}`), or `{replace}`.
+Deterministic: the same input gives the same object, byte for byte once printed.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ..cells.model import Cell, Cookbook, Point
+from ..cells.variants import ROUTERS, TIERS, block_dict, donors_for, mooncake_donor, point_kv, with_variants
+from ..errors import CookbookError, key_join
+from ..render.model import Block, Deployment
+from .decode import Decoder, apply_diff, apply_patch, combinations, derive_block, kv_tiers, routers_of
+from .module import _dumps
+
+Json = dict[str, Any]
+SIZE_INDENT = 6  # depth of a block inside a module; sizes compare encodings as the writer prints them
+RELATIVE_KEYS = ("args", "env")
+
+
+# ---- sizes and strict equality ----
+
+def size(value: Any) -> int:
+    """Characters the module writer spends on `value` at block depth."""
+    return len(_dumps(value, SIZE_INDENT))
+
+
+def same_block(a: Json, b: Json) -> bool:
+    """Equal, and env in the same order (the order the commands print)."""
+    return a == b and list((a.get("env") or {}).items()) == list((b.get("env") or {}).items())
+
+
+def same_blocks(a: list[Json], b: list[Json]) -> bool:
+    return len(a) == len(b) and all(same_block(x, y) for x, y in zip(a, b))
+
+
+# ---- relative encodings ----
+
+def _by_flag(args: list[list[Any]]) -> dict[str, list[list[Any]]]:
+    out: dict[str, list[list[Any]]] = {}
+    for a in args:
+        out.setdefault(a[0], []).append(list(a[1:]))
+    return out
+
+
+def args_diff(src: list[list[Any]], dst: list[list[Any]]) -> Json:
+    """`diff.args` turning `src` into `dst` when flags are set/replaced/deleted (order is checked by the caller)."""
+    s, d = _by_flag(src), _by_flag(dst)
+    out: Json = {flag: values[-1] for flag, values in d.items() if s.get(flag) != values}
+    out.update({flag: None for flag in s if flag not in d})
+    return out
+
+
+def env_diff(src: Json, dst: Json) -> Json:
+    out: Json = {k: v for k, v in dst.items() if k not in src or src[k] != v}
+    out.update({k: None for k in src if k not in dst})
+    return out
+
+
+def _relative_forms(head: Json, src: Json, dst: Json) -> list[Json]:
+    """Candidate `ref`/`from` entries: keys overridden + args/env diff, or every key overridden."""
+    drop = [k for k in src if k not in dst]
+    forms = []
+    over = {k: v for k, v in dst.items() if k not in RELATIVE_KEYS and (k not in src or src[k] != v)}
+    if all(k in dst for k in RELATIVE_KEYS):
+        diff = {"args": args_diff(src.get("args") or [], dst["args"]), "env": env_diff(src.get("env") or {}, dst["env"])}
+        diff = {k: v for k, v in diff.items() if v}
+        if diff:
+            forms.append({**head, **({"drop": drop} if drop else {}), **over, "diff": diff})
+    full_over = {k: v for k, v in dst.items() if k not in src or not same_block({k: v}, {k: src[k]})}
+    forms.append({**head, **({"drop": drop} if drop else {}), **full_over})
+    return forms
+
+
+def relative(head: Json, src: Json, dst: Json, below: int | None = None) -> Json | None:
+    """The smallest `head`-relative entry that decodes to `dst` (and is smaller than `below`), or None."""
+    forms = [f for f in _relative_forms(head, src, dst) if below is None or _lower_bound(f) < below]
+    for form in sorted(forms, key=size):
+        if below is not None and size(form) >= below:
+            break
+        if same_block(derive_block(src, form), dst):
+            return form
+    return None
+
+
+def _lower_bound(value: Any) -> int:
+    """Compact JSON length: never more than what the module writer prints (cheap pre-filter)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+# ---- point patches ----
+
+def block_patch(base: Json, dst: Json) -> Json | None:
+    """Per-block patch: None (same), an args/env diff, or `{block}`."""
+    if same_block(base, dst):
+        return None
+    diff = {"args": args_diff(base.get("args") or [], dst.get("args") or []),
+            "env": env_diff(base.get("env") or {}, dst.get("env") or {})}
+    diff = {k: v for k, v in diff.items() if v}
+    if diff and same_block(apply_diff(base, diff), dst):
+        return diff
+    return {"block": dst}
+
+
+def point_patch(base: list[Json], dst: list[Json]) -> Any:
+    """The smallest patch turning the base blocks into `dst`: None, a per-block list, or `{replace}`."""
+    if same_blocks(base, dst):
+        return None
+    options: list[Any] = [{"replace": dst}]
+    if len(base) == len(dst):
+        per = [block_patch(b, d) for b, d in zip(base, dst)]
+        while per and per[-1] is None:
+            per.pop()
+        options.append(per)
+    valid = [o for o in options if same_blocks(apply_patch(base, o), dst)]
+    return min(valid, key=size)
+
+
+# ---- the compactor ----
+
+@dataclass(frozen=True)
+class CellSource:
+    """One cell's blocks to encode: per router (submitted first), per point, full block dicts."""
+
+    submitted: str
+    routers: dict[str, list[list[Json]]]
+
+
+@dataclass
+class Compacted:
+    blocks: list[dict[str, list[Json]]] = field(default_factory=list)   # per cell, per router: entries
+    patches: list[list[Json]] = field(default_factory=list)             # per cell, per point: {router: patch}
+    envs: list[Json] = field(default_factory=list)
+
+
+EnvKey = tuple[tuple[str, Any], ...]
+
+
+def _env_key(env: Json) -> EnvKey | None:
+    """A shareable env: non-empty and sorted (`envRef` decodes sorted)."""
+    items = tuple(env.items())
+    return items if items and list(env) == sorted(env) else None
+
+
+def _with_env(entry: Json, key: EnvKey, shared: dict[EnvKey, int]) -> Json:
+    """`entry` with its env as `envRef` when shared, else inline; the key keeps its position."""
+    value: tuple[str, Any] = ("envRef", shared[key]) if key in shared else ("env", dict(key))
+    out: Json = {}
+    for k, v in entry.items():
+        if k in ("env", "envRef"):
+            k, v = value
+        out[k] = v
+    return out
+
+
+def _full(dst: Json, shared: dict[EnvKey, int]) -> Json:
+    key = _env_key(dst.get("env") or {})
+    entry = copy.deepcopy(dst)
+    return _with_env(entry, key, shared) if key is not None and key in shared else entry
+
+
+def _candidates(ci: int, router: str, src: CellSource, bases: list[dict[str, list[Json]]]) -> Iterable[tuple[Json, Json]]:
+    if router != src.submitted:
+        yield from (({"from": i}, b) for i, b in enumerate(bases[ci][src.submitted]))
+    for cj in range(ci):
+        for r, blocks in bases[cj].items():
+            yield from (({"ref": [cj, r, i]}, b) for i, b in enumerate(blocks))
+
+
+def _entry(dst: Json, options: Iterable[tuple[Json, Json]], shared: dict[EnvKey, int]) -> Json:
+    best = _full(dst, shared)
+    best_size = size(best)
+    for head, src in options:
+        if src.get("kind") != dst.get("kind"):
+            continue
+        entry = relative(head, src, dst, below=best_size)
+        if entry is not None:
+            best, best_size = entry, size(entry)
+    return best
+
+
+def _compact_pass(sources: list[CellSource], shared: dict[EnvKey, int]) -> Compacted:
+    out = Compacted()
+    bases: list[dict[str, list[Json]]] = []
+    for ci, src in enumerate(sources):
+        bases.append({})
+        entries: dict[str, list[Json]] = {}
+        for router in sorted(src.routers, key=lambda r: r != src.submitted):
+            base = src.routers[router][0]
+            entries[router] = [_entry(b, _candidates(ci, router, src, bases), shared) for b in base]
+            bases[ci][router] = base
+        out.blocks.append({r: entries[r] for r in src.routers})
+        npoints = len(next(iter(src.routers.values())))
+        out.patches.append([{r: point_patch(pts[0], pts[pi]) for r, pts in src.routers.items()} for pi in range(npoints)])
+    return out
+
+
+def _full_entries(compacted: Compacted) -> Iterable[Json]:
+    for cell in compacted.blocks:
+        for entries in cell.values():
+            yield from (e for e in entries if "ref" not in e and "from" not in e)
+
+
+def _env_uses(compacted: Compacted, shared: dict[EnvKey, int]) -> dict[EnvKey, int]:
+    """How many full entries carry each shareable env, in first-use order."""
+    inverse = {i: k for k, i in shared.items()}
+    counts: dict[EnvKey, int] = {}
+    for e in _full_entries(compacted):
+        key = inverse[e["envRef"]] if "envRef" in e else _env_key(e.get("env") or {})
+        if key is not None:
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _next_shared(compacted: Compacted, shared: dict[EnvKey, int]) -> dict[EnvKey, int]:
+    uses = _env_uses(compacted, shared)
+    return {k: i for i, k in enumerate(k for k, n in uses.items() if n > 1)}
+
+
+def _finish(compacted: Compacted, shared: dict[EnvKey, int]) -> Compacted:
+    """Final `envs`: every env of more than one full entry, first use first; the rest inline."""
+    final = _next_shared(compacted, shared)
+    inverse = {i: k for k, i in shared.items()}
+    for cell in compacted.blocks:
+        for router, entries in cell.items():
+            cell[router] = [e if "ref" in e or "from" in e else _refinal(e, inverse, final) for e in entries]
+    compacted.envs = [dict(k) for k in final]
+    return compacted
+
+
+def _refinal(entry: Json, inverse: dict[int, EnvKey], final: dict[EnvKey, int]) -> Json:
+    key = inverse[entry["envRef"]] if "envRef" in entry else _env_key(entry.get("env") or {})
+    return entry if key is None else _with_env(entry, key, final)
+
+
+def compact(sources: list[CellSource]) -> Compacted:
+    """Encode every cell's base blocks and point patches; shared `envs` iterated to a fixed point."""
+    shared: dict[EnvKey, int] = {}
+    result = _compact_pass(sources, shared)
+    for _ in range(3):
+        nxt = _next_shared(result, shared)
+        if nxt == shared:
+            break
+        shared = nxt
+        result = _compact_pass(sources, shared)
+    return _finish(result, shared)
+
+
+# ---- cookbook -> module ----
+
+def _other(router: str) -> str:
+    return next(r for r in ROUTERS if r != router)
+
+
+def _variant_map(cell: Cell) -> dict[tuple[str, str, str], Deployment]:
+    out = {(v.router, v.kv, v.point): v.deployment for v in cell.variants}
+    for p in cell.points:
+        out[(cell.router, point_kv(p), p.id)] = p.deployment
+    return out
+
+
+def expected(cell: Cell, point: Point, router: str, kv: str) -> Deployment:
+    """The deployment shown for one selection: the rendered point or its derived variant."""
+    dep = _variant_map(cell).get((router, kv, point.id))
+    if dep is None:
+        raise CookbookError.at(cell.id, 0, f"{point.id}.{router}.{kv}", "no such variant (run with_variants first)")
+    return dep
+
+
+def _cell_source(cell: Cell) -> CellSource:
+    variants = _variant_map(cell)
+    routers = {r: [[block_dict(b) for b in variants[(r, point_kv(p), p.id)].blocks] for p in cell.points]
+               for r in (cell.router, _other(cell.router))}
+    return CellSource(submitted=cell.router, routers=routers)
+
+
+def file_id(name: str, content: str) -> str:
+    return f"{name}#{hashlib.sha256(content.encode('utf-8')).hexdigest()[:8]}"
+
+
+def _router_files(cell: Cell, router: str) -> dict[str, Json]:
+    out: dict[str, Json] = {}
+    for p in cell.points:
+        for tier in TIERS:
+            for b in expected(cell, p, router, tier).blocks:
+                for name, content in b.files.items():
+                    out.setdefault(file_id(name, content), {"name": name, "content": content})
+    return out
+
+
+def _image_status(image: str) -> str:
+    ref = image.partition("@")[0]
+    return "digest-only" if "@" in image and ":" not in ref.rsplit("/", 1)[-1] else "ok"
+
+
+def _prov(cell: Cell) -> Json:
+    p = cell.provenance
+    out: Json = {"sha": p.commit, "recipe": p.recipe}
+    if p.run is not None:
+        out["run"] = f"{p.run}/attempts/{p.attempt}"
+    out["pr"] = str(p.pr) if p.pr is not None else None
+    out["status"] = p.status
+    if p.date is not None:
+        out["date"] = p.date.isoformat()
+    return out
+
+
+def _point(cell: Cell, point: Point, item: int, patch: Json) -> Json:
+    out: Json = {"concs": list(point.concs), "item": item}
+    if point.override:
+        out["override"] = point.override
+    if point.recipe != cell.provenance.recipe:
+        out["recipe"] = point.recipe
+    if point.golden_al:
+        out["goldenAL"] = point.golden_al
+    out["kv"] = point_kv(point)
+    if point.metrics:
+        out["metrics"] = dict(point.metrics)
+    patch = {r: v for r, v in patch.items() if v is not None}
+    if patch:
+        out["patch"] = patch
+    return out
+
+
+def _cell(cell: Cell, cookbook: Cookbook, entries: dict[str, list[Json]], patches: list[Json], first_item: int) -> Json:
+    donors = donors_for(cell, cookbook)
+    files = {r: list(_router_files(cell, r)) for r in entries}
+    return {
+        "id": cell.id, "hw": cell.hw, "ckpt": cell.model, "label": cell.label, "detail": cell.detail,
+        "gpus": cell.gpus, "configKey": cell.config_key, "image": cell.image, "imageStatus": _image_status(cell.image),
+        "imageCommit": cell.image_commit, "submitted": cell.router, "setup": [], "disclosures": list(cell.disclosures),
+        "kv": {"available": list(TIERS), "unavailable": {}, "hicache": donors.hicache},
+        "prov": _prov(cell),
+        "points": [_point(cell, p, first_item + i, patches[i]) for i, p in enumerate(cell.points)],
+        "routers": {r: {"install": [], "files": files[r], "blocks": entries[r]} for r in entries},
+    }
+
+
+def _source(cells: list[Cell], repo: str) -> Json:
+    prs: Json = {}
+    for c in cells:
+        p = c.provenance
+        if p.pr is not None and str(p.pr) not in prs:
+            run = f"{repo.rstrip('/')}/actions/runs/{p.run}" if p.run is not None else None
+            prs[str(p.pr)] = {"run": run, "sha": p.commit, "status": p.status}
+    return {"repo": repo, "prs": prs}
+
+
+def all_cells(cookbook: Cookbook) -> list[Cell]:
+    return [c for page in cookbook.pages for c in page.cells]
+
+
+def check_unique_ids(ids: list[str], file: str) -> None:
+    seen: dict[str, int] = {}
+    for i, cid in enumerate(ids):
+        if cid in seen:
+            raise CookbookError.at(file, 0, key_join(key_join("cells", i), "id"), f"duplicate cell id {cid!r} (also cells[{seen[cid]}])")
+        seen[cid] = i
+
+
+def _items(cells: list[Cell]) -> list[int]:
+    """Index of each cell's first point among the points of its config."""
+    seen: dict[str, int] = {}
+    out = []
+    for c in cells:
+        out.append(seen.get(c.config_key, 0))
+        seen[c.config_key] = out[-1] + len(c.points)
+    return out
+
+
+def encode(cookbook: Cookbook, file: str = "agentx") -> Json:
+    """The module object for every cell of `cookbook`; raises unless it decodes back exactly."""
+    if not all(c.variants for c in all_cells(cookbook)):
+        cookbook = with_variants(cookbook)
+    cells = all_cells(cookbook)
+    check_unique_ids([c.id for c in cells], file)
+    compacted = compact([_cell_source(c) for c in cells])
+    items = _items(cells)
+    encoded = [_cell(c, cookbook, compacted.blocks[i], compacted.patches[i], items[i]) for i, c in enumerate(cells)]
+    files: Json = {}
+    for c in cells:
+        for r in (c.router, _other(c.router)):
+            files.update(_router_files(c, r))
+    module = {
+        "model": cookbook.pages[0].title if len(cookbook.pages) == 1 else cookbook.title,
+        "generatedOn": cookbook.generated_on.isoformat() if cookbook.generated_on else None,
+        "source": _source(cells, cookbook.repo),
+        "hardware": [{"id": hw, "label": hw.upper()} for hw in dict.fromkeys(c.hw for c in cells)],
+        "checkpoints": [{"id": m} for m in dict.fromkeys(c.model for c in cells)],
+        "envs": compacted.envs,
+        "kvMooncake": mooncake_donor(),
+        "files": files,
+        "cells": encoded,
+    }
+    verify(module, cells, file)
+    return module
+
+
+def _block_equal(got: Block, want: Block) -> bool:
+    return got.to_json() == want.to_json() and list(got.env.items()) == list(want.env.items())
+
+
+def _first_difference(got: list[Block], want: tuple[Block, ...]) -> str | None:
+    """None when the decoded blocks equal the expected ones, else what differs first."""
+    if len(got) != len(want):
+        return f"{len(got)} blocks decoded, {len(want)} expected"
+    for i, (g, w) in enumerate(zip(got, want)):
+        if not _block_equal(g, w):
+            a, b = g.to_json(), w.to_json()
+            keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)) or ["env order"]
+            return f"block {i} ({w.title}) differs in {', '.join(keys)}"
+    return None
+
+
+def verify(module: Json, cells: list[Cell], file: str) -> None:
+    """Decode every (cell, point, router, tier) and compare with the rendered or derived blocks."""
+    dec = Decoder(module, file)
+    for ci, cell in enumerate(cells):
+        for pi, point in enumerate(cell.points):
+            for router in (cell.router, _other(cell.router)):
+                for kv in TIERS:
+                    problem = _first_difference(dec.decode_point(ci, pi, router, kv), expected(cell, point, router, kv).blocks)
+                    if problem:
+                        raise CookbookError.at(file, 0, f"cells[{ci}] {cell.id} {point.label} {router}/{kv}",
+                                               f"does not decode back to its blocks: {problem}")
+
+
+# ---- public modules: decode, then write again compactly ----
+
+def reencode(module: Json, file: str = "agentx") -> Json:
+    """`module` written again by this encoder, same layout; raises unless every combination is unchanged."""
+    cells = module["cells"]
+    check_unique_ids([str(c.get("id")) for c in cells], file)
+    dec = Decoder(module, file)
+    sources = [CellSource(submitted=c["submitted"],
+                          routers={r: [dec.point_dicts(ci, pi, r, None) for pi in range(len(c["points"]))] for r in routers_of(c)})
+               for ci, c in enumerate(cells)]
+    compacted = compact(sources)
+    out = {k: v for k, v in module.items() if k != "cells"}
+    if compacted.envs or "envs" in module:
+        out = _with_key(out, "envs", compacted.envs, before="kvMooncake")
+    out["cells"] = [_recell(c, compacted.blocks[i], compacted.patches[i]) for i, c in enumerate(cells)]
+    before, after = combinations(module, file), combinations(out, file)
+    if before != after:
+        bad = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
+        where = before[bad] if bad < len(before) else after[bad]
+        raise CookbookError.at(file, 0, f"{where['cell']} {where['point']} {where['router']}/{where['kv']}",
+                               "re-encoded module decodes differently")
+    return out
+
+
+def _with_key(data: Json, key: str, value: Any, before: str) -> Json:
+    if key in data:
+        return {**data, key: value}
+    out: Json = {}
+    for k, v in data.items():
+        if k == before:
+            out[key] = value
+        out[k] = v
+    if key not in out:
+        out[key] = value
+    return out
+
+
+def _recell(cell: Json, entries: dict[str, list[Json]], patches: list[Json]) -> Json:
+    out = copy.deepcopy(cell)
+    out["routers"] = {r: {**cell["routers"][r], "blocks": entries[r]} for r in cell["routers"]}
+    out["points"] = [_repoint(p, patches[i]) for i, p in enumerate(cell["points"])]
+    return out
+
+
+def _repoint(point: Json, patch: Json) -> Json:
+    patch = {r: v for r, v in patch.items() if v is not None}
+    out = {k: v for k, v in point.items() if k != "patch" or patch}
+    if patch:
+        out["patch"] = patch
+    return out
+
+
+# ---- reporting ----
+
+def expanded_size(module: Json, file: str = "agentx") -> int:
+    """Characters of every combination's decoded blocks, written the way the module writer prints blocks."""
+    dec = Decoder(module, file)
+    total = 0
+    for ci, cell in enumerate(module["cells"]):
+        for pi, point in enumerate(cell.get("points") or []):
+            for router in routers_of(cell):
+                for kv in kv_tiers(cell, point):
+                    total += len(_dumps(dec.point_dicts(ci, pi, router, kv), 0))
+    return total
+
+
+def header_lines(cookbook: Cookbook) -> list[str]:
+    """The three comment lines of an exported module (no clock: the manifest's date only)."""
+    prs = sorted({c.provenance.pr for c in all_cells(cookbook) if c.provenance.pr is not None})
+    repo = cookbook.repo.rstrip("/").split("github.com/")[-1]
+    return [
+        f"// GENERATED by cookbookgen from {cookbook.title} — do not edit by hand.",
+        f"// Launch commands of SemiAnalysis InferenceX AgentX recipes ({repo} PRs {', '.join(f'#{p}' for p in prs) or 'none'}), "
+        "with SA-specific settings removed.",
+        "// Every point, router and KV tier decodes back exactly to `cookbookgen render` or its checked derived variant.",
+    ]
+
+
+def module_path(cookbook: Cookbook) -> str:
+    """`agentx/<org>/<model>.jsx` for the cookbook's first page."""
+    model = cookbook.pages[0].model if cookbook.pages else "cookbook/cookbook"
+    org, _, name = model.rpartition("/")
+    return f"agentx/{(org or 'models').lower()}/{name.lower()}.jsx"
+
+

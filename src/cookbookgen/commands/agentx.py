@@ -1,0 +1,172 @@
+"""`cookbookgen export` and `cookbookgen show`: write and read SGLang cookbook AgentX data modules.
+
+- `export [--cookbook M | --from-module MODULE] --format agentx|json --out FILE`: the cookbook (or a
+  published module, re-encoded) as a compact module; written atomically (temporary file in the same
+  folder, then `os.replace`), and only after the encoder has checked that every point decodes back.
+- `show MODULE [--cell ID] [--point cN] [--router dynamo|sglang] [--kv none|hicache|mooncake]
+  [--format text|json]`: every selected (cell, point, router, KV tier) decoded. JSON is a list of
+  `{"cell", "point", "router", "kv", "status", "blocks", "copy_all"}`; blocks as `render --format json`,
+  `copy_all` the bash-valid whole-deployment script.
+I/O: reads the manifest/module, writes `--out`, prints to stdout. Bad input raises `CookbookError`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..agentx.decode import Decoder, copy_all_runnable, kv_tiers, point_label, routers_of, status_of
+from ..agentx.encode import check_unique_ids, encode, expanded_size, header_lines, module_path, reencode
+from ..agentx.module import read_header_lines, read_module_text, write_module_text
+from ..cells.assemble import load_cookbook
+from ..cells.variants import ROUTERS, TIERS
+from ..errors import CookbookError
+from ..render.shell import format_block
+
+Json = dict[str, Any]
+EXIT_OK = 0
+
+
+def register(subparsers: Any) -> None:
+    """Add `export` and `show` to the CLI's subparsers."""
+    e = subparsers.add_parser("export", help="write the cookbook as an SGLang cookbook AgentX data module",
+                              description="Encode the cookbook (or re-encode a published module) compactly; "
+                                          "nothing is written unless every point decodes back exactly.")
+    e.add_argument("--cookbook", type=Path, default=Path("data/cookbook.yaml"), help="cookbook manifest; default: data/cookbook.yaml")
+    e.add_argument("--from-module", type=Path, metavar="MODULE", help="re-encode this published module (.jsx or .json) instead")
+    e.add_argument("--format", choices=["agentx", "json"], default="agentx", help="agentx: the JSX module; json: the same data as JSON")
+    e.add_argument("--out", type=Path, required=True, help="output file (or a folder: agentx/<org>/<model>.jsx inside it)")
+    e.set_defaults(run=run_export)
+    s = subparsers.add_parser("show", help="decode an AgentX data module into launch commands",
+                              description="Decode every selected (cell, point, router, KV tier) of an AgentX module.")
+    s.add_argument("module", type=Path, help="AgentX module (.jsx) or its JSON")
+    s.add_argument("--cell", help="cell id, e.g. dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg#0")
+    s.add_argument("--point", help="point label c<first concurrency>, e.g. c16")
+    s.add_argument("--router", choices=list(ROUTERS))
+    s.add_argument("--kv", choices=list(TIERS))
+    s.add_argument("--format", choices=["text", "json"], default="text")
+    s.set_defaults(run=run_show)
+
+
+# ---- files ----
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise CookbookError.at(str(path), 0, "", "file not found") from None
+    except IsADirectoryError:
+        raise CookbookError.at(str(path), 0, "", "is a directory, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise CookbookError.at(str(path), 0, "", f"not UTF-8 text (byte {exc.start})") from None
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to a temporary file beside `path`, then rename it over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def json_text(module: Json) -> str:
+    return json.dumps(module, indent=1, ensure_ascii=False) + "\n"
+
+
+# ---- export ----
+
+def _out_path(args: argparse.Namespace, default_name: str) -> Path:
+    out: Path = args.out
+    if out.is_dir():
+        name = default_name if args.format == "agentx" else str(Path(default_name).with_suffix(".json"))
+        return out / name
+    return out
+
+
+def run_export(args: argparse.Namespace) -> int:
+    if args.from_module:
+        source = read_text(args.from_module)
+        original = read_module_text(source, str(args.from_module))
+        module = reencode(original, str(args.from_module))
+        header, trailing = read_header_lines(source), source.endswith("\n")
+        out = _out_path(args, f"agentx/{args.from_module.name}")
+        baseline, what = len(source.encode("utf-8")), "the original module"
+    else:
+        cookbook = load_cookbook(args.cookbook)
+        out = _out_path(args, module_path(cookbook))
+        module = encode(cookbook, str(out))
+        header, trailing = header_lines(cookbook), True
+        baseline, what = 0, "the fully expanded commands"
+    text = write_module_text(module, header, trailing) if args.format == "agentx" else json_text(module)
+    write_atomic(out, text)
+    size = len(text.encode("utf-8"))
+    expanded = expanded_size(module, str(out))
+    print(f"wrote {out}: {size} bytes, {len(module['cells'])} cells; "
+          f"the fully expanded commands are {expanded} bytes ({expanded / size:.1f}x larger)")
+    if baseline:
+        print(f"{what}: {baseline} bytes; re-encoded/original = {size / baseline:.3f}")
+    return EXIT_OK
+
+
+# ---- show ----
+
+def _selected(module: Json, args: argparse.Namespace, file: str) -> Iterator[tuple[int, int, str, str]]:
+    cells = module["cells"]
+    ids = [str(c.get("id")) for c in cells]
+    check_unique_ids(ids, file)
+    if args.cell and args.cell not in ids:
+        raise CookbookError.at(file, 0, "--cell", f"no cell {args.cell!r}; cells: {', '.join(ids)}")
+    for ci, cell in enumerate(cells):
+        if args.cell and cell.get("id") != args.cell:
+            continue
+        for pi, point in enumerate(cell.get("points") or []):
+            if args.point and point_label(point) != args.point:
+                continue
+            for router in routers_of(cell):
+                for kv in kv_tiers(cell, point):
+                    if (not args.router or router == args.router) and (not args.kv or kv == args.kv):
+                        yield ci, pi, router, kv
+
+
+def show_combinations(module: Json, args: argparse.Namespace, file: str) -> list[Json]:
+    """The selected combinations, decoded: the `show --format json` list."""
+    dec = Decoder(module, file)
+    out = []
+    for ci, pi, router, kv in _selected(module, args, file):
+        cell, point = module["cells"][ci], module["cells"][ci]["points"][pi]
+        blocks = dec.decode_point(ci, pi, router, kv)
+        out.append({"cell": cell["id"], "point": point_label(point), "router": router, "kv": kv,
+                    "status": status_of(cell, point, router, kv), "blocks": [b.to_json() for b in blocks],
+                    "copy_all": copy_all_runnable(blocks, dec.router_files(ci, router)), "_blocks": blocks})
+    if not out:
+        chosen = " ".join(f"--{k} {v}" for k, v in vars(args).items() if k in ("cell", "point", "router", "kv") and v)
+        raise CookbookError.at(file, 0, "--point" if args.point else "--cell", f"no combination matches {chosen or 'the module'}")
+    return out
+
+
+def _text(combo: Json) -> str:
+    head = f"# == {combo['cell']} {combo['point']} router={combo['router']} kv={combo['kv']} [{combo['status']}] =="
+    parts = [f"# {b.title}" + (f" -- {b.where}" if b.where else "") + "\n" + format_block(b) for b in combo["_blocks"]]
+    return head + "\n\n" + "\n\n".join(parts) + "\n"
+
+
+def run_show(args: argparse.Namespace) -> int:
+    file = str(args.module)
+    module = read_module_text(read_text(args.module), file)
+    combos = show_combinations(module, args, file)
+    if args.format == "json":
+        print(json.dumps([{k: v for k, v in c.items() if k != "_blocks"} for c in combos], indent=1, ensure_ascii=False))
+    else:
+        print("\n".join(_text(c) for c in combos), end="")
+    return EXIT_OK

@@ -1,0 +1,94 @@
+"""`cookbookgen diff`: prove cookbook-recipe parity role by role, or name every difference.
+
+Exit status: 0 parity, 1 any mismatch, 2 bad input (a `CookbookError`, printed by `cli.main`).
+With no `--cookbook`, it checks the bundled `data/cookbook.yaml` and, when `site/` exists, the built
+site as well (the worse exit status wins).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..diff.check import DiffResult, check
+from ..diff.logcheck import check_logs
+from ..diff.report import as_json, as_markdown, as_text
+from ..diff.sources import Cookbook, read_cookbook, read_logs
+from ..errors import CookbookError
+from ..policy.rules import Policy, load_policy
+from ..recipes.workspace import Workspace
+
+DEFAULT_MANIFEST = Path("data/cookbook.yaml")
+DEFAULT_SOURCE = Path("data/inferencex")
+DEFAULT_SITE = Path("site")
+
+
+def register(subparsers: Any) -> None:
+    d = subparsers.add_parser(
+        "diff", help="check a cookbook against the recipes it came from, role by role",
+        description="Compare a cookbook (our manifest, a built site, a cookbook JSON or a published AgentX module) with "
+                    "the effective recipes of an InferenceX checkout. Exit 0 on parity, 1 on any mismatch, 2 on bad input.")
+    d.add_argument("--cookbook", type=Path, action="append", metavar="M|MODULE.jsx|MODULE.json|SITE_DIR",
+                   help="what to check (repeatable); default: data/cookbook.yaml, plus site/ when it exists")
+    d.add_argument("--source", type=Path, metavar="ROOT",
+                   help="InferenceX checkout; default: the manifest's source, else data/inferencex")
+    d.add_argument("--config", metavar="KEY", help="only this config key")
+    d.add_argument("--logs", type=Path, metavar="DIR", help="also compare with the workers' ServerArgs log lines and srt-slurm config*.yaml under DIR")
+    d.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default: text)")
+    d.add_argument("--policy", type=Path, help="extra policy rules (YAML), applied before the shipped ones")
+    d.set_defaults(run=run_diff)
+
+
+def _cookbooks(args: argparse.Namespace) -> list[Path]:
+    given = getattr(args, "cookbook", None)
+    if given:
+        return [given] if isinstance(given, Path) else list(given)
+    if not DEFAULT_MANIFEST.is_file():
+        raise CookbookError.at("cookbookgen", 0, "diff", f"no {DEFAULT_MANIFEST} here; name one with --cookbook")
+    return [DEFAULT_MANIFEST] + ([DEFAULT_SITE] if DEFAULT_SITE.is_dir() else [])
+
+
+def _checkout(args: argparse.Namespace, cookbook: Cookbook, previous: Path | None) -> Path:
+    source = getattr(args, "source", None) or cookbook.checkout or previous or DEFAULT_SOURCE
+    if not Path(source).is_dir():
+        raise CookbookError.at(str(source), 0, "--source", "checkout not found")
+    return Path(source)
+
+
+def run_diff(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run the diff for parsed arguments; returns the exit status (0 parity, 1 mismatch)."""
+    stream = out or sys.stdout
+    extra = getattr(args, "policy", None)
+    status = 0
+    source: Path | None = None
+    for path in _cookbooks(args):
+        cookbook = read_cookbook(path, load_policy(extra) if extra else None)
+        policy = load_policy(extra or cookbook.policy_file)
+        source = _checkout(args, cookbook, source)
+        result = _with_logs(args, check(cookbook.published, Workspace(source), policy, getattr(args, "config", None)), policy)
+        stream.write(_render(args, result, stream))
+        status = max(status, result.exit_code)
+    return status
+
+
+def _with_logs(args: argparse.Namespace, result: DiffResult, policy: Policy) -> DiffResult:
+    logs = getattr(args, "logs", None)
+    if logs is None:
+        return result
+    points = [pair.published for pair in result.pairs]
+    if not points:
+        raise CookbookError.at(str(logs), 0, "--logs", "no cookbook point was paired with the checkout, so there is nothing to compare the logs with")
+    found = check_logs(read_logs(logs), points, policy)
+    return DiffResult(result.cookbook, result.kind, result.checkout, result.configs, result.findings + tuple(found),
+                      result.not_in_checkout, result.notes, result.pairs)
+
+
+def _render(args: argparse.Namespace, result: DiffResult, stream: TextIO) -> str:
+    fmt = getattr(args, "format", "text") or "text"
+    if fmt == "json":
+        return as_json(result)
+    if fmt == "markdown":
+        return as_markdown(result)
+    return as_text(result, color=hasattr(stream, "isatty") and stream.isatty())

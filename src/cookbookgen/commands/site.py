@@ -1,0 +1,62 @@
+"""`cookbookgen build` and `cookbookgen serve`: argument parsing and reporting for `publish.site`.
+
+Reads the clock (today, the default generated-on date) and prints; nothing else here does I/O.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+
+from ..cells.assemble import today
+from ..errors import CookbookError
+from ..publish.site import Dates, build_site, serve_site
+
+
+def _date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {text!r}") from None
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    b = subparsers.add_parser("build", help="build the static cookbook site (MkDocs, strict)",
+                              description="Render every point of the cookbook manifest and build the site with MkDocs --strict. "
+                                          "The site is built in a temporary folder and moved into --out only when the build succeeded.")
+    b.add_argument("--cookbook", type=Path, default=Path("data/cookbook.yaml"), help="cookbook manifest; default: data/cookbook.yaml")
+    b.add_argument("--out", type=Path, default=Path("site"), help="output folder, replaced atomically; default: site")
+    b.add_argument("--date", type=_date, help="generated-on date YYYY-MM-DD (reproducible builds); default: the manifest's generated_on, else today")
+    b.set_defaults(run=run_build)
+    s = subparsers.add_parser("serve", help="serve a live preview of the cookbook site",
+                              description="Generate the site's pages and serve them with live reload; edits to the manifest, recipes or templates regenerate them.")
+    s.add_argument("--cookbook", type=Path, default=Path("data/cookbook.yaml"), help="cookbook manifest; default: data/cookbook.yaml")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on; default: 127.0.0.1")
+    s.add_argument("--port", type=int, default=8000, help="port; default: 8000")
+    s.add_argument("--date", type=_date, help="generated-on date YYYY-MM-DD; default: the manifest's generated_on, else today")
+    s.set_defaults(run=run_serve)
+
+
+def _dates(args: argparse.Namespace) -> Dates:
+    return Dates(date=getattr(args, "date", None), fallback=today())
+
+
+def _manifest(args: argparse.Namespace) -> Path:
+    path: Path = args.cookbook
+    if not path.is_file():
+        raise CookbookError.at(str(path), 0, "--cookbook", "cookbook manifest not found")
+    return path
+
+
+def run_build(args: argparse.Namespace) -> int:
+    result = build_site(_manifest(args), args.out, _dates(args))
+    print(f"built {result.pages} model page(s), {result.scripts} launch scripts ({result.files} files) "
+          f"into {result.out} in {result.seconds:.1f} s", file=sys.stderr)
+    return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    serve_site(_manifest(args), args.host, args.port, _dates(args), report=lambda line: print(line, file=sys.stderr))
+    return 0

@@ -1,0 +1,93 @@
+"""Check a published cookbook against a checkout: pair its points, compare each pair, collect findings.
+
+I/O only through `recipes.workspace` (reading the checkout's master configs and recipes), as in
+`pipeline.py`. Configs of the cookbook that the checkout lacks are listed as "not in checkout";
+checkout configs the cookbook does not show are not its business and are skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import CookbookError
+from ..policy.rules import Policy
+from ..recipes.master import check_framework
+from ..recipes.workspace import ResolvedPoint, Workspace
+from .compare import compare_point
+from .expect import point_expect
+from .model import Finding, Published
+from .pairing import Pair, pair_config, variant_findings
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    cookbook: str
+    kind: str
+    checkout: str
+    configs: tuple[str, ...]
+    findings: tuple[Finding, ...]
+    not_in_checkout: tuple[tuple[str, tuple[str, ...], str], ...] = ()
+    notes: tuple[str, ...] = ()
+    pairs: tuple[Pair, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def mismatches(self) -> list[Finding]:
+        return [f for f in self.findings if f.is_mismatch]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.mismatches else 0
+
+
+def resolve_config(ws: Workspace, key: str) -> list[ResolvedPoint]:
+    entry = ws.entry(key)
+    return [ws.point(entry, row, conc) for row in entry.rows for conc in row.concs]
+
+
+def check(published: Published, ws: Workspace, policy: Policy, only: str | None = None) -> DiffResult:
+    configs = [c for c in published.configs() if only is None or c == only]
+    if only is not None and not configs:
+        raise CookbookError.at(published.source, 0, only, f"the cookbook has no config {only!r}; it has: {', '.join(published.configs())}")
+    findings: list[Finding] = []
+    pairs: list[Pair] = []
+    compared: list[str] = []
+    absent: list[tuple[str, tuple[str, ...], str]] = []
+    for key in configs:
+        cells = tuple(dict.fromkeys(p.cell for p in published.points if p.config == key))
+        why = _absence(ws, key)
+        if why:
+            absent.append((key, cells, why))
+            continue
+        compared.append(key)
+        got_pairs, got = _check_config(published, ws, policy, key)
+        pairs.extend(got_pairs)
+        findings.extend(got)
+    findings.extend(variant_findings([v for v in published.variants if v.config in compared]))
+    return DiffResult(published.source, published.kind, str(ws.checkout.root), tuple(compared), tuple(findings),
+                      tuple(absent), published.notes, tuple(pairs))
+
+
+def _absence(ws: Workspace, key: str) -> str:
+    """Why the checkout cannot show config `key` ("" when it can): no master entry, or a recipe file it lacks."""
+    entry = ws.entries().get(key)
+    if entry is None:
+        return "no master config entry"
+    for row in entry.rows:
+        try:
+            ws.checkout.recipe_path(row.recipe.path, entry.doc.problem(row.recipe.where, ""))
+        except CookbookError as exc:
+            return exc.problems[0].message
+    return ""
+
+
+def _check_config(published: Published, ws: Workspace, policy: Policy, key: str) -> tuple[list[Pair], list[Finding]]:
+    try:
+        check_framework(ws.entry(key))
+    except CookbookError as exc:
+        return [], [Finding(key, "", "cell", "point", key, "unverified", detail="not compared", reason=exc.problems[0].message)]
+    points = [p for p in published.points if p.config == key]
+    pairs, findings = pair_config(key, points, resolve_config(ws, key))
+    for pair in pairs:
+        expect = point_expect(pair.resolved, policy)
+        findings.extend(compare_point(expect, pair.resolved.recipe, pair.published, policy))
+    return pairs, findings

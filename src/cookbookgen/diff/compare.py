@@ -1,0 +1,335 @@
+"""Compare one published point with its effective recipe, role by role. No I/O.
+
+The expected side is the effective recipe's own leaves (after base + override + set/unset) and the
+policy; the published side is the blocks a cookbook shows. Never the renderer's output for the same
+recipe, so a renderer bug shows up as a mismatch.
+
+1. Every recipe leaf is looked up in `synthesized.yaml: recipe_checks` and compared:
+   args and env with the blocks of their role, frontend or service (flag spellings normalised, values
+   compared as words); policy-dropped settings must be absent; placeholders may show `$NAME`.
+2. Structure, once per point: blocks present (workers per role, frontend, services, implied etcd /
+   NATS / nginx), worker count, nodes per worker, nodes, GPU pinning, frontend count, request plane,
+   KV events, model id, worker command and image.
+3. Every cookbook arg and env entry no recipe leaf covers must be explained by `synthesized.yaml`
+   (or the cluster's env of the policy), else it is `mismatch: extra in the cookbook`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from ..policy.classify import leaves
+from ..policy.rules import DROPPED, Policy, Rule
+from ..recipes.bundle import EffectiveRecipe
+from ..recipes.load import KeyPath, dotted
+from ..render.model import Block
+from . import structure
+from .expect import PointExpect
+from .explain import Explanation, Miss, Scope, check_arg, explain, recipe_check
+from .model import DIFFERENT, EXTRA, MISSING, Finding, PublishedPoint
+from .words import Words, flag_key, recipe_words, shown, word, words_equal
+
+RawYaml = Any
+
+
+@dataclass(frozen=True)
+class Leaf:
+    path: KeyPath
+    value: RawYaml
+    rule: Rule | None
+    where: str
+
+    @property
+    def dotted(self) -> str:
+        return dotted(self.path)
+
+    @property
+    def name(self) -> str:
+        return str(self.path[-1])
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """One point under comparison."""
+
+    expect: PointExpect
+    recipe: EffectiveRecipe
+    published: PublishedPoint
+    policy: Policy
+
+    @property
+    def blocks(self) -> tuple[Block, ...]:
+        return self.published.blocks
+
+    def finding(self, role: str, kind: str, item: str, cls: str, **rest: Any) -> Finding:
+        return Finding(self.expect.config, self.expect.point, role, kind, item, cls, **rest)  # type: ignore[arg-type]
+
+    def scope(self, block: Block) -> Scope:
+        return Scope(self.expect, block, self.blocks)
+
+    def where(self, path: KeyPath) -> str:
+        problem = self.recipe.problem(path, "")
+        return f"{problem.file}:{problem.line}" if problem.line else problem.file
+
+
+def role_label(block: Block) -> str:
+    return block.role if block.kind == "worker" and block.role else structure.KIND_LABEL.get(block.kind, block.kind)
+
+
+def compare_point(expect: PointExpect, recipe: EffectiveRecipe, published: PublishedPoint, policy: Policy) -> list[Finding]:
+    ctx = Ctx(expect, recipe, published, policy)
+    out = structure.check(ctx)
+    for path, value in leaves(recipe.data):
+        out.extend(_leaf(ctx, Leaf(path, value, policy.first_match(tuple(str(p) for p in path), value), ctx.where(path))))
+    out.extend(_extras(ctx))
+    return list(dict.fromkeys(out))
+
+
+# --- recipe leaves ---------------------------------------------------------------------------------
+
+def _leaf(ctx: Ctx, leaf: Leaf) -> list[Finding]:
+    check = recipe_check(tuple(str(p) for p in leaf.path))
+    name = str(check["check"]) if check else ""
+    if name in ("arg", "env", "service_args"):
+        return LEAF_HANDLERS[name](ctx, leaf, check)
+    if leaf.rule is not None and leaf.rule.cls in DROPPED:
+        return [_excluded(ctx, leaf, _leaf_role(ctx, leaf), "setting")]
+    if leaf.rule is not None and leaf.rule.cls == "prohibited":
+        return [_prohibited(ctx, leaf, _leaf_role(ctx, leaf), "setting", leaf.dotted)]
+    if check is None:
+        return [ctx.finding(_leaf_role(ctx, leaf), "setting", leaf.dotted, "mismatch", detail="no check compares it with the cookbook",
+                            recipe=word(leaf.value), reason="add a recipe_checks entry to diff/synthesized.yaml or a policy rule",
+                            path=leaf.dotted, where=leaf.where)]
+    return LEAF_HANDLERS[name](ctx, leaf, check)
+
+
+def _leaf_role(ctx: Ctx, leaf: Leaf) -> str:
+    head = str(leaf.path[0])
+    if head == "roles" and len(leaf.path) > 1:
+        return str(leaf.path[1])
+    if head == "services" and len(leaf.path) > 1 and isinstance(leaf.path[1], int):
+        return structure.service_kind(ctx.recipe.data, leaf.path[1])
+    return "frontend" if head == "frontend" else "job"
+
+
+def _excluded(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str | None = None) -> Finding:
+    rule = leaf.rule
+    assert rule is not None
+    return ctx.finding(role, kind, item or leaf.dotted, rule.cls, detail="excluded", recipe=_show_value(leaf.value),
+                       reason=rule.reason, rule=rule.text, path=leaf.dotted, where=leaf.where)
+
+
+def _prohibited(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str) -> Finding:
+    reason = leaf.rule.reason if leaf.rule else ""
+    return ctx.finding(role, kind, item, "mismatch", detail="prohibited by the policy", recipe=_show_value(leaf.value),
+                       reason=reason, rule=leaf.rule.text if leaf.rule else "", path=leaf.dotted, where=leaf.where)
+
+
+def _show_value(value: RawYaml) -> str:
+    words = shown(recipe_words(value))
+    return "null" if words is None else words
+
+
+def _targets(ctx: Ctx, leaf: Leaf) -> tuple[list[Block], bool, str]:
+    """The published blocks a leaf belongs to, whether they are workers, and the role label."""
+    head = str(leaf.path[0])
+    if head == "roles":
+        role = str(leaf.path[1])
+        return [b for b in ctx.blocks if b.kind == "worker" and b.role == role], True, role
+    if head == "frontend":
+        blocks = [b for b in ctx.blocks if b.kind in structure.FRONTEND_KINDS]
+        return blocks, False, role_label(blocks[0]) if blocks else "frontend"
+    blocks = structure.service_blocks(ctx.recipe.data, int(leaf.path[1]), ctx.blocks)
+    return blocks, False, blocks[0].kind if blocks else structure.service_kind(ctx.recipe.data, int(leaf.path[1]))
+
+
+def _arg_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
+    blocks, worker, role = _targets(ctx, leaf)
+    flag = _flag(leaf.name)
+    want = recipe_words(leaf.value)
+    if not blocks:
+        return _without_blocks(ctx, leaf, role, "arg", flag)
+    out = []
+    for block in blocks:
+        key = flag_key(flag, worker)
+        got = [tuple(a[1:]) for a in block.args if flag_key(a[0], worker) == key]
+        out.append(_judge(ctx, leaf, role, "arg", flag, want, got, _synthesized_check("worker" if worker else block.kind, flag, ctx.scope(block))))
+    return out
+
+
+def _synthesized_check(kind: str, flag: str, scope: Scope) -> Callable[[Words], Miss | None]:
+    """The `synthesized.yaml` check of `flag` in this block, for a recipe placeholder the cookbook fills in."""
+    return lambda words: check_arg(kind, flag, words, scope)
+
+
+def _env_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
+    blocks, _, role = _targets(ctx, leaf)
+    want = None if leaf.value is None else (word(leaf.value),)
+    if not blocks:
+        return _without_blocks(ctx, leaf, role, "env", leaf.name)
+    out = []
+    for block in blocks:
+        got: list[Words] = [(block.env[leaf.name],)] if leaf.name in block.env else []
+        out.append(_judge(ctx, leaf, role, "env", leaf.name, want, got, _no_check))
+    return out
+
+
+def _no_check(words: Words) -> Miss | None:
+    return None
+
+
+def _without_blocks(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str) -> list[Finding]:
+    """A leaf whose process the cookbook does not show: the block-level finding says so already."""
+    if leaf.rule is not None and leaf.rule.cls in DROPPED:
+        return [_excluded(ctx, leaf, role, kind, item)]
+    return [ctx.finding(role, kind, item, "mismatch", detail=MISSING, recipe=_show_value(leaf.value),
+                        reason=f"the cookbook has no {role} process", path=leaf.dotted, where=leaf.where)]
+
+
+def _judge(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str, want: Words | None,
+           got: list[Words], extra_check: Callable[[Words], Miss | None]) -> Finding:
+    """The class of one recipe arg/env in one block, from the policy and what the block shows."""
+    rule = leaf.rule
+    cls = rule.cls if rule else "unclassified"
+    base = dict(recipe=shown(want), cookbook=shown(got[0]) if got else None, path=leaf.dotted, where=leaf.where,
+                rule=rule.text if rule else "", reason=rule.reason if rule else "no policy rule: published")
+    if cls == "prohibited":
+        return _prohibited(ctx, leaf, role, kind, item)
+    if cls in DROPPED:
+        return _dropped(ctx, role, kind, item, cls, want, got, base)
+    if cls == "placeholder":
+        if rule is not None and rule.replacement is not None:
+            want = (rule.replacement,)
+            base["recipe"] = f"{shown(recipe_words(leaf.value))} -> {rule.replacement}"
+        elif not got:
+            return ctx.finding(role, kind, item, "placeholder", detail="left to the reader", **base)
+        else:
+            problem = extra_check(got[0])
+            if problem is None:
+                return ctx.finding(role, kind, item, "placeholder", detail="site-specific value", **base)
+            return ctx.finding(role, kind, item, "mismatch", detail=f"{DIFFERENT}: {problem.reason}", **base)
+    return _compare(ctx, role, kind, item, "placeholder" if cls == "placeholder" else "match", want, got, base)
+
+
+def _dropped(ctx: Ctx, role: str, kind: str, item: str, cls: str, want: Words | None, got: list[Words], base: dict[str, Any]) -> Finding:
+    if not got:
+        return ctx.finding(role, kind, item, cls, detail="excluded", **base)
+    if want is not None and any(words_equal(want, g) for g in got):
+        base["reason"] = f"published although the policy says {cls}: {base['reason']}"
+        return ctx.finding(role, kind, item, "match", detail="same value", **base)
+    return ctx.finding(role, kind, item, "mismatch", detail=DIFFERENT, **base)
+
+
+def _compare(ctx: Ctx, role: str, kind: str, item: str, ok: str, want: Words | None, got: list[Words], base: dict[str, Any]) -> Finding:
+    if want is None:
+        detail, cls = ("unset in the recipe", ok) if not got else (EXTRA, "mismatch")
+    elif not got:
+        detail, cls = MISSING, "mismatch"
+    elif any(words_equal(want, g) for g in got):
+        detail, cls = "same value", ok
+    else:
+        detail, cls = DIFFERENT, "mismatch"
+    return ctx.finding(role, kind, item, cls, detail=detail, **base)
+
+
+def _flag(name: str) -> str:
+    return name if name.startswith("-") else f"--{name}"
+
+
+def _service_args_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
+    blocks, _, role = _targets(ctx, leaf)
+    out: list[Finding] = []
+    for arg in structure.service_args(leaf.value):
+        if not blocks:
+            out.extend(_without_blocks(ctx, leaf, role, "arg", arg[0]))
+        for block in blocks:
+            got = structure.service_arg_values(block, arg[0])
+            out.append(_judge(ctx, leaf, role, "arg", arg[0], tuple(arg[1:]), got, _no_check))
+    return out
+
+
+def _preamble_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
+    blocks, _, role = _targets(ctx, leaf)
+    want = structure.lines_of(leaf.value)
+    out = []
+    for block in blocks:
+        same = [line.strip() for line in block.preamble] == list(want)
+        out.append(ctx.finding(role, "setting", "preamble", "match" if same else "mismatch",
+                               detail="same lines" if same else DIFFERENT, recipe=" / ".join(want),
+                               cookbook=" / ".join(block.preamble) or None, path=leaf.dotted, where=leaf.where))
+    return out
+
+
+def _file_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
+    verdict = structure.file_setting(ctx.expect, leaf.path, leaf.value, ctx.blocks)
+    cls, detail, role = verdict
+    return [ctx.finding(role, "file", leaf.name, cls, detail=detail, recipe=word(leaf.value), reason=detail, path=leaf.dotted, where=leaf.where)]
+
+
+def _structure_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
+    return []  # checked once per point by `structure.check`, which names this leaf
+
+
+def _unverified_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
+    return [ctx.finding(_leaf_role(ctx, leaf), "setting", leaf.dotted, "unverified", detail="not in any command",
+                        recipe=word(leaf.value), reason=str(check.get("reason", "")), path=leaf.dotted, where=leaf.where)]
+
+
+LEAF_HANDLERS: dict[str, Callable[[Ctx, Leaf, RawYaml], list[Finding]]] = {
+    "arg": _arg_leaf,
+    "env": _env_leaf,
+    "service_args": _service_args_leaf,
+    "service_preamble": _preamble_leaf,
+    "nats_payload": _file_leaf,
+    "nginx": _file_leaf,
+    "structure": _structure_leaf,
+    "unverified": _unverified_leaf,
+}
+
+
+# --- what the cookbook adds -------------------------------------------------------------------------
+
+def _extras(ctx: Ctx) -> list[Finding]:
+    out: list[Finding] = []
+    for block in ctx.blocks:
+        covered_args, covered_env = structure.covered(ctx.recipe.data, block, ctx.blocks)
+        worker = block.kind == "worker"
+        for arg in block.args:
+            if flag_key(arg[0], worker) not in covered_args:
+                out.append(_extra(ctx, block, "args", arg[0], tuple(arg[1:])))
+        for name, value in block.env.items():
+            if name not in covered_env:
+                out.append(_extra_env(ctx, block, name, value))
+    return out
+
+
+def _extra(ctx: Ctx, block: Block, section: str, name: str, words: Words) -> Finding:
+    kind = "worker" if block.kind == "worker" else block.kind
+    verdict = explain(section, kind, name, words, ctx.scope(block))
+    return _explained(ctx, block, "arg" if section == "args" else "env", name, words, verdict)
+
+
+def _extra_env(ctx: Ctx, block: Block, name: str, value: str) -> Finding:
+    if block.kind == "worker" and name in ctx.expect.cluster_env:
+        want, reason = ctx.expect.cluster_env[name]
+        verdict: Explanation | Miss = (Explanation("cluster-provided", reason, "policy clusters")
+                                       if words_equal((want,), (value,)) else Miss(DIFFERENT, f"the cluster exports {name}={want}"))
+        return _explained(ctx, block, "env", name, (value,), verdict)
+    return _extra(ctx, block, "env", name, (value,))
+
+
+def _explained(ctx: Ctx, block: Block, kind: str, name: str, words: Words, verdict: Explanation | Miss) -> Finding:
+    role = role_label(block)
+    if isinstance(verdict, Explanation):
+        return ctx.finding(role, kind, name, verdict.cls, detail="added by the cookbook", cookbook=shown(words),
+                           reason=verdict.reason, rule=verdict.rule, path=verdict.path)
+    return ctx.finding(role, kind, name, "mismatch", detail=verdict.detail, cookbook=shown(words), reason=verdict.reason,
+                       path=verdict.path)
+
+
+def mismatches(findings: Iterable[Finding]) -> list[Finding]:
+    return [f for f in findings if f.is_mismatch]
+
+
+__all__ = ["compare_point", "mismatches", "role_label"]

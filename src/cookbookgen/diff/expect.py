@@ -1,0 +1,143 @@
+"""What a point's recipe implies beyond its own settings, computed from the recipe's numbers alone
+(not through `render.layout`, so a renderer bug cannot hide behind itself). No I/O.
+
+Topology of a role (srt-slurm's rules):
+- GPUs per worker: `roles.<role>.gpus`, else tensor x pipeline parallel size from the args;
+- a worker with at least a node's GPUs spans ceil(GPUs / `resources.gpus_per_node`) nodes;
+- smaller workers share nodes: ceil(workers / nodes) per node, each pinned to its own GPUs
+  (`0,1`, `2,3`, ...); `nodes: 0` puts the role on the GPUs the previous role leaves free.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..policy.rules import Policy
+from ..recipes.workspace import ResolvedPoint, model_id
+from .explain import table
+
+RawYaml = Any
+ROLE_ORDER = ("prefill", "decode", "agg")
+
+
+@dataclass(frozen=True)
+class RoleTopology:
+    role: str
+    workers: int
+    gpus: int
+    nodes_per_worker: int
+    nodes: int | None          # as the recipe says (None: not given)
+    per_node: int              # workers sharing one node
+    pins: tuple[str, ...]      # CUDA_VISIBLE_DEVICES of each co-located slot; () when workers own their nodes
+
+    @property
+    def expected_nodes(self) -> int:
+        if self.nodes is not None:
+            return self.nodes
+        return self.workers * self.nodes_per_worker if self.nodes_per_worker > 1 else math.ceil(self.workers / self.per_node)
+
+
+@dataclass(frozen=True)
+class PointExpect:
+    """Everything the comparison needs to know about one resolved point."""
+
+    config: str
+    point: str
+    model_id: str
+    image: str
+    image_where: str
+    frontend: str                      # dynamo | sglang-router | sglang
+    frontend_count: int
+    request_plane: str | None          # as the recipe sets it (None: srt-slurm's default)
+    mooncake: bool
+    roles: dict[str, RoleTopology]
+    kv_events: dict[str, RawYaml]
+    cluster_env: dict[str, tuple[str, str]]  # name -> (value, reason)
+
+    @property
+    def dynamo(self) -> bool:
+        return self.frontend == "dynamo"
+
+    @property
+    def effective_request_plane(self) -> str:
+        return self.request_plane or str(table()["defaults"]["request_plane"])
+
+    @property
+    def single_worker(self) -> bool:
+        return list(self.roles) == ["agg"] and self.roles["agg"].workers == 1
+
+
+def _int_arg(args: dict[str, RawYaml], keys: list[str]) -> int:
+    for key in keys:
+        value = args.get(key)
+        if isinstance(value, (int, str)) and not isinstance(value, bool) and str(value).isdigit():
+            return int(value)
+    return 1
+
+
+def role_topology(role: str, spec: dict[str, RawYaml], gpn: int, previous: RoleTopology | None) -> RoleTopology:
+    args = spec.get("args") or {}
+    keys = table()["parallel_keys"]
+    gpus = int(spec.get("gpus") or _int_arg(args, keys["tp"]) * _int_arg(args, keys["pp"]))
+    workers = int(spec.get("workers") or 1)
+    nodes = spec.get("nodes")
+    if gpus >= gpn:
+        return RoleTopology(role, workers, gpus, math.ceil(gpus / gpn), nodes, 1, ())
+    if nodes == 0 and previous is not None:
+        used = previous.per_node * previous.gpus
+        pins = tuple(_pin(used + s * gpus, gpus) for s in range(workers))
+        return RoleTopology(role, workers, gpus, 1, 0, workers, pins)
+    per_node = math.ceil(workers / (nodes or math.ceil(workers * gpus / gpn)))
+    pins = tuple(_pin(s * gpus, gpus) for s in range(per_node)) if per_node > 1 else ()
+    return RoleTopology(role, workers, gpus, 1, nodes, per_node, pins)
+
+
+def _pin(start: int, gpus: int) -> str:
+    return ",".join(str(g) for g in range(start, start + gpus))
+
+
+def topologies(data: dict[str, RawYaml]) -> dict[str, RoleTopology]:
+    gpn = int(((data.get("resources") or {}).get("gpus_per_node")) or 4)
+    roles = data.get("roles") or {}
+    out: dict[str, RoleTopology] = {}
+    previous = None
+    for role in ROLE_ORDER:
+        if isinstance(roles.get(role), dict):
+            previous = out[role] = role_topology(role, roles[role], gpn, previous)
+    return out
+
+
+def frontend_count(frontend: dict[str, RawYaml]) -> int:
+    if frontend.get("enable_multiple_frontends"):
+        return 1 + int(frontend.get("num_additional_frontends") or 0)
+    return 1
+
+
+def _where(point: ResolvedPoint) -> str:
+    if point.entry is None:
+        return point.recipe_path
+    problem = point.entry.doc.problem((point.entry.key, "image"), "")
+    return f"{problem.file}:{problem.line}"
+
+
+def point_expect(point: ResolvedPoint, policy: Policy) -> PointExpect:
+    data = point.recipe.data
+    frontend = data.get("frontend") or {}
+    cluster = point.entry.cluster if point.entry else None
+    services = data.get("services") or []
+    return PointExpect(
+        config=point.entry.key if point.entry else point.recipe.label,
+        point=point.point_id,
+        model_id=model_id(point),
+        image=point.entry.image if point.entry else str(point.typed.model.container or ""),
+        image_where=_where(point),
+        frontend=str(frontend.get("type") or "dynamo"),
+        frontend_count=frontend_count(frontend),
+        request_plane=(data.get("dynamo") or {}).get("request_plane"),
+        mooncake=any(isinstance(s, dict) and str(s.get("type", "")).startswith("mooncake") for s in services),
+        roles=topologies(data),
+        kv_events={r: (s or {}).get("kv_events") for r, s in (data.get("roles") or {}).items()},
+        cluster_env={e.name: (e.value, e.reason) for e in policy.clusters.get(cluster or "", ())},
+    )

@@ -1,0 +1,250 @@
+"""Explanations for what a cookbook adds to a recipe: the `synthesized.yaml` table and its checks.
+
+I/O: reads the package's `synthesized.yaml` once. Everything else is pure. A check gets the words
+the cookbook shows and the `Scope` of the block, and returns `None` when the addition is explained
+or a sentence saying why it is not. Checks are looked up by name in `CHECKS` (a table, not a branch).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..policy.rules import glob_matches
+from ..recipes.load import parse_yaml
+from ..render.model import Block
+from .model import DIFFERENT, EXTRA
+
+if TYPE_CHECKING:
+    from .expect import PointExpect
+
+RawYaml = Any
+Words = tuple[str, ...]
+
+
+@lru_cache(maxsize=1)
+def table() -> dict[str, RawYaml]:
+    text = resources.files(__package__).joinpath("synthesized.yaml").read_text(encoding="utf-8")
+    data: dict[str, RawYaml] = parse_yaml(text, "cookbookgen/diff/synthesized.yaml").data
+    return data
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a cookbook setting sits: the point's expectations, the block, and its siblings."""
+
+    expect: "PointExpect"
+    block: Block
+    blocks: tuple[Block, ...]
+
+    @property
+    def role(self) -> str | None:
+        return self.block.role
+
+    def workers_of(self, role: str) -> int:
+        topo = self.expect.roles.get(role)
+        return topo.workers if topo else 0
+
+    def args_named(self, flag: str) -> list[tuple[str, ...]]:
+        return [a for a in self.block.args if a[0] == flag]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    cls: str
+    reason: str
+    rule: str
+    path: str = ""  # the recipe setting the addition comes from, when one does
+
+
+@dataclass(frozen=True)
+class Miss:
+    """Why a cookbook setting is not explained: `detail` is EXTRA (it does not belong) or DIFFERENT (wrong value)."""
+
+    detail: str
+    reason: str
+    path: str = ""
+
+
+def _absent(reason: str) -> Miss:
+    return Miss(EXTRA, reason)
+
+
+def _wrong(reason: str) -> Miss:
+    return Miss(DIFFERENT, reason)
+
+
+Check = Callable[[Words, Scope, RawYaml], Miss | None]
+
+
+def _any(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    return None
+
+
+def _value(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    want = str(entry.get("value"))
+    return None if words == (want,) else _wrong(f"expected {want}")
+
+
+def _number(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    return None if len(words) == 1 and words[0].isdigit() else _wrong("expected one port number")
+
+
+def _model_id(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    return None if words == (scope.expect.model_id,) else _wrong(f"expected the model id {scope.expect.model_id}")
+
+
+def _role(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    return None if words == (scope.role,) else _wrong(f"the block's role is {scope.role}")
+
+
+def _bootstrap_port(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    if scope.role != "prefill":
+        return _absent("only prefill workers take a bootstrap port")
+    return _number(words, scope, entry)
+
+
+def _topology(scope: Scope) -> Any:
+    return scope.expect.roles.get(scope.role or "")
+
+
+def _multi_node(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    topo = _topology(scope)
+    return None if topo and topo.nodes_per_worker > 1 else _absent("the recipe's workers fit on one node")
+
+
+def _nodes_per_worker(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    topo = _topology(scope)
+    want = str(topo.nodes_per_worker) if topo else "1"
+    return None if words == (want,) else _wrong(f"the recipe gives {want} node(s) per worker")
+
+
+def _request_plane(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    if not scope.expect.dynamo:
+        return _absent("not a Dynamo deployment")
+    want = scope.expect.effective_request_plane
+    return None if words == (want,) else _wrong(f"the recipe's request plane is {want}")
+
+
+def _kv_events(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    setting = scope.expect.kv_events.get(scope.role or "")
+    if not setting:
+        return _absent(f"roles.{scope.role}.kv_events is not set")
+    try:
+        config = json.loads(words[0]) if len(words) == 1 else None
+    except ValueError:
+        config = None
+    if not isinstance(config, dict) or "endpoint" not in config:
+        return _wrong("expected a JSON publisher config with an endpoint")
+    wanted = setting if isinstance(setting, dict) else {}
+    wrong = sorted(k for k, v in wanted.items() if k != "endpoint" and config.get(k) != v)
+    return _wrong(f"differs from roles.{scope.role}.kv_events in {', '.join(wrong)}") if wrong else None
+
+
+def _gpu_pinning(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    topo = _topology(scope)
+    if topo is None:
+        return _absent("no such role in the recipe")
+    if topo.pins:
+        return None if words and words[0] in topo.pins else _wrong(f"expected one of {' / '.join(topo.pins)}")
+    gpus = words[0].split(",") if words else []
+    return None if len(gpus) == topo.gpus else _wrong(f"expected {topo.gpus} GPUs per worker")
+
+
+def _dynamo(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    if not scope.expect.dynamo:
+        return _absent("not a Dynamo deployment")
+    return _value(words, scope, entry) if "value" in entry else None
+
+
+def _mooncake(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    if not scope.expect.mooncake:
+        return _absent("the recipe declares no Mooncake service")
+    return _value(words, scope, entry)
+
+
+def _router_count(role: str, flag: str) -> Check:
+    def check(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+        want, got = scope.workers_of(role), len(scope.args_named(flag))
+        return None if want == got else _wrong(f"{got} {flag} entries for {want} {role} worker(s)")
+    return check
+
+
+def _router_workers(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    want = scope.workers_of("agg")
+    return None if len(words) == want else _wrong(f"{len(words)} URLs for {want} aggregated worker(s)")
+
+
+def _disaggregated(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    return None if {"prefill", "decode"} <= set(scope.expect.roles) else _absent("the recipe is not disaggregated")
+
+
+def _several_frontends(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    count = scope.expect.frontend_count
+    return None if scope.expect.dynamo and count > 1 else _absent("the recipe runs one frontend")
+
+
+CHECKS: dict[str, Check] = {
+    "any": _any,
+    "value": _value,
+    "number": _number,
+    "model_id": _model_id,
+    "role": _role,
+    "bootstrap_port": _bootstrap_port,
+    "multi_node": _multi_node,
+    "nodes_per_worker": _nodes_per_worker,
+    "request_plane": _request_plane,
+    "kv_events": _kv_events,
+    "gpu_pinning": _gpu_pinning,
+    "dynamo": _dynamo,
+    "mooncake": _mooncake,
+    "router_prefill": _router_count("prefill", "--prefill"),
+    "router_decode": _router_count("decode", "--decode"),
+    "router_workers": _router_workers,
+    "disaggregated": _disaggregated,
+    "several_frontends": _several_frontends,
+}
+
+
+def _entry(section: str, kind: str, name: str) -> RawYaml | None:
+    return (table()[section].get(kind) or {}).get(name)
+
+
+def explain(section: str, kind: str, name: str, words: Words, scope: Scope) -> Explanation | Miss:
+    """Why the cookbook shows `name` (an arg or env of a `kind` block), or why that is not explained."""
+    entry = _entry(section, kind, name)
+    if entry is None:
+        return _absent("no recipe setting and no rule explain it")
+    path = str(entry.get("recipe", "")).replace("<role>", scope.role or "")
+    problem = CHECKS[entry["check"]](words, scope, entry)
+    if problem is not None:
+        return Miss(problem.detail, problem.reason, path)
+    cls, reason = entry["class"], entry["reason"]
+    if entry["check"] == "request_plane" and scope.expect.request_plane is None:
+        cls, reason = "default-equivalent", "srt-slurm's default request plane (dynamo.request_plane is not set)"
+    return Explanation(cls, reason, f"synthesized.{section}.{kind}.{name}", path)
+
+
+def check_arg(kind: str, name: str, words: Words, scope: Scope) -> Miss | None:
+    """Run the synthesized check of a flag the recipe also sets (e.g. `--model-path`), if there is one."""
+    entry = _entry("args", kind, name)
+    return None if entry is None else CHECKS[entry["check"]](words, scope, entry)
+
+
+def explain_block(kind: str, scope: Scope) -> Explanation | Miss:
+    entry = table()["blocks"].get(kind)
+    if entry is None:
+        return _absent("no recipe setting starts it")
+    problem = CHECKS[entry["check"]]((), scope, entry)
+    return problem if problem is not None else Explanation("match", entry["reason"], f"synthesized.blocks.{kind}")
+
+
+def recipe_check(path: tuple[str, ...]) -> RawYaml | None:
+    """The `recipe_checks` entry for a recipe setting (first match), or None."""
+    for item in table()["recipe_checks"]:
+        if glob_matches(tuple(item["match"].split(".")), path):
+            return item
+    return None

@@ -1,0 +1,111 @@
+"""The values `cookbookgen diff` works with: published points read from a cookbook artifact, and
+findings (one compared setting each). No I/O.
+
+Classes of a finding:
+- `match`: the cookbook shows the recipe's value (or a value the recipe implies, with the reason);
+- `harness-only`, `default-equivalent`: the policy drops the setting, with its rule and reason;
+- `placeholder`: a site-specific value the cookbook writes as `$NAME` or chooses itself;
+- `cluster-provided`: not in the recipe, exported by the cluster the point ran on;
+- `derived`: a router or KV-tier variant that was never run, so not compared;
+- `unverified`: a recipe setting no command can show (e.g. a precision label), or a log that lacks a field;
+- `mismatch`: missing from the cookbook, extra in the cookbook, or a different value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..render.model import Block
+
+FindingClass = Literal[
+    "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "derived", "unverified", "mismatch"
+]
+CLASSES: tuple[FindingClass, ...] = (
+    "mismatch", "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "unverified", "derived"
+)
+MISSING = "missing from the cookbook"
+EXTRA = "extra in the cookbook"
+DIFFERENT = "different value"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One compared setting of one role of one point.
+
+    `role` is the process the setting belongs to (prefill, decode, agg, frontend, router, etcd, nats,
+    nginx, mooncake-master, mooncake-store), `job` for recipe sections outside any process, or
+    `cell`/`point` for findings about the pairing itself. `kind`: arg, env, topology, block, file,
+    image, point, variant, setting or log.
+    """
+
+    config: str
+    point: str
+    role: str
+    kind: str
+    item: str
+    cls: FindingClass
+    detail: str = ""
+    recipe: str | None = None
+    cookbook: str | None = None
+    reason: str = ""
+    rule: str = ""
+    path: str = ""
+    where: str = ""
+
+    @property
+    def is_mismatch(self) -> bool:
+        return self.cls == "mismatch"
+
+    def to_json(self) -> dict[str, object]:
+        return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
+
+
+@dataclass(frozen=True)
+class PublishedPoint:
+    """One point as a cookbook publishes it: the blocks a reader copies, plus what pairs it with a checkout.
+
+    `point_id` is the checkout's point id (`tp4/c16`) when the artifact records it (our own JSON);
+    AgentX modules pair by `override`, `recipe` and `concs` instead.
+    """
+
+    config: str
+    cell: str
+    concs: tuple[int, ...]
+    blocks: tuple[Block, ...]
+    point_id: str | None = None
+    override: str | None = None
+    recipe: str | None = None
+    image: str | None = None
+    model: str | None = None
+    router: str | None = None
+    kv: str | None = None
+
+    @property
+    def label(self) -> str:
+        return " / ".join(f"c{c}" for c in self.concs) or self.point_id or self.cell
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A router or KV-tier combination a cookbook offers but nobody ran."""
+
+    config: str
+    cell: str
+    point: str
+    router: str
+    kv: str
+
+
+@dataclass(frozen=True)
+class Published:
+    """Everything read from one cookbook artifact."""
+
+    source: str
+    kind: str
+    points: tuple[PublishedPoint, ...]
+    variants: tuple[Variant, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def configs(self) -> list[str]:
+        return list(dict.fromkeys(p.config for p in self.points))

@@ -1,0 +1,97 @@
+"""Pair a cookbook's points with a checkout's points (master rows x concurrencies). No I/O.
+
+A published point is matched, first rule that applies:
+- by checkout point id (`tp4/c16`) when the artifact records it (our JSON, our site);
+- by recipe override (`override_tp8`), and recipe file when both name one (AgentX modules);
+- by recipe file alone (modules with one YAML per point);
+- by concurrency alone.
+Then each of its concurrencies must be one of the matched rows' concurrencies. A concurrency the
+checkout does not have is `extra in the cookbook`; a checkout point no published point claims is
+`missing from the cookbook`. Both are mismatches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..recipes.workspace import ResolvedPoint
+from .model import EXTRA, MISSING, Finding, PublishedPoint, Variant
+
+_E2E = "inferencex-e2e/"
+_RECIPES = ("recipes/", "benchmarks/multi_node/srt-slurm-recipes/")
+
+
+@dataclass(frozen=True)
+class Pair:
+    published: PublishedPoint
+    resolved: ResolvedPoint
+
+
+def same_recipe(a: str, b: str) -> bool:
+    return _normal_recipe(a) == _normal_recipe(b)
+
+
+def _normal_recipe(path: str) -> str:
+    path = path.split(":", 1)[0].strip().removeprefix("./").removeprefix(_E2E)
+    return _RECIPES[1] + path[len(_RECIPES[0]):] if path.startswith(_RECIPES[0]) else path
+
+
+def candidates(point: PublishedPoint, resolved: Sequence[ResolvedPoint]) -> list[ResolvedPoint]:
+    if point.point_id:
+        return [r for r in resolved if r.point_id == point.point_id]
+    if point.override:
+        hits = [r for r in resolved if r.recipe.selector == point.override]
+        return [r for r in hits if same_recipe(r.recipe_path, point.recipe)] if point.recipe else hits
+    if point.recipe:
+        return [r for r in resolved if same_recipe(r.recipe_path, point.recipe)]
+    return list(resolved)
+
+
+def pair_config(config: str, published: Sequence[PublishedPoint], resolved: Sequence[ResolvedPoint]) -> tuple[list[Pair], list[Finding]]:
+    """Pairs for every (published point, concurrency) the checkout has, and a finding for each pairing outcome."""
+    pairs: list[Pair] = []
+    findings: list[Finding] = []
+    claimed: set[str] = set()
+    for point in published:
+        cands = candidates(point, resolved)
+        for conc in point.concs or (None,):
+            hits = [r for r in cands if conc is None or r.conc == conc]
+            hit = hits[0] if len(hits) == 1 and hits[0].point_id not in claimed else None
+            if hit is None:
+                findings.append(_extra(config, point, conc, duplicate=len(hits) == 1))
+                continue
+            claimed.add(hit.point_id)
+            pairs.append(Pair(point, hit))
+            findings.append(Finding(config, hit.point_id, "point", "point", point.cell, "match", detail="paired",
+                                    recipe=hit.recipe.label, cookbook=_shown(point, conc)))
+    for r in resolved:
+        if r.point_id not in claimed:
+            findings.append(Finding(config, r.point_id, "point", "point", r.point_id, "mismatch", detail=MISSING,
+                                    recipe=r.recipe.label, reason="the checkout benchmarks this point; the cookbook does not show it",
+                                    where=_row_where(r)))
+    return pairs, findings
+
+
+def _shown(point: PublishedPoint, conc: int | None) -> str:
+    return f"{point.cell} c{conc}" if conc is not None else point.cell
+
+
+def _extra(config: str, point: PublishedPoint, conc: int | None, duplicate: bool) -> Finding:
+    via = f" ({point.override})" if point.override else ""
+    reason = ("another cookbook point already claims it" if duplicate
+              else f"no master row of the checkout serves this concurrency{via}")
+    return Finding(config, f"c{conc}" if conc is not None else point.label, "point", "point", point.cell, "mismatch",
+                   detail=EXTRA, cookbook=_shown(point, conc) + via, reason=reason)
+
+
+def _row_where(point: ResolvedPoint) -> str:
+    if point.entry is None or point.row is None:
+        return point.recipe_path
+    problem = point.entry.doc.problem(point.row.path, "")
+    return f"{problem.file}:{problem.line}"
+
+
+def variant_findings(variants: Sequence[Variant]) -> list[Finding]:
+    return [Finding(v.config, v.point, "cell", "variant", f"{v.router}/{v.kv}", "derived", detail="never run; not compared",
+                    cookbook=v.cell, reason="a router or KV-tier variant of a measured point (status derived)") for v in variants]

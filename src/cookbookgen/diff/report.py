@@ -1,0 +1,212 @@
+"""The three reports of a diff: text for terminals, JSON for machines, Markdown for a PR review. No I/O.
+
+- text: grouped by config, point and role; a count per class and one line per mismatch; the excluded
+  settings per config; coloured (rich) when `color` is set, plain otherwise.
+- json: every finding, the summary, the cells not in the checkout, and the exit status.
+- markdown: the shape of an InferenceX reviewer's "SGLang cookbook" detail: per config the points
+  checked, then the result ("every recipe argument and environment variable of every role and point
+  matches; the only differences are ...", or the mismatches first), then each excluded setting
+  with its reason.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from rich.console import Console
+from rich.markup import escape
+
+from .check import DiffResult
+from .model import CLASSES, Finding
+
+EXCLUDED = ("harness-only", "default-equivalent")
+_STYLE = {"mismatch": "bold red", "match": "green", "harness-only": "yellow", "default-equivalent": "yellow",
+          "placeholder": "cyan", "cluster-provided": "cyan", "unverified": "magenta", "derived": "dim"}
+_ROLE_ORDER = ("point", "cell", "frontend", "router", "nginx", "etcd", "nats", "mooncake-master", "mooncake-store",
+               "prefill", "decode", "agg", "job")
+
+
+def _by(findings: Iterable[Finding], key: str) -> dict[str, list[Finding]]:
+    out: dict[str, list[Finding]] = {}
+    for f in findings:
+        out.setdefault(getattr(f, key), []).append(f)
+    return out
+
+
+def _points(findings: list[Finding]) -> list[str]:
+    return [f.point for f in findings if f.kind == "point" and f.cls == "match"]
+
+
+def _role_key(role: str) -> tuple[int, str]:
+    return (_ROLE_ORDER.index(role) if role in _ROLE_ORDER else len(_ROLE_ORDER), role)
+
+
+# --- JSON ------------------------------------------------------------------------------------------------
+
+def as_json(result: DiffResult) -> str:
+    counts = Counter(f.cls for f in result.findings)
+    doc = {
+        "cookbook": result.cookbook, "kind": result.kind, "checkout": result.checkout, "exit": result.exit_code,
+        "configs": list(result.configs),
+        "summary": {"points": len(result.pairs), "mismatches": counts["mismatch"], "classes": {c: counts[c] for c in CLASSES if counts[c]}},
+        "not_in_checkout": [{"config": k, "cells": list(cells), "reason": why} for k, cells, why in result.not_in_checkout],
+        "notes": list(result.notes),
+        "findings": [f.to_json() for f in result.findings],
+    }
+    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+
+
+# --- text ------------------------------------------------------------------------------------------------
+
+def as_text(result: DiffResult, color: bool = False) -> str:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=color, no_color=not color, width=160, highlight=False, soft_wrap=True)
+    console.print(f"[bold]cookbookgen diff[/] {escape(result.cookbook)} ({result.kind}) against {escape(result.checkout)}")
+    for config, findings in _by(result.findings, "config").items():
+        _text_config(console, config, findings)
+    _text_tail(console, result)
+    return out.getvalue()
+
+
+def _text_config(console: Console, config: str, findings: list[Finding]) -> None:
+    bad = sum(f.is_mismatch for f in findings)
+    console.print(f"\n[bold]{escape(config)}[/]: {len(_points(findings))} point(s), " + (f"[bold red]{bad} mismatch(es)[/]" if bad else "[green]parity[/]"))
+    for point, items in _by(findings, "point").items():
+        console.print(f"  [bold]{escape(point or '(config)')}[/]")
+        for role, role_items in sorted(_by(items, "role").items(), key=lambda kv: _role_key(kv[0])):
+            counts = Counter(f.cls for f in role_items)
+            line = " · ".join(f"[{_STYLE[c]}]{counts[c]} {c}[/]" for c in CLASSES if counts[c])
+            console.print(f"    {escape(role):<16} {line}")
+            for f in role_items:
+                if f.is_mismatch:
+                    console.print(f"      [bold red]✗[/] {escape(_mismatch_line(f))}")
+    excluded = _exclusions([f for f in findings if f.cls in EXCLUDED], _points(findings))
+    if excluded:
+        console.print("  [yellow]excluded[/]")
+        for line in excluded:
+            console.print(f"    - {escape(line)}")
+
+
+def _mismatch_line(f: Finding) -> str:
+    values = [f"recipe {f.recipe}" if f.recipe is not None else "", f"cookbook {f.cookbook}" if f.cookbook is not None else ""]
+    shown = "; ".join(v for v in values if v)
+    where = ", ".join(x for x in (f.path, f.where) if x)
+    return f"{f.kind} {f.item}: {f.detail}" + (f" ({shown})" if shown else "") + (f" — {f.reason}" if f.reason else "") + (f" [{where}]" if where else "")
+
+
+def _text_tail(console: Console, result: DiffResult) -> None:
+    for key, cells, why in result.not_in_checkout:
+        console.print(f"\n[magenta]not in checkout[/] {escape(key)} ({len(cells)} cell(s)): {escape(why)}")
+    for note in result.notes:
+        console.print(f"[magenta]note[/] {escape(note)}")
+    bad = len(result.mismatches)
+    verdict = f"[bold red]{bad} mismatch(es)[/]" if bad else "[bold green]parity[/]"
+    console.print(f"\nResult: {verdict} over {len(result.pairs)} point(s) of {len(result.configs)} config(s) (exit {result.exit_code})")
+
+
+# --- Markdown --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Group:
+    text: str
+    roles: tuple[str, ...]
+    points: tuple[str, ...]
+    reason: str
+
+
+def _group(findings: list[Finding], label: Callable[[Finding], str]) -> list[_Group]:
+    merged: dict[tuple[str, str], tuple[dict[str, None], dict[str, None]]] = {}
+    for f in findings:
+        roles, points = merged.setdefault((label(f), f.reason), ({}, {}))
+        roles[f.role] = None
+        points[f.point] = None
+    return [_Group(text, tuple(r), tuple(p), reason) for (text, reason), (r, p) in merged.items()]
+
+
+def _where(group: _Group, all_points: list[str]) -> str:
+    points = "all points" if set(group.points) >= set(all_points) and len(all_points) > 1 else ", ".join(group.points)
+    return f"{', '.join(group.roles)}; {points}"
+
+
+def _excluded_label(f: Finding) -> str:
+    if f.kind == "setting":
+        return f"`{f.rule}` settings" if f.rule and f.rule != f.path else f"`{f.path or f.item}`"
+    shown = f.recipe if f.recipe is not None else f.cookbook
+    value = "" if f.cls == "harness-only" or shown in (None, "(switch)") else (f": {shown}" if f.kind == "arg" else f"={shown}")
+    return f"`{f.item}{value}`"
+
+
+def _exclusions(findings: list[Finding], all_points: list[str]) -> list[str]:
+    return [f"{g.text} ({_where(g, all_points)}): {g.reason}" for g in _group(findings, _excluded_label)]
+
+
+def _mismatch_label(f: Finding) -> str:
+    values = "; ".join(x for x in (f"recipe `{f.recipe}`" if f.recipe is not None else "",
+                                   f"cookbook `{f.cookbook}`" if f.cookbook is not None else "") if x)
+    head = f"`{f.point}` (cell {f.item})" if f.kind == "point" else f"`{f.item}` {f.kind}"
+    return f"{head}: {f.detail}" + (f" ({values})" if values else "")
+
+
+def _differences(findings: list[Finding]) -> str:
+    """The "the only differences are ..." clause, naming only the kinds the config has."""
+    parts = [text for cls, text in (("harness-only", "the InferenceX-only settings below"),
+                                    ("default-equivalent", "the default-equivalent settings below"),
+                                    ("cluster-provided", "the cluster-provided environment below"),
+                                    ("placeholder", "placeholders (ports, IP addresses, node rank, NIC names)"))
+             if any(f.cls == cls for f in findings)]
+    if not parts:
+        return "none"
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _md_config(config: str, findings: list[Finding]) -> list[str]:
+    points = _points(findings)
+    cells = list(dict.fromkeys(f.item for f in findings if f.kind == "point" and f.cls == "match"))
+    lines = [f"- **{config}**", f"  - Points checked: {', '.join(points) or 'none'}" + (f" (cells {', '.join(cells)})." if cells else ".")]
+    bad = _group([f for f in findings if f.is_mismatch], _mismatch_label)
+    if bad:
+        lines.append(f"  - Result: {len(bad)} mismatch(es); apart from them the only differences are {_differences(findings)}.")
+        lines += [f"    - {g.text} ({_where(g, points)})" + (f": {g.reason}." if g.reason else ".") for g in bad]
+    else:
+        lines.append("  - Result: every recipe argument and environment variable of every role and point matches; "
+                     f"the only differences are {_differences(findings)}.")
+    for cls, title in (("default-equivalent", "Default-equivalent"), ("cluster-provided", "Cluster-provided"), ("unverified", "Not visible in a command")):
+        group = _group([f for f in findings if f.cls == cls], _excluded_label)
+        if group:
+            lines.append(f"  - {title}:")
+            lines += [f"    - {g.text} ({_where(g, points)}): {g.reason}." for g in group]
+    placeholders = sorted({f.item for f in findings if f.cls == "placeholder" and f.kind in ("arg", "env")})
+    if placeholders:
+        lines.append(f"  - Placeholders: {', '.join(f'`{p}`' for p in placeholders)}.")
+    derived = [f for f in findings if f.cls == "derived"]
+    if derived:
+        lines.append(f"  - Not compared: {len(derived)} derived router / KV-tier variant(s), never run.")
+    excluded = _group([f for f in findings if f.cls == "harness-only"], _excluded_label)
+    if excluded:
+        lines.append("  - Excluded as InferenceX-only:")
+        lines += [f"    - {g.text} ({_where(g, points)}): {g.reason}." for g in excluded]
+    return lines
+
+
+def as_markdown(result: DiffResult) -> str:
+    lines = [f"- SGLang cookbook parity (`cookbookgen diff`): `{result.cookbook}` ({result.kind}) against the checkout `{result.checkout}`.",
+             "  - Comparison method: each published point is paired with its master-config row and concurrency, and its commands are "
+             "compared role by role with the effective recipe (base plus override): every recipe argument and environment variable, "
+             "the topology (workers, nodes per worker, GPU pinning) and the image. Every command setting the recipe does not hold "
+             "needs a recorded reason, or it is a mismatch."]
+    for config, findings in _by(result.findings, "config").items():
+        lines += _md_config(config, findings)
+    if result.not_in_checkout:
+        lines.append("- Not in the checkout (listed, not compared):")
+        lines += [f"  - {key} ({', '.join(cells)}): {why}." for key, cells, why in result.not_in_checkout]
+    lines += [f"- Note: {n}" for n in result.notes]
+    verdict = f"{len(result.mismatches)} mismatch(es)" if result.mismatches else "parity"
+    lines.append(f"- Verdict: {verdict} over {len(result.pairs)} point(s) of {len(result.configs)} config(s).")
+    return "\n".join(lines) + "\n"
+
+
+FORMATS = {"text": as_text, "json": as_json, "markdown": as_markdown}

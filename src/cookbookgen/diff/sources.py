@@ -1,0 +1,236 @@
+"""Read the artifacts `cookbookgen diff` compares: the only module of the diff stage that touches disk.
+
+Cookbook inputs (`read_cookbook`):
+- a cookbook manifest (`cookbook.yaml`): its points as `pipeline` renders them from the manifest's own
+  checkout (the one case where the published side is our renderer's output);
+- an AgentX module (`.jsx`, or `.json` with `cells[].routers`): decoded as the SGLang cookbook
+  explorer does; for each cell the submitted router with each point's measured KV tier is compared,
+  every other router / tier combination is a `derived` variant;
+- a cookbook JSON: the cookbook data the site build exports (`pages[].cells[].points[]` with each
+  point's `deployment.blocks`), or `render --format json` output (one point, a list, or `{points: [...]}`);
+- a built site directory: the commands in its HTML code blocks (read back with an HTML parser; see
+  `site.py`), paired through the site's `cookbook.json`.
+Logs (`read_logs`): every `ServerArgs(...)` line of the worker logs under a directory, and every
+srt-slurm resolved `config*.yaml`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..agentx.decode import Decoder, kv_tiers, point_kv, routers_of, status_of
+from ..agentx.module import read_module_text
+from ..cells.assemble import load_cookbook
+from ..cells.manifest import read_manifest, source_root
+from ..errors import CookbookError
+from ..policy.rules import Policy
+from ..render.model import Block
+from .logs import (
+    RoleSettings,
+    ServerArgsDict,
+    read_server_args_log_file,
+    read_srtslurm_config_file,
+)
+from .model import Published, PublishedPoint, Variant
+from .site import read_site_blocks
+
+Json = dict[str, Any]
+MAX_BYTES = 64 * 1024 * 1024
+_BLOCK_KEYS = set(Block.model_fields)
+
+
+@dataclass(frozen=True)
+class Cookbook:
+    """A published cookbook and the checkout it names (a manifest's `source`), if any."""
+
+    published: Published
+    checkout: Path | None = None
+    policy_file: Path | None = None
+
+
+def read_cookbook(path: Path, policy: Policy | None = None) -> Cookbook:
+    if path.is_dir():
+        return Cookbook(read_site(path))
+    if not path.exists():
+        raise CookbookError.at(str(path), 0, "", "file not found")
+    if path.suffix in (".yaml", ".yml"):
+        return _manifest(path, policy)
+    text = _text(path)
+    if path.suffix == ".jsx":
+        return Cookbook(published_from_module(read_module_text(text, str(path)), str(path)))
+    if path.suffix == ".json":
+        return Cookbook(published_from_json(_json(text, str(path)), str(path)))
+    raise CookbookError.at(str(path), 0, "", "unknown cookbook format: expected a manifest (.yaml), an AgentX module (.jsx/.json), a cookbook JSON or a site directory")
+
+
+def _text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise CookbookError.at(str(path), 0, "", f"cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise CookbookError.at(str(path), 0, "", f"file is {len(raw)} bytes; the limit is {MAX_BYTES}")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CookbookError.at(str(path), raw[: exc.start].count(b"\n") + 1, "", "not UTF-8") from None
+
+
+def _json(text: str, file: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CookbookError.at(file, exc.lineno, "", f"invalid JSON: {exc.msg}") from None
+
+
+def _manifest(path: Path, policy: Policy | None) -> Cookbook:
+    manifest, doc = read_manifest(path)
+    cookbook = load_cookbook(path, policy=policy)
+    published = published_from_cookbook_json(cookbook.model_dump(mode="json"), str(path), "cookbook manifest (rendered)")
+    policy_file = path.parent / manifest.policy if manifest.policy else None
+    return Cookbook(published, source_root(path, manifest, doc), policy_file)
+
+
+# --- JSON shapes ---------------------------------------------------------------------------------------
+
+def published_from_json(data: Any, file: str) -> Published:
+    if isinstance(data, dict) and isinstance(data.get("cells"), list) and any(isinstance(c, dict) and "routers" in c for c in data["cells"]):
+        return published_from_module(data, file)
+    if isinstance(data, dict) and isinstance(data.get("pages"), list):
+        return published_from_cookbook_json(data, file, "cookbook JSON")
+    items = data if isinstance(data, list) else data.get("points") if isinstance(data, dict) and "points" in data else [data]
+    if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("blocks"), list) for i in items):
+        raise CookbookError.at(file, 0, "", "unknown JSON: expected an AgentX module, a cookbook JSON (pages) or render --format json output (blocks)")
+    return Published(file, "render JSON", tuple(_render_point(i, n, file) for n, i in enumerate(items)))
+
+
+def _render_point(doc: Json, n: int, file: str) -> PublishedPoint:
+    where = f"[{n}]"
+    config = doc.get("config")
+    if not isinstance(config, str):
+        raise CookbookError.at(file, 0, f"{where}.config", "every point needs its config key")
+    selector = str(doc.get("recipe") or "").partition(":")[2] or None
+    return PublishedPoint(config=config, cell=config, concs=tuple(int(c) for c in doc.get("concurrencies") or ()),
+                          blocks=blocks_from_json(doc["blocks"], file, f"{where}.blocks"), point_id=doc.get("point"),
+                          override=selector, image=doc.get("image"), model=doc.get("model"))
+
+
+def published_from_cookbook_json(data: Json, file: str, kind: str) -> Published:
+    """Cookbook data: the site's `cookbook.json` (points carry `blocks`, `concurrencies`, `derived_variants`)
+    or the cookbook model as JSON (points carry `deployment.blocks`, `concs`, cells `variants`)."""
+    points: list[PublishedPoint] = []
+    variants: list[Variant] = []
+    for p, page in enumerate(data.get("pages") or []):
+        for c, cell in enumerate(page.get("cells") or []):
+            where = f"pages[{p}].cells[{c}]"
+            points.extend(_cell_points(cell, file, where))
+            for v in cell.get("variants") or cell.get("derived_variants") or []:
+                variants.append(Variant(cell["config_key"], cell["id"], str(v.get("point") or v.get("from_point")),
+                                        str(v.get("router")), str(v.get("kv"))))
+    return Published(file, kind, tuple(points), tuple(variants))
+
+
+def _cell_points(cell: Json, file: str, where: str) -> list[PublishedPoint]:
+    if not isinstance(cell.get("config_key"), str) or not isinstance(cell.get("id"), str):
+        raise CookbookError.at(file, 0, where, "a cell needs `id` and `config_key`")
+    out = []
+    for i, point in enumerate(cell.get("points") or []):
+        dep = point.get("deployment") or point
+        concs = point.get("concs") if "concs" in point else point.get("concurrencies")
+        out.append(PublishedPoint(
+            config=cell["config_key"], cell=cell["id"], concs=tuple(int(c) for c in concs or ()),
+            blocks=blocks_from_json(dep.get("blocks") or [], file, f"{where}.points[{i}].blocks"),
+            point_id=point.get("id"), override=point.get("override"), recipe=point.get("recipe"),
+            image=cell.get("image") or dep.get("image"), model=cell.get("model") or dep.get("model")))
+    return out
+
+
+def blocks_from_json(items: list[Any], file: str, where: str) -> tuple[Block, ...]:
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise CookbookError.at(file, 0, f"{where}[{i}]", "a block must be an object")
+        fields = {k: v for k, v in item.items() if k in _BLOCK_KEYS}
+        fields.setdefault("title", str(item.get("kind", "")))
+        try:
+            out.append(Block.model_validate(fields))
+        except ValueError as exc:
+            raise CookbookError.at(file, 0, f"{where}[{i}]", f"bad block: {str(exc).splitlines()[0]}") from None
+    return tuple(out)
+
+
+# --- AgentX modules ------------------------------------------------------------------------------------
+
+def published_from_module(module: Json, file: str) -> Published:
+    """Measured points (submitted router, the point's measured KV tier) and every derived variant."""
+    dec = Decoder(module, file)
+    points: list[PublishedPoint] = []
+    variants: list[Variant] = []
+    for ci, cell in enumerate(module["cells"]):
+        for pi, point in enumerate(cell.get("points") or []):
+            label = f"c{point['concs'][0]}"
+            for router in routers_of(cell):
+                for kv in kv_tiers(cell, point):
+                    if status_of(cell, point, router, kv) == "derived":
+                        variants.append(Variant(cell["configKey"], cell["id"], label, router, kv))
+            blocks = dec.decode_point(ci, pi, cell["submitted"], None)
+            prov = cell.get("prov") or {}
+            points.append(PublishedPoint(
+                config=cell["configKey"], cell=cell["id"], concs=tuple(point.get("concs") or ()), blocks=tuple(blocks),
+                override=point.get("override"), recipe=point.get("recipe") or prov.get("recipe"),
+                image=cell.get("image"), model=cell.get("ckpt"), router=cell["submitted"], kv=point_kv(point)))
+    return Published(file, "AgentX module", tuple(points), tuple(variants))
+
+
+# --- a built site -----------------------------------------------------------------------------------
+
+def read_site(site: Path) -> Published:
+    """The site's `cookbook.json` for pairing and topology, with each block's command as its HTML shows it."""
+    found = sorted(site.rglob("cookbook.json"), key=lambda p: (len(p.parts), str(p)))
+    if not found:
+        raise CookbookError.at(str(site), 0, "", "no cookbook.json in the site: the site build exports it next to the pages")
+    base = published_from_json(_json(_text(found[0]), str(found[0])), str(found[0]))
+    html = {p: _text(p) for p in sorted(site.rglob("*.html"))}
+    points, notes = read_site_blocks(base.points, html)
+    return Published(str(site), "site", points, base.variants, notes)
+
+
+# --- logs ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunLogs:
+    server_args: tuple[tuple[str, int, ServerArgsDict], ...]
+    configs: tuple[tuple[str, dict[str, RoleSettings]], ...]
+
+
+def read_logs(directory: Path) -> RunLogs:
+    if not directory.is_dir():
+        raise CookbookError.at(str(directory), 0, "--logs", "not a directory")
+    lines: list[tuple[str, int, ServerArgsDict]] = []
+    configs: list[tuple[str, dict[str, RoleSettings]]] = []
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        shown = str(path.relative_to(directory))
+        if path.suffix in (".yaml", ".yml") and path.name.startswith("config"):
+            configs.append((shown, read_srtslurm_config_file(path, shown)))
+        elif path.suffix not in (".yaml", ".yml", ".json") and _mentions_server_args(path):
+            lines.extend((shown, n, args) for n, args in read_server_args_log_file(path, shown))
+    if not lines and not configs:
+        raise CookbookError.at(str(directory), 0, "--logs", "no `server_args=ServerArgs(...)` line and no srt-slurm config*.yaml under it")
+    return RunLogs(tuple(lines), tuple(configs))
+
+
+def _mentions_server_args(path: Path, marker: bytes = b"ServerArgs(") -> bool:
+    """Whether the file holds the marker, read in 1 MiB chunks that overlap by the marker's length."""
+    tail = b""
+    try:
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                if marker in tail + chunk:
+                    return True
+                tail = chunk[-len(marker):]
+    except OSError as exc:
+        raise CookbookError.at(str(path), 0, "", f"cannot read: {exc.strerror or exc}") from None
+    return False

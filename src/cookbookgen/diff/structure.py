@@ -1,0 +1,281 @@
+"""Once-per-point checks of a published point's shape against its recipe, and the block lookups the
+leaf comparison shares. No I/O.
+
+- Blocks: one worker block (or more, per co-located slot) per recipe role, the frontend the recipe's
+  `frontend.type` starts, one block per declared service, and the implied ones of `synthesized.yaml`
+  (etcd for Dynamo, nginx for several frontends); anything else must be explained or is extra.
+- Topology per role: worker count, nodes per worker, node count, GPU pinning and distinct ports of
+  co-located workers, against `expect.RoleTopology`.
+- Frontend count, worker command, model id, request plane, KV events and the image.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Iterable
+
+from ..render.model import Block
+from .expect import PointExpect, RoleTopology
+from .explain import Explanation, Scope, explain_block, table
+from .model import DIFFERENT, EXTRA, MISSING, Finding
+from .words import flag_key, recipe_words, split_words, word
+
+if TYPE_CHECKING:
+    from .compare import Ctx
+
+RawYaml = Any
+FRONTEND_KINDS = ("dynamo-frontend", "sglang-router")
+KIND_LABEL = {"dynamo-frontend": "frontend", "sglang-router": "router"}
+
+
+# --- lookups shared with compare.py -----------------------------------------------------------------
+
+def _flag(name: str) -> str:
+    return name if name.startswith("-") else f"--{name}"
+
+
+def service_args(value: RawYaml) -> list[tuple[str, ...]]:
+    """A service's `args` (argv list or flag mapping) as `(flag, *values)` tuples."""
+    if isinstance(value, list):
+        return split_words(value)
+    if isinstance(value, dict):
+        return [(_flag(k), *words) for k, v in value.items() if (words := recipe_words(v)) is not None]
+    return []
+
+
+def _service(data: dict[str, RawYaml], index: int) -> dict[str, RawYaml]:
+    services = data.get("services") or []
+    return services[index] if 0 <= index < len(services) and isinstance(services[index], dict) else {}
+
+
+def service_kind(data: dict[str, RawYaml], index: int) -> str:
+    return str(_service(data, index).get("type", "service"))
+
+
+def _port_of(svc: dict[str, RawYaml]) -> str | None:
+    return next((a[1] for a in service_args(svc.get("args")) if a[0] == "--port" and len(a) > 1), None)
+
+
+def service_blocks(data: dict[str, RawYaml], index: int, blocks: Iterable[Block]) -> list[Block]:
+    """The published blocks of `services[index]`; a Mooncake store by its port when several exist."""
+    svc = _service(data, index)
+    same = [b for b in blocks if b.kind == svc.get("type")]
+    port = _port_of(svc) if svc.get("type") == "mooncake-store" else None
+    by_port = [b for b in same if port is not None and (port,) in service_arg_values(b, "--port")]
+    return by_port or same
+
+
+def service_arg_values(block: Block, flag: str) -> list[tuple[str, ...]]:
+    key = flag_key(flag, False)
+    got = [tuple(a[1:]) for a in block.args if flag_key(a[0], False) == key]
+    if key == "--port" and block.ports:
+        got += [(p,) for p in block.ports]
+    return got
+
+
+def lines_of(value: RawYaml) -> tuple[str, ...]:
+    items = value.splitlines() if isinstance(value, str) else [word(v) for v in value or []]
+    return tuple(line.strip() for line in items if line.strip())
+
+
+def covered(data: dict[str, RawYaml], block: Block, blocks: tuple[Block, ...]) -> tuple[set[str], set[str]]:
+    """Arg keys and env names of `block` that recipe leaves already compare."""
+    if block.kind == "worker":
+        spec = (data.get("roles") or {}).get(block.role) or {}
+        return {flag_key(_flag(k), True) for k in spec.get("args") or {}}, set(spec.get("env") or {})
+    if block.kind in FRONTEND_KINDS:
+        fe = data.get("frontend") or {}
+        return {flag_key(_flag(k), False) for k in fe.get("args") or {}}, set(fe.get("env") or {})
+    args: set[str] = set()
+    env: set[str] = set()
+    for i, svc in enumerate(data.get("services") or []):
+        if any(b is block for b in service_blocks(data, i, blocks)):
+            args |= {flag_key(a[0], False) for a in service_args(svc.get("args"))}
+            env |= set(svc.get("env") or {})
+    return args, env
+
+
+def file_setting(expect: PointExpect, path: tuple[Any, ...], value: RawYaml, blocks: tuple[Block, ...]) -> tuple[str, str, str]:
+    """(class, detail, role) of a setting the cookbook shows in a config file (nginx.conf, nats.conf)."""
+    key = str(path[-1])
+    if key in table()["nats"]:
+        text = table()["nats"][key].format(bytes=int(value) * 1024 * 1024)
+        return _in_file([b for b in blocks if b.kind == "nats"], "nats.conf", text, True, "nats")
+    if expect.frontend_count <= 1:
+        return "unverified", "applies only behind nginx; the point runs one frontend", "nginx"
+    pattern = table()["nginx"][key]
+    if isinstance(pattern, dict):
+        present = bool(value)
+        text = pattern["true"]
+    else:
+        present = True
+        text = pattern.format(value=word(value), var=word(value).lower().replace("-", "_"))
+    return _in_file([b for b in blocks if b.kind == "nginx"], "nginx.conf", text, present, "nginx")
+
+
+def _in_file(blocks: list[Block], name: str, text: str, present: bool, role: str) -> tuple[str, str, str]:
+    if not blocks:
+        return "mismatch", f"{MISSING}: no {role} process", role
+    content = next((b.files[name] for b in blocks if name in b.files), None)
+    if content is None:
+        used = any(name in b.cmd or any(name in " ".join(a) for a in b.args) for b in blocks)
+        return ("unverified", f"{name} is not in the cookbook", role) if used else ("mismatch", f"{MISSING}: the command reads no {name}", role)
+    if (text in content) == present:
+        return "match", f"{name} {'has' if present else 'lacks'} `{text}`", role
+    return "mismatch", f"{DIFFERENT}: {name} {'lacks' if present else 'has'} `{text}`", role
+
+
+# --- the once-per-point checks ------------------------------------------------------------------------
+
+def check(ctx: "Ctx") -> list[Finding]:
+    return [*_blocks(ctx), *_topologies(ctx), *_frontend_count(ctx), *_workers(ctx), *_image(ctx)]
+
+
+def _label(block: Block) -> str:
+    return block.role if block.kind == "worker" and block.role else KIND_LABEL.get(block.kind, block.kind)
+
+
+def expected_blocks(ctx: "Ctx") -> dict[tuple[str, str | None], tuple[str, bool]]:
+    """(kind, role) -> (recipe path that asks for it, required)."""
+    expect = ctx.expect
+    out: dict[tuple[str, str | None], tuple[str, bool]] = {("worker", r): (f"roles.{r}", True) for r in expect.roles}
+    fe = table()["frontends"].get(expect.frontend, {"kinds": []})
+    optional = bool(fe.get("direct")) and expect.single_worker
+    out.update({(k, None): ("frontend.type", not optional) for k in fe["kinds"]})
+    for i, svc in enumerate(ctx.recipe.data.get("services") or []):
+        out[(str(svc.get("type")), None)] = (f"services[{i}].type", True)
+    for kind, entry in table()["blocks"].items():
+        if entry.get("required") and (kind, None) not in out and _implied(ctx, kind):
+            out[(kind, None)] = (f"synthesized.blocks.{kind}", True)
+    return out
+
+
+def _implied(ctx: "Ctx", kind: str) -> bool:
+    """Whether the recipe implies a `kind` block (the table's check holds for this point)."""
+    return bool(ctx.blocks) and isinstance(explain_block(kind, Scope(ctx.expect, ctx.blocks[0], ctx.blocks)), Explanation)
+
+
+def _blocks(ctx: "Ctx") -> list[Finding]:
+    expected = expected_blocks(ctx)
+    published = {(b.kind, b.role if b.kind == "worker" else None): b for b in ctx.blocks}
+    out = []
+    for (kind, role), (path, required) in expected.items():
+        label = role or KIND_LABEL.get(kind, kind)
+        if (kind, role) in published:
+            out.append(ctx.finding(label, "block", kind, "match", detail="present", path=path))
+        elif required:
+            out.append(ctx.finding(label, "block", kind, "mismatch", detail=MISSING, path=path))
+    for (kind, role), block in published.items():
+        if (kind, role) not in expected:
+            verdict = explain_block(kind, ctx.scope(block))
+            cls, detail, reason = ("match", "added by the cookbook", verdict.reason) if isinstance(verdict, Explanation) else ("mismatch", EXTRA, verdict.reason)
+            out.append(ctx.finding(_label(block), "block", kind, cls, detail=detail, reason=reason))
+    return out
+
+
+def _pins(blocks: list[Block]) -> set[str]:
+    pins = {",".join(x for x in p if x) for b in blocks for p in b.gpu_pinning or ()}
+    pins |= {b.env["CUDA_VISIBLE_DEVICES"] for b in blocks if "CUDA_VISIBLE_DEVICES" in b.env}
+    return {p for p in pins if p}
+
+
+def _topologies(ctx: "Ctx") -> list[Finding]:
+    out: list[Finding] = []
+    for role, topo in ctx.expect.roles.items():
+        blocks = [b for b in ctx.blocks if b.kind == "worker" and b.role == role]
+        if blocks:
+            out.extend(_topology(ctx, topo, blocks))
+    return out
+
+
+def _topology(ctx: "Ctx", topo: RoleTopology, blocks: list[Block]) -> list[Finding]:
+    role = topo.role
+    workers = sum(b.workers or 1 for b in blocks)
+    npw = max(b.nodes_per_worker or 1 for b in blocks)
+    pins = _pins(blocks)
+    nodes = workers * npw if npw > 1 else math.ceil(workers / max(1, len(pins)))
+    out = [_same(ctx, role, "workers", str(topo.workers), str(workers), f"roles.{role}.workers"),
+           _same(ctx, role, "nodes_per_worker", str(topo.nodes_per_worker), str(npw), f"roles.{role}.gpus")]
+    if topo.nodes not in (None, 0):
+        out.append(_same(ctx, role, "nodes", str(topo.nodes), str(nodes), f"roles.{role}.nodes"))
+    if topo.pins or len(pins) > 1:
+        out.append(_same(ctx, role, "gpu_pinning", " / ".join(topo.pins) or "none", " / ".join(sorted(pins)) or "none", f"roles.{role}.gpus"))
+    ports = {a[1] for b in blocks for a in b.args if a[0] == "--port" and len(a) > 1}
+    if topo.per_node > 1 and len(ports) < min(topo.per_node, topo.workers):
+        out.append(ctx.finding(role, "topology", "ports", "mismatch", detail=f"{topo.per_node} workers share a node but not a distinct --port each",
+                               recipe=f"{topo.per_node} per node", cookbook=" / ".join(sorted(ports)) or None, path=f"roles.{role}.workers"))
+    return out
+
+
+def _same(ctx: "Ctx", role: str, item: str, want: str, got: str, path: str) -> Finding:
+    ok = want == got
+    return ctx.finding(role, "topology", item, "match" if ok else "mismatch", detail="same" if ok else DIFFERENT,
+                       recipe=want, cookbook=got, path=path, where=ctx.where(tuple(path.split("."))))
+
+
+def _frontend_count(ctx: "Ctx") -> list[Finding]:
+    blocks = [b for b in ctx.blocks if b.kind == "dynamo-frontend"]
+    if not ctx.expect.dynamo or not blocks:
+        return []
+    got = sum(b.count or 1 for b in blocks)
+    return [_same(ctx, "frontend", "count", str(ctx.expect.frontend_count), str(got), "frontend.enable_multiple_frontends")]
+
+
+def _workers(ctx: "Ctx") -> list[Finding]:
+    out: list[Finding] = []
+    want_cmd = table()["frontends"].get(ctx.expect.frontend, {}).get("worker_cmd", "sglang")
+    for block in ctx.blocks:
+        if block.kind == "worker":
+            ok = want_cmd in block.cmd
+            out.append(ctx.finding(_label(block), "block", "cmd", "match" if ok else "mismatch", detail="same" if ok else DIFFERENT,
+                                   recipe=want_cmd, cookbook=block.cmd, path="frontend.type"))
+            out.extend(_worker_must_have(ctx, block))
+        if block.kind in ("worker", "dynamo-frontend"):
+            out.extend(_request_plane(ctx, block))
+    return out
+
+
+def _has(block: Block, flag: str) -> bool:
+    key = flag_key(flag, block.kind == "worker")
+    return any(flag_key(a[0], block.kind == "worker") == key for a in block.args)
+
+
+def _worker_must_have(ctx: "Ctx", block: Block) -> list[Finding]:
+    role = block.role or "agg"
+    out = []
+    if not _has(block, "--model-path"):
+        out.append(ctx.finding(role, "arg", "--model-path", "mismatch", detail=MISSING, recipe=ctx.expect.model_id, path="model.path"))
+    else:
+        out.append(ctx.finding(role, "setting", "model.path", "placeholder", detail="the command uses the model id",
+                               recipe=ctx.expect.model_id, reason="cluster alias of the weights; --model-path is the Hugging Face id", path="model.path"))
+    spec = (ctx.recipe.data.get("roles") or {}).get(role) or {}
+    if ctx.expect.kv_events.get(role) and "kv-events-config" not in (spec.get("args") or {}) and not _has(block, "--kv-events-config"):
+        out.append(ctx.finding(role, "arg", "--kv-events-config", "mismatch", detail=MISSING, recipe="(from kv_events)",
+                               path=f"roles.{role}.kv_events"))
+    return out
+
+
+def _request_plane(ctx: "Ctx", block: Block) -> list[Finding]:
+    plane = ctx.expect.request_plane
+    if not ctx.expect.dynamo or plane is None or _has(block, "--request-plane") or "DYN_REQUEST_PLANE" in block.env:
+        return []
+    return [ctx.finding(_label(block), "arg", "--request-plane", "mismatch", detail=MISSING, recipe=str(plane),
+                        path="dynamo.request_plane")]
+
+
+def _image(ctx: "Ctx") -> list[Finding]:
+    want, got = ctx.expect.image, ctx.published.image
+    if not got or not want:
+        return [ctx.finding("cell", "image", "image", "unverified", detail="the cookbook or the master config names no image",
+                            recipe=want or None, cookbook=got or None)]
+    ok = _same_image(want, got)
+    return [ctx.finding("cell", "image", "image", "match" if ok else "mismatch", detail="same" if ok else DIFFERENT,
+                        recipe=want, cookbook=got, path=f"{ctx.expect.config}.image", where=ctx.expect.image_where)]
+
+
+def _same_image(a: str, b: str) -> bool:
+    """Same text, or the same `@sha256:` digest."""
+    if a == b:
+        return True
+    da, db = a.partition("@")[2], b.partition("@")[2]
+    return bool(da) and da == db

@@ -1,0 +1,103 @@
+"""Recipe values as command words, and when two words mean the same. No I/O.
+
+- A recipe value becomes words as srt-slurm passes it: `true` is a bare switch (no words), a list is
+  one word per item, a mapping is compact JSON, anything else its text as written (`0.80` stays `0.80`).
+- Two words are equal when their text is equal, or both are numbers of equal value (`0.80` = `0.8`,
+  `14400` = `14400.0`), or both are booleans of equal value (`True` = `true`), or both parse as JSON
+  objects or arrays that are equal (`{"a":1}` = `{"a": 1}`).
+- Flag names compare after normalising: `--x`, `x` and `--x_y` are `--x-y`; worker flags also through
+  SGLang's aliases (`--tp-size` = `--tensor-parallel-size`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from .logs import field_for_flag, normal_flag
+
+Words = tuple[str, ...]
+_BOOLS = {"true": True, "false": False}
+
+
+def recipe_words(value: Any) -> Words | None:
+    """The words a recipe value stands for; `None` when the setting passes no argument at all."""
+    if value is None:
+        return None
+    if value is True:
+        return ()
+    if isinstance(value, list):
+        return tuple(word(v) for v in value)
+    return (word(value),)
+
+
+def word(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def flag_key(name: str, worker: bool) -> str:
+    """The key two spellings of one flag share."""
+    flag = normal_flag(name)
+    return field_for_flag(flag) if worker else flag
+
+
+def words_equal(a: Sequence[str], b: Sequence[str]) -> bool:
+    return len(a) == len(b) and all(word_equal(x, y) for x, y in zip(a, b))
+
+
+def word_equal(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    for parse in (_number, _boolean, _json):
+        x, y = parse(a), parse(b)
+        if x is not None and y is not None:
+            return x == y
+    return False
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return None if value != value else value  # NaN never equals
+
+
+def _boolean(text: str) -> bool | None:
+    return _BOOLS.get(text.strip().lower())
+
+
+def _json(text: str) -> object | None:
+    if not text.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, (dict, list)) else None
+
+
+def shown(words: Sequence[str] | None) -> str | None:
+    """How a report prints an argument's words: `(switch)` for a bare flag, `None` when absent."""
+    if words is None:
+        return None
+    return " ".join(words) if words else "(switch)"
+
+
+def split_words(words: Sequence[Any]) -> list[tuple[str, ...]]:
+    """A service's argv list as `(flag, *values)`: `--x=y` splits; a flag takes the non-flag words after it."""
+    out: list[list[str]] = []
+    for raw in words:
+        text = word(raw)
+        if text.startswith("-"):
+            name, eq, value = text.partition("=")
+            out.append([name, value] if eq else [name])
+        elif out:
+            out[-1].append(text)
+        else:
+            out.append([text])
+    return [tuple(a) for a in out]

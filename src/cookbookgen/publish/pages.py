@@ -1,0 +1,588 @@
+"""Cookbook -> the files of the site's docs folder, as text. Pure: no I/O, no clock.
+
+`site_files(cookbook, templates, generated_on)` returns `{relative path: text}`:
+- `index.md` (models x hardware), `<page>/index.md` (one per model), `flags.md` (flag index),
+  from the Jinja2 templates given as `{name: source}` (`site.read_templates` reads them);
+- `<page>/launch-<cell>-<point>.sh` per point (and per derived variant), `<page>/pareto-<hw>-<kind>.svg`
+  per model, hardware and x metric, and `cookbook.json` with every resolved command;
+- every template under `assets/` copied to the same path without the prefix (CSS, JS).
+
+Escaping: templates autoescape HTML; text placed in Markdown goes through the `md` filter, which also
+writes Markdown's own punctuation as character references, so a value such as `<script>` or `a|b`
+can neither open a tag nor split a table. Commands go in fenced blocks whose fence is longer than any
+backtick run in them; text a fenced block cannot carry exactly (tabs, control characters, lines of
+only spaces) is an error rather than a silently different command.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+import jinja2
+from markupsafe import Markup, escape
+from pymdownx.slugs import slugify as _pymdownx_slugify
+
+from ..errors import CookbookError
+from ..cells.model import Cell, Cookbook, Page, Point, Variant
+from ..render.model import Block, Deployment
+from ..render.shell import copy_all, format_block
+from ..render.tables import tables
+from .chart import Axis, ChartPoint, frontier, pareto_svg
+
+TEMPLATES = {"index.md": "home.md.j2", "flags.md": "flags.md.j2"}
+MODEL_TEMPLATE = "model.md.j2"
+ASSETS = "assets/"
+
+STATUS_TEXT = {
+    "verified": "run pinned, PR merged",
+    "verified-pr": "run pinned with /use <run_id>, PR still open",
+    "in-progress": "no pinned run yet: the commands are the recipe at the PR head",
+    "derived": "a router or KV-tier variant derived from measured commands, never run",
+}
+DISCLOSURE_TEXT = {
+    "synthetic-acceptance": ("Speculative decoding ran with a golden (simulated) acceptance length of {al} "
+                             "(SGLANG_SIMULATE_ACC_LEN); real traffic accepts a different share of draft tokens, "
+                             "so measured throughput and latency will differ."),
+    "chat-template": ("The benchmark client sent chat-template arguments with every request (see benchmark.* in "
+                      "the settings not published); send the same arguments to reproduce the numbers."),
+}
+# metric key -> (name, unit, format); columns follow this order, unknown keys come last, sorted.
+METRICS: dict[str, tuple[str, str, str]] = {
+    "throughput_per_gpu": ("Throughput", "tok/s/GPU", "{:,.0f}"),
+    "p50_e2el_s": ("p50 E2E latency", "s", "{:.2f}"),
+    "p75_e2el_s": ("p75 E2E latency", "s", "{:.2f}"),
+    "p90_e2el_s": ("p90 E2E latency", "s", "{:.2f}"),
+    "p99_e2el_s": ("p99 E2E latency", "s", "{:.2f}"),
+    "p50_interactivity": ("p50 interactivity", "tok/s/user", "{:.1f}"),
+    "p90_interactivity": ("p90 interactivity", "tok/s/user", "{:.1f}"),
+    "p50_ttft_s": ("p50 TTFT", "s", "{:.2f}"),
+    "p90_ttft_s": ("p90 TTFT", "s", "{:.2f}"),
+    "p99_ttft_s": ("p99 TTFT", "s", "{:.2f}"),
+}
+THROUGHPUT = "throughput_per_gpu"
+SUMMARY = (THROUGHPUT, "p90_e2el_s", "p90_interactivity", "p90_ttft_s")   # shown above a point's commands
+# chart x metrics, first present wins per point: (metric key, kind used in file names, axis)
+X_METRICS: tuple[tuple[str, str, Axis], ...] = (
+    ("p90_e2el_s", "latency", Axis("p90 end-to-end latency (s)", "lower")),
+    ("p90_interactivity", "interactivity", Axis("p90 interactivity (tok/s/user)", "higher")),
+)
+Y_AXIS = Axis("throughput (tok/s/GPU)", "higher")
+_MD_SPECIAL = frozenset("\\`*_{}[]()#+!|<>&\"'~^=$:")
+_tab_slug = _pymdownx_slugify(case="lower")
+
+
+# --- filters: text for Markdown, fenced code, links -------------------------------------------------
+
+def md(value: object) -> Markup:
+    """Text safe anywhere in a Markdown line or an HTML attribute: HTML and Markdown punctuation as
+    character references, line breaks as spaces."""
+    text = re.sub(r"\s*[\r\n]+\s*", " ", str(value))
+    return Markup("".join(f"&#{ord(c)};" if c in _MD_SPECIAL else c for c in text))
+
+
+def fence(text: str, anchor: str, title: str, where: str = "", data: Mapping[str, str] | None = None) -> Markup:
+    """A fenced ```bash block with a stable id, a title and `data-*` attributes, carrying `text`
+    byte for byte (one final newline aside: the code element always ends with one)."""
+    check_code(text, where or anchor)
+    ticks = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
+    attrs = "".join(f' data-{k}="{_attr(v)}"' for k, v in (data or {}).items())
+    body = text[:-1] if text.endswith("\n") else text
+    return Markup(f'{ticks}{{ .bash #{anchor} title="{_attr(title)}"{attrs} }}\n{body}\n{ticks}')
+
+
+def _attr(value: str) -> str:
+    """A value for the fence's brace attributes, which cannot carry quotes, braces or line breaks."""
+    return re.sub(r'["{}\r\n]+', " ", value).strip()
+
+
+def check_code(text: str, where: str) -> None:
+    """Refuse text that Markdown would change: it could not be shown as the command that runs."""
+    bad = re.search(r"[\x00-\x09\x0b-\x1f\x7f]", text)
+    if bad:
+        raise CookbookError.at("cookbook", 0, where, f"character {bad.group(0)!r} in a command cannot be published exactly")
+    if any(line and not line.strip() for line in text.split("\n")):
+        raise CookbookError.at("cookbook", 0, where, "a line of only spaces in a command cannot be published exactly")
+
+
+def link(url: str | None, text: object) -> Markup:
+    """An external link (http/https only; anything else is shown as text, never as a link)."""
+    if not url or not re.match(r"https?://", url):
+        return md(text)
+    return Markup(f'<a href="{md(url)}">{md(text)}</a>')
+
+
+def badge(status: str) -> Markup:
+    slug = re.sub(r"[^a-z0-9-]", "", status)
+    return Markup(f'<span class="cb-badge cb-status-{slug}" title="{md(STATUS_TEXT.get(status, status))}">{md(status)}</span>')
+
+
+def code(value: object) -> Markup:
+    return Markup(f"<code>{md(value)}</code>")
+
+
+# --- views: what the templates show ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BlockView:
+    title: str
+    where: str
+    text: str
+    anchor: str
+    data: Mapping[str, str]    # data-* attributes of the code block (cell, point, block index; or variant)
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One tab of commands: a measured point or a derived variant."""
+
+    tab: str
+    anchor: str
+    script: str          # file name beside the page
+    blocks: tuple[BlockView, ...]
+    copy_all: str
+    point: Point
+    summary: str         # metrics in one line, or what the variant is
+    same_as: str | None  # tab of an earlier point with identical commands
+
+
+@dataclass(frozen=True)
+class VariantGroup:
+    """The derived variants of one (router, KV tier) combination: one tab per measured point."""
+
+    title: str
+    anchor: str
+    runs: tuple[RunView, ...]
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    tab: str
+    anchor: str
+    concs: str
+    values: tuple[str, ...]
+    on_frontier: bool
+
+
+@dataclass(frozen=True)
+class CellView:
+    cell: Cell
+    runs: tuple[RunView, ...]
+    variants: tuple[VariantGroup, ...]
+    metric_titles: tuple[str, ...]
+    metric_rows: tuple[MetricRow, ...]
+    disclosures: tuple[str, ...]
+    overrides: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ChartView:
+    file: str
+    title: str
+    alt: str
+    frontier: tuple[tuple[str, str], ...]   # (text, anchor) of frontier points
+
+
+@dataclass(frozen=True)
+class HardwareView:
+    hw: str
+    title: str
+    cells: tuple[CellView, ...]
+    charts: tuple[ChartView, ...]
+
+
+@dataclass(frozen=True)
+class PageView:
+    page: Page
+    hardware: tuple[HardwareView, ...]
+
+
+@dataclass(frozen=True)
+class StatusCount:
+    status: str
+    count: int
+
+
+@dataclass(frozen=True)
+class HomeCell:
+    href: str            # page-relative link to the hardware tab
+    statuses: tuple[StatusCount, ...]
+    date: str
+    cells: int
+    points: int
+
+
+@dataclass(frozen=True)
+class FlagRow:
+    name: str
+    kind: str            # flag | env
+    values: tuple[str, ...]
+    more_values: int
+    cells: tuple[tuple[str, str, bool], ...]   # (text, page-relative .md link with anchor, derived)
+
+
+# --- names and anchors ----------------------------------------------------------------------------
+
+def hardware_title(hw: str) -> str:
+    return hw.upper()
+
+
+def tab_title(cell: Cell, point: Point) -> str:
+    """The concurrency tab's label: the point label, or its id when the label repeats in the cell."""
+    labels = [p.label for p in cell.points]
+    return point.label if labels.count(point.label) == 1 else point.id.replace("/", " ")
+
+
+def point_anchor(cell: Cell, point: Point) -> str:
+    """`<cell.slug>-<tab slug>`: the id pymdownx.tabbed gives the tab (combine_header_slug)."""
+    return f"{cell.slug}-{_tab_slug(tab_title(cell, point), '-')}"
+
+
+def script_name(cell: Cell, point: Point) -> str:
+    return f"launch-{cell.slug}-{_tab_slug(tab_title(cell, point), '-')}.sh"
+
+
+def variant_group_title(router: str, kv: str) -> str:
+    return f"{router} router, KV tier {kv}"
+
+
+def variant_group_anchor(cell: Cell, router: str, kv: str) -> str:
+    """The id of the combination's heading; its concurrency tabs get `<this>-<tab slug>`."""
+    return f"{cell.slug}-derived-{_tab_slug(router, '-')}-{_tab_slug(kv, '-')}"
+
+
+def variant_tab(cell: Cell, variant: Variant) -> str:
+    point = _variant_point(cell, variant)
+    return tab_title(cell, point) if point else variant.point.replace("/", " ")
+
+
+def variant_anchor(cell: Cell, variant: Variant) -> str:
+    return f"{variant_group_anchor(cell, variant.router, variant.kv)}-{_tab_slug(variant_tab(cell, variant), '-')}"
+
+
+def _variant_point(cell: Cell, variant: Variant) -> Point | None:
+    return next((p for p in cell.points if variant.point in (p.id, p.label)), None)
+
+
+def hardware_anchor(hw: str) -> str:
+    return f"hardware-{_tab_slug(hardware_title(hw), '-')}"
+
+
+def page_path(page: Page) -> str:
+    return f"{page.slug}/index.md"
+
+
+# --- commands -------------------------------------------------------------------------------------
+
+def where_text(block: Block) -> str:
+    """Where a block runs and how many copies: the renderer's sentence plus the counts it implies."""
+    facts = []
+    if (block.workers or 1) > 1:
+        facts.append(f"{block.workers} replicas")
+    if (block.nodes_per_worker or 1) > 1:
+        facts.append(f"{block.nodes_per_worker} nodes each with NODE_RANK 0..{(block.nodes_per_worker or 1) - 1}")
+    if block.gpu_pinning:
+        facts.append("CUDA_VISIBLE_DEVICES=" + " / ".join(" ".join(p) for p in block.gpu_pinning))
+    if (block.count or 1) > 1:
+        facts.append(f"{block.count} instances")
+    if block.ports:
+        facts.append("ports " + ", ".join(block.ports))
+    return "; ".join([block.where] * bool(block.where) + ([", ".join(facts)] if facts else []))
+
+
+def _comment(text: str) -> str:
+    return re.sub(r"[\r\n]+", " ", text)
+
+
+def script_heading(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment, generated_on: dt.date,
+                   derived: str | None = None) -> list[str]:
+    """The `# ...` lines at the top of a copy-all script: what it is and where it came from."""
+    prov = cell.provenance
+    run = f"run {prov.run} attempt {prov.attempt}" if prov.run else "no pinned run"
+    lines = [f"{cell.config_key} {point.id}: {dep.model}, {dep.gpus} GPUs on {dep.nodes} node(s)",
+             f"status {'derived' if derived else prov.status}; {f'PR #{prov.pr}' if prov.pr else 'PR not recorded'}; "
+             f"commit {prov.commit}; {run}",
+             f"recipe {point.recipe}" + (f":{point.override}" if point.override else ""),
+             f"image {dep.image}",
+             f"{cookbook.title}, generated {generated_on.isoformat()} by cookbookgen"]
+    if derived:
+        lines.insert(0, f"DERIVED, NOT BENCHMARKED: {derived}")
+    return [_comment(line) for line in lines]
+
+
+def _blocks(dep: Deployment, anchor: str, data: Mapping[str, str]) -> tuple[BlockView, ...]:
+    """One view per block; measured blocks say which cell, point and block they are (`data-*`)."""
+    return tuple(BlockView(b.title, where_text(b), format_block(b), f"{anchor}-{i}",
+                           {**data, "block": str(i)} if "point" in data else dict(data))
+                 for i, b in enumerate(dep.blocks))
+
+
+def point_script(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.date) -> str:
+    heading = script_heading(cookbook, cell, point, point.deployment, generated_on)
+    return copy_all(list(point.deployment.blocks), heading, tables().describe_placeholder)
+
+
+def variant_script(cookbook: Cookbook, cell: Cell, variant: Variant, generated_on: dt.date) -> str:
+    point = _variant_point(cell, variant) or cell.points[0]
+    what = f"{variant.router} router, {variant.kv} KV tier, from measured point {variant.point}"
+    heading = script_heading(cookbook, cell, point, variant.deployment, generated_on, derived=what)
+    return copy_all(list(variant.deployment.blocks), heading, tables().describe_placeholder)
+
+
+def _metric_summary(point: Point) -> str:
+    keys = [k for k in SUMMARY if k in point.metrics][:3]
+    return " · ".join(f"{METRICS[k][0]} {_format_metric(k, point.metrics[k])} {METRICS[k][1]}" for k in keys)
+
+
+def _run_view(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.date, earlier: dict[str, str]) -> RunView:
+    anchor = point_anchor(cell, point)
+    blocks = _blocks(point.deployment, anchor, {"cell": cell.id, "point": point.id})
+    same = earlier.setdefault("\n\n".join(b.text for b in blocks), tab_title(cell, point))
+    return RunView(tab=tab_title(cell, point), anchor=anchor, script=script_name(cell, point),
+                   blocks=blocks, copy_all=point_script(cookbook, cell, point, generated_on),
+                   point=point, summary=_metric_summary(point), same_as=same if same != tab_title(cell, point) else None)
+
+
+def _variant_view(cookbook: Cookbook, cell: Cell, variant: Variant, generated_on: dt.date) -> RunView:
+    anchor = variant_anchor(cell, variant)
+    point = _variant_point(cell, variant) or cell.points[0]
+    data = {"variant": f"{cell.id} {variant.point} {variant.router} {variant.kv}"}
+    return RunView(tab=variant_tab(cell, variant), anchor=anchor, script=f"launch-{anchor}.sh",
+                   blocks=_blocks(variant.deployment, anchor, data), copy_all=variant_script(cookbook, cell, variant, generated_on),
+                   point=point, summary=f"{variant.router} router with KV tier {variant.kv}, derived from point {variant.point}",
+                   same_as=None)
+
+
+def variant_groups(cookbook: Cookbook, cell: Cell, generated_on: dt.date) -> tuple[VariantGroup, ...]:
+    """Derived variants grouped by (router, KV tier), in first-seen order."""
+    groups: dict[tuple[str, str], list[RunView]] = {}
+    for v in cell.variants:
+        groups.setdefault((v.router, v.kv), []).append(_variant_view(cookbook, cell, v, generated_on))
+    return tuple(VariantGroup(variant_group_title(r, k), variant_group_anchor(cell, r, k), tuple(runs))
+                 for (r, k), runs in groups.items())
+
+
+# --- metrics and charts ---------------------------------------------------------------------------
+
+def _format_metric(key: str, value: float) -> str:
+    return METRICS.get(key, (key, "", "{:g}"))[2].format(value)
+
+
+def metric_title(key: str) -> str:
+    name, unit, _ = METRICS.get(key, (key, "", ""))
+    return f"{name} ({unit})" if unit else name
+
+
+def metric_keys(points: tuple[Point, ...]) -> list[str]:
+    present = {k for p in points for k in p.metrics}
+    return [k for k in METRICS if k in present] + sorted(present - set(METRICS))
+
+
+def _x_metric(point: Point) -> tuple[str, str, Axis] | None:
+    if THROUGHPUT not in point.metrics:
+        return None
+    return next((x for x in X_METRICS if x[0] in point.metrics), None)
+
+
+def chart_groups(cells: tuple[Cell, ...]) -> dict[str, list[tuple[Cell, Point]]]:
+    """Measured points with a throughput and an x metric, grouped by the kind of x metric."""
+    groups: dict[str, list[tuple[Cell, Point]]] = {}
+    for cell in cells:
+        for point in cell.points:
+            x = _x_metric(point)
+            if x:
+                groups.setdefault(x[1], []).append((cell, point))
+    return groups
+
+
+def series_name(cell: Cell) -> str:
+    return " · ".join(t for t in (cell.label, cell.detail, cell.router) if t)
+
+
+def cell_title(cell: Cell) -> str:
+    """The cell's heading: unique enough for the table of contents, which spans all hardware tabs."""
+    return f"{hardware_title(cell.hw)} · {series_name(cell)}"
+
+
+def chart(page: Page, hw: str, kind: str, members: list[tuple[Cell, Point]]) -> tuple[ChartView, str, set[tuple[str, str]]]:
+    """The chart's view, its SVG text and the (cell id, point id) pairs on its frontier."""
+    key, _, axis = next(x for x in X_METRICS if x[1] == kind)
+    pts = [ChartPoint(series_name(c), tab_title(c, p), p.metrics[key], p.metrics[THROUGHPUT]) for c, p in members]
+    best = frontier(pts, axis.better)
+    title = f"{page.title} on {hardware_title(hw)}: throughput per GPU vs {axis.title}"
+    file = f"pareto-{_tab_slug(hw, '-')}-{kind}.svg"
+    front = tuple((f"{series_name(members[i][0])} {pts[i].label}", point_anchor(*members[i])) for i in best)
+    alt = f"{title}. Pareto frontier: " + ", ".join(t for t, _ in front)
+    on = {(members[i][0].id, members[i][1].id) for i in best}
+    svg = pareto_svg(pts, axis, Y_AXIS, f"{hardware_title(hw)}: throughput per GPU vs {axis.title}")
+    return ChartView(file, title, alt, front), svg, on
+
+
+def _metric_rows(cell: Cell, keys: list[str], on_front: set[tuple[str, str]]) -> tuple[MetricRow, ...]:
+    return tuple(MetricRow(tab_title(cell, p), point_anchor(cell, p), ", ".join(str(c) for c in p.concs),
+                           tuple(_format_metric(k, p.metrics[k]) if k in p.metrics else "—" for k in keys),
+                           (cell.id, p.id) in on_front)
+                 for p in cell.points)
+
+
+def _disclosures(cell: Cell) -> tuple[str, ...]:
+    al = ", ".join(dict.fromkeys(p.golden_al for p in cell.points if p.golden_al)) or "unknown"
+    return tuple(DISCLOSURE_TEXT.get(d, d).format(al=al) for d in cell.disclosures)
+
+
+def cell_view(cookbook: Cookbook, cell: Cell, generated_on: dt.date, on_front: set[tuple[str, str]]) -> CellView:
+    earlier: dict[str, str] = {}
+    runs = tuple(_run_view(cookbook, cell, p, generated_on, earlier) for p in cell.points)
+    variants = variant_groups(cookbook, cell, generated_on)
+    keys = metric_keys(cell.points)
+    overrides = tuple(dict.fromkeys(p.override for p in cell.points if p.override))
+    return CellView(cell, runs, variants, tuple(metric_title(k) for k in keys),
+                    _metric_rows(cell, keys, on_front), _disclosures(cell), overrides)
+
+
+def page_view(cookbook: Cookbook, page: Page, generated_on: dt.date) -> tuple[PageView, dict[str, str]]:
+    """The page's view and its SVG charts (`{file name: svg}`)."""
+    hardware, svgs = [], {}
+    for hw in page.hardware:
+        cells = tuple(c for c in page.cells if c.hw == hw)
+        charts, on_front = [], set()
+        for kind, members in chart_groups(cells).items():
+            view, svg, on = chart(page, hw, kind, members)
+            charts.append(view)
+            svgs[view.file] = svg
+            on_front |= on
+        views = tuple(cell_view(cookbook, c, generated_on, on_front) for c in cells)
+        hardware.append(HardwareView(hw, hardware_title(hw), views, tuple(charts)))
+    return PageView(page, tuple(hardware)), svgs
+
+
+# --- home and flag index --------------------------------------------------------------------------
+
+def home_cell(page: Page, hw: str) -> HomeCell | None:
+    cells = [c for c in page.cells if c.hw == hw]
+    if not cells:
+        return None
+    statuses = list(dict.fromkeys(c.provenance.status for c in cells))
+    counts = tuple(StatusCount(s, sum(c.provenance.status == s for c in cells)) for s in statuses)
+    dates = [c.provenance.date for c in cells if c.provenance.date]
+    return HomeCell(f"{page.slug}/index.html#{hardware_anchor(hw)}", counts, max(dates).isoformat() if dates else "—",
+                    len(cells), sum(len(c.points) for c in cells))
+
+
+def all_hardware(cookbook: Cookbook) -> list[str]:
+    return list(dict.fromkeys(hw for page in cookbook.pages for hw in page.hardware))
+
+
+def _settings_of(dep: Deployment) -> list[tuple[str, str, str]]:
+    out = []
+    for block in dep.blocks:
+        out += [(a[0], "flag", " ".join(a[1:])) for a in block.args if a[0].startswith("-")]
+        out += [(k, "env", v) for k, v in block.env.items()]
+    return out
+
+
+def flag_rows(cookbook: Cookbook, max_values: int = 4) -> tuple[FlagRow, ...]:
+    """Every flag and env variable of every published command, with its values and the cells setting
+    it; a cell whose measured commands never set it, only its derived variants, is marked derived."""
+    seen: dict[tuple[str, str], tuple[dict[str, None], dict[tuple[str, str], bool]]] = {}
+    for page in cookbook.pages:
+        for cell in page.cells:
+            where = (cell_title(cell), f"{page_path(page)}#{cell.slug}")
+            runs = [(p.deployment, False) for p in cell.points] + [(v.deployment, True) for v in cell.variants]
+            for dep, derived in runs:
+                for name, kind, value in _settings_of(dep):
+                    values, cells = seen.setdefault((name, kind), ({}, {}))
+                    values.setdefault(value, None)
+                    cells[where] = cells.get(where, True) and derived
+    rows = []
+    for (name, kind), (values, cells) in sorted(seen.items(), key=lambda kv: (kv[0][1] == "env", kv[0][0].lstrip("-").lower())):
+        shown = [v for v in values if v][:max_values]
+        rows.append(FlagRow(name, kind, tuple(shown), len([v for v in values if v]) - len(shown),
+                            tuple((text, href, derived) for (text, href), derived in cells.items())))
+    return tuple(rows)
+
+
+# --- cookbook.json ----------------------------------------------------------------------------------
+
+def _blocks_json(dep: Deployment) -> list[dict[str, object]]:
+    return [{**b.to_json(), "text": format_block(b)} for b in dep.blocks]
+
+
+def _run_json(page: Page, run: RunView, dep: Deployment) -> dict[str, object]:
+    base = f"{page.slug}/"
+    return {"anchor": run.anchor, "url": f"{base}index.html#{run.anchor}", "script": base + run.script,
+            "gpus": dep.gpus, "nodes": dep.nodes, "image": dep.image,
+            "blocks": _blocks_json(dep), "copy_all": run.copy_all}
+
+
+def _cell_json(page: Page, view: CellView) -> dict[str, object]:
+    cell = view.cell
+    points = [{"id": r.point.id, "label": r.point.label, "concurrencies": list(r.point.concs), "recipe": r.point.recipe,
+               "override": r.point.override, "metrics": dict(r.point.metrics), "golden_acceptance_length": r.point.golden_al,
+               **_run_json(page, r, r.point.deployment)} for r in view.runs]
+    runs = [r for g in view.variants for r in g.runs]
+    by_anchor = {variant_anchor(cell, v): v for v in cell.variants}
+    variants = [{"status": "derived", "router": by_anchor[r.anchor].router, "kv": by_anchor[r.anchor].kv,
+                 "from_point": by_anchor[r.anchor].point, **_run_json(page, r, by_anchor[r.anchor].deployment)} for r in runs]
+    return {"id": cell.id, "slug": cell.slug, "url": f"{page.slug}/index.html#{cell.slug}", "config_key": cell.config_key,
+            "hardware": cell.hw, "label": cell.label, "detail": cell.detail, "gpus": cell.gpus, "nodes": cell.nodes,
+            "image": cell.image, "image_digest": cell.image_digest, "image_commit": cell.image_commit,
+            "router": cell.router, "kv": cell.kv, "provenance": cell.provenance.model_dump(mode="json"),
+            "points": points, "derived_variants": variants,
+            "exclusions": [e.model_dump(mode="json") for e in cell.exclusions],
+            "disclosures": list(cell.disclosures), "notes": list(cell.notes)}
+
+
+def cookbook_json(cookbook: Cookbook, views: list[PageView], generated_on: dt.date) -> str:
+    doc = {"schema": 1, "title": cookbook.title, "repo": cookbook.repo, "generated_on": generated_on.isoformat(),
+           "warnings": list(cookbook.warnings),
+           "pages": [{"model": v.page.model, "slug": v.page.slug, "title": v.page.title, "url": f"{v.page.slug}/index.html",
+                      "cells": [_cell_json(v.page, c) for hw in v.hardware for c in hw.cells]} for v in views]}
+    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+
+
+# --- templates and the whole site -------------------------------------------------------------------
+
+def environment(templates: Mapping[str, str]) -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.DictLoader(dict(templates)), autoescape=True, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    env.filters.update(md=md, code=code, badge=badge, fence=fence)
+    env.globals.update(link=link, STATUS_TEXT=STATUS_TEXT, hardware_title=hardware_title, cell_title=cell_title,
+                       hardware_anchor=hardware_anchor, page_path=page_path)
+    return env
+
+
+def render_template(env: jinja2.Environment, name: str, **context: object) -> str:
+    """Render one template; a template mistake becomes a located CookbookError."""
+    try:
+        return env.get_template(name).render(**context)
+    except jinja2.TemplateSyntaxError as exc:
+        raise CookbookError.at(f"templates/{exc.name or name}", exc.lineno, "", exc.message or "syntax error") from None
+    except jinja2.TemplateError as exc:
+        raise CookbookError.at(f"templates/{name}", 0, "", str(exc)) from None
+
+
+def site_files(cookbook: Cookbook, templates: Mapping[str, str], generated_on: dt.date) -> dict[str, str]:
+    """Every file of the docs folder, by relative path (see the module docstring)."""
+    env = environment(templates)
+    files = {name[len(ASSETS):]: text for name, text in templates.items() if name.startswith(ASSETS)}
+    views = []
+    for page in cookbook.pages:
+        view, svgs = page_view(cookbook, page, generated_on)
+        views.append(view)
+        files.update({f"{page.slug}/{name}": svg for name, svg in svgs.items()})
+        files[page_path(page)] = render_template(env, MODEL_TEMPLATE, cookbook=cookbook, view=view, generated_on=generated_on)
+        for hw in view.hardware:
+            for cell in hw.cells:
+                derived = tuple(r for g in cell.variants for r in g.runs)
+                files.update({f"{page.slug}/{r.script}": r.copy_all for r in cell.runs + derived})
+    context = {"cookbook": cookbook, "views": views, "generated_on": generated_on, "hardware": all_hardware(cookbook),
+               "home_cell": home_cell, "flags": flag_rows(cookbook)}
+    for path, name in TEMPLATES.items():
+        files[path] = render_template(env, name, **context)
+    files["cookbook.json"] = cookbook_json(cookbook, views, generated_on)
+    return files
+

@@ -1,0 +1,229 @@
+"""The built site in Debian's Chromium (Playwright): tabs, copy buttons, clipboard, search, no JS.
+
+Needs /usr/bin/chromium (`apt-get install -y chromium`); the test fails, not skips, without it.
+The site is served by `http.server` on 127.0.0.1; every request elsewhere is blocked and reported.
+A screenshot goes to test-output/browser.png.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import http.server
+import shutil
+import threading
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from cookbookgen.cells.assemble import load_cookbook
+from cookbookgen.cells.model import Cell, Cookbook
+from cookbookgen.publish import pages, site
+from cookbookgen.render.shell import format_block
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+SCREENSHOT = ROOT / "test-output" / "browser.png"
+B200_KEY = "dsv41flash-fp4-b200-sglang-agentic-dspark"
+B200_MASTER = f"""
+{B200_KEY}:
+  image: lmsysorg/sglang:nightly-dev-cu13-20261012-e6072935
+  model: deepseek-ai/DeepSeek-V4.1-Flash
+  model-prefix: dsv41flash
+  runner: cluster:gb300-nv
+  precision: fp4
+  framework: sglang
+  multinode: false
+  scenarios:
+    agentic-coding:
+    - dram-utilization: 0.80
+      search-space:
+      - {{ tp: 4, ep: 1, kv-offloading: none, spec-decoding: dspark, conc-list: [1, 4], srt-recipe: benchmarks/single_node/srt-slurm-recipes/dsv41flash/sglang/b200-fp4-mtp/agentic.yaml }}
+"""
+B200_MANIFEST = f"""      - key: {B200_KEY}
+        commit: e182134fd
+        metrics:
+          tp4/c1: {{throughput_per_gpu: 5100, p90_interactivity: 480.0}}
+          tp4/c4: {{throughput_per_gpu: 7200, p90_interactivity: 390.0}}
+"""
+
+
+def two_hardware_data(tmp: Path) -> Path:
+    """The bundled data plus a B200 config (a copy of the standalone lane with gpu_type b200)."""
+    data = tmp / "data"
+    shutil.copytree(ROOT / "data", data)
+    e2e = data / "inferencex" / "inferencex-e2e"
+    recipes = e2e / "benchmarks" / "single_node" / "srt-slurm-recipes" / "dsv41flash" / "sglang"
+    src = (recipes / "gb300-fp4-mtp" / "agentic.yaml").read_text()
+    assert "gpu_type: gb300" in src
+    (recipes / "b200-fp4-mtp").mkdir()
+    (recipes / "b200-fp4-mtp" / "agentic.yaml").write_text(src.replace("gpu_type: gb300", "gpu_type: b200"))
+    with (e2e / "configs" / "nvidia-master.yaml").open("a") as f:
+        f.write(B200_MASTER)
+    with (data / "cookbook.yaml").open("a") as f:
+        f.write(B200_MANIFEST)
+    return data / "cookbook.yaml"
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def two_hw(tmp_path_factory: pytest.TempPathFactory) -> tuple[Cookbook, Path]:
+    tmp = tmp_path_factory.mktemp("browser")
+    manifest = two_hardware_data(tmp)
+    cookbook = load_cookbook(manifest)
+    assert cookbook.pages[0].hardware == ("gb300", "b200")
+    site.publish(cookbook, tmp / "site", dt.date(2026, 11, 29))
+    return cookbook, tmp / "site"
+
+
+@pytest.fixture(scope="module")
+def server(two_hw: tuple[Cookbook, Path]) -> Iterator[str]:
+    handler = functools.partial(_Quiet, directory=str(two_hw[1]))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_port}"
+    httpd.shutdown()
+    thread.join()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} not found: install Debian's Chromium (apt-get install -y chromium) to run the browser tests")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _watch(context: object, page: object, origin: str) -> tuple[list[str], list[str]]:
+    """Console errors and page errors, and requests that tried to leave `origin` (blocked)."""
+    errors: list[str] = []
+    outside: list[str] = []
+
+    def route(r: object) -> None:
+        url = r.request.url  # type: ignore[attr-defined]
+        if url.startswith(origin) or url.startswith("file:"):
+            r.continue_()  # type: ignore[attr-defined]
+        else:
+            outside.append(url)
+            r.abort()  # type: ignore[attr-defined]
+
+    context.route("**/*", route)  # type: ignore[attr-defined]
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)  # type: ignore[attr-defined]
+    page.on("pageerror", lambda e: errors.append(str(e)))  # type: ignore[attr-defined]
+    return errors, outside
+
+
+def _b200_cell(cookbook: Cookbook) -> Cell:
+    return next(c for c in cookbook.pages[0].cells if c.hw == "b200")
+
+
+def test_tabs_copy_button_and_clipboard(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
+    cookbook, _ = two_hw
+    context = browser.new_context(viewport={"width": 1400, "height": 1500})  # type: ignore[attr-defined]
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
+    page = context.new_page()
+    errors, outside = _watch(context, page, server)
+    page.goto(f"{server}/{cookbook.pages[0].slug}/index.html")
+
+    cell = _b200_cell(cookbook)
+    point = cell.points[1]                                     # c4: not the default tab
+    block_index = len(point.deployment.blocks) - 1             # the worker
+    anchor = pages.point_anchor(cell, point)
+    page.click(f'label[for="{pages.hardware_anchor("b200")}"]')
+    page.click(f'label[for="{anchor}"]')
+    block = page.locator(f"#{anchor}-{block_index}")
+    assert block.is_visible()
+    block.hover()
+    block.locator("button.md-clipboard").click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied == format_block(point.deployment.blocks[block_index])
+
+    page.evaluate("id => { document.getElementById(id).scrollIntoView(); window.scrollBy(0, -80); }", cell.slug)
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT))
+    assert errors == [] and outside == []
+    context.close()
+
+
+def test_copy_all_button_copies_the_script(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
+    cookbook, out = two_hw
+    context = browser.new_context()  # type: ignore[attr-defined]
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
+    page = context.new_page()
+    errors, outside = _watch(context, page, server)
+    cell = cookbook.pages[0].cells[0]
+    point = cell.points[0]
+    anchor = pages.point_anchor(cell, point)
+    page.goto(f"{server}/{cookbook.pages[0].slug}/index.html#{anchor}-all")
+    block = page.locator(f"#{anchor}-all")
+    block.hover()
+    block.locator("button.md-clipboard").click()
+    script = (out / cookbook.pages[0].slug / pages.script_name(cell, point)).read_text()
+    assert page.evaluate("navigator.clipboard.readText()") == script.rstrip("\n")
+    assert errors == [] and outside == []
+    context.close()
+
+
+def test_deep_link_opens_the_hardware_and_concurrency_tabs(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
+    cookbook, _ = two_hw
+    cell = _b200_cell(cookbook)
+    anchor = pages.point_anchor(cell, cell.points[1])
+    page = browser.new_page()  # type: ignore[attr-defined]
+    page.goto(f"{server}/{cookbook.pages[0].slug}/index.html#{anchor}-0")
+    assert page.locator(f"#{anchor}-0").is_visible()
+    assert page.locator(f'input[id="{pages.hardware_anchor("b200")}"]').is_checked()
+    page.close()
+
+
+def test_search_works_offline(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
+    context = browser.new_context()  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors, outside = _watch(context, page, server)
+    page.goto(f"{server}/index.html")
+    page.click(".md-search__input")
+    page.keyboard.type("hicache", delay=20)
+    page.wait_for_selector(".md-search-result__item")
+    assert page.locator(".md-search-result__item").count() >= 1
+    assert errors == [] and outside == []
+    context.close()
+
+
+def test_search_works_from_file_urls(two_hw: tuple[Cookbook, Path], browser: object) -> None:
+    _, out = two_hw
+    context = browser.new_context()  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors, outside = _watch(context, page, "file:")
+    page.goto((out / "index.html").as_uri())
+    page.click(".md-search__input")
+    page.keyboard.type("hicache", delay=20)
+    page.wait_for_selector(".md-search-result__item")
+    assert errors == [] and outside == []
+    context.close()
+
+
+def test_commands_are_readable_without_javascript(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
+    cookbook, _ = two_hw
+    context = browser.new_context(java_script_enabled=False)  # type: ignore[attr-defined]
+    page = context.new_page()
+    page.goto(f"{server}/{cookbook.pages[0].slug}/index.html")
+    cell = _b200_cell(cookbook)
+    point = cell.points[1]
+    anchor = pages.point_anchor(cell, point)
+    page.click(f'label[for="{pages.hardware_anchor("b200")}"]')       # CSS-only radio tabs
+    page.click(f'label[for="{anchor}"]')
+    code = page.locator(f"#{anchor}-0 code")
+    assert code.is_visible()
+    assert code.inner_text().rstrip("\n") == format_block(point.deployment.blocks[0])
+    context.close()

@@ -1,0 +1,125 @@
+"""`cookbookgen diff SITE_DIR`: the commands read back from a built site's HTML, paired through its cookbook.json."""
+
+from __future__ import annotations
+
+import argparse
+import html
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from cookbookgen.cells.assemble import load_cookbook
+from cookbookgen.cells.model import Cookbook
+from cookbookgen.commands.diff import run_diff
+from cookbookgen.diff.site import code_blocks, parse_block_text
+from cookbookgen.pipeline import render_all_points
+from cookbookgen.policy.rules import load_policy
+from cookbookgen.recipes.workspace import Workspace
+from cookbookgen.render.shell import format_block
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+@pytest.fixture(scope="module")
+def cookbook() -> Cookbook:
+    return load_cookbook(ROOT / "data" / "cookbook.yaml")
+
+
+def _page(cookbook: Cookbook, edit: tuple[str, str] | None = None, attrs: bool = True) -> str:
+    """A page like the site's: each block of each point in a highlight div carrying its ids."""
+    parts = ["<html><body><h1>Cookbook</h1>"]
+    for page in cookbook.pages:
+        for cell in page.cells:
+            for point in cell.points:
+                for i, block in enumerate(point.deployment.blocks):
+                    text = format_block(block)
+                    if edit:
+                        text = text.replace(*edit)
+                    ids = f' data-cell="{cell.id}" data-point="{point.id}" data-block="{i}"' if attrs else ""
+                    parts.append(f'<div class="highlight"{ids}><pre><span></span><code><span class="n">'
+                                 f"{html.escape(text)}</span></code></pre></div>")
+    return "\n".join(parts + ["</body></html>"])
+
+
+def _site(tmp: Path, cookbook: Cookbook, page: str) -> Path:
+    site = tmp / "site"
+    site.mkdir()
+    (site / "cookbook.json").write_text(json.dumps(cookbook.model_dump(mode="json")), encoding="utf-8")
+    (site / "deepseek-v4-1-flash.html").write_text(page, encoding="utf-8")
+    return site
+
+
+def _run(site: Path) -> tuple[int, dict]:
+    out = io.StringIO()
+    args = argparse.Namespace(cookbook=[site], source=ROOT / "data" / "inferencex", config=None, logs=None, format="json", policy=None)
+    return run_diff(args, out), json.loads(out.getvalue())
+
+
+def test_built_site_commands_at_parity(tmp_path: Path, cookbook: Cookbook) -> None:
+    status, doc = _run(_site(tmp_path, cookbook, _page(cookbook)))
+    assert (status, doc["kind"], doc["notes"]) == (0, "site", [])
+
+
+def test_a_command_edited_in_the_html_is_caught(tmp_path: Path, cookbook: Cookbook) -> None:
+    status, doc = _run(_site(tmp_path, cookbook, _page(cookbook, ("--hicache-ratio 1.02", "--hicache-ratio 1.2"))))
+    bad = {(f["point"], f["role"], f["item"], f["cookbook"]) for f in doc["findings"] if f["cls"] == "mismatch"}
+    assert bad == {("4p1d-dep2-dep16/c1228", "prefill", "--hicache-ratio", "1.2")}
+    assert status == 1
+
+
+def test_html_without_block_ids_falls_back_to_cookbook_json_and_says_so(tmp_path: Path, cookbook: Cookbook) -> None:
+    status, doc = _run(_site(tmp_path, cookbook, _page(cookbook, ("--hicache-ratio 1.02", "--hicache-ratio 1.2"), attrs=False)))
+    assert status == 0
+    assert doc["notes"] == ["the site's HTML code blocks carry no data-cell / data-point / data-block attributes; "
+                            "compared the commands of cookbook.json instead"]
+
+
+def test_code_blocks_take_ids_from_ancestors() -> None:
+    page = '<section data-cell="k#0"><div data-point="tp4/c1" data-block="2"><pre><code>a &amp;&amp; b</code></pre></div></section>'
+    assert code_blocks(page) == {("k#0", "tp4/c1", 2): "a && b"}
+
+
+def _all_blocks() -> list:
+    policy = load_policy()
+    out = []
+    for root, keys in ((ROOT / "data" / "inferencex", ("dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg",
+                                                       "dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg",
+                                                       "dsv41flash-fp4-gb300-sglang-agentic-dspark")),
+                       (CORPUS / "inferencex", ("dsv4-fp4-gb300-dynamo-sglang-agentic-disagg",))):
+        for key in keys:
+            out.extend(b for rp in render_all_points(Workspace(root), policy, key) for b in rp.deployment.blocks)
+    return out
+
+
+def test_block_text_reads_back_to_the_same_command() -> None:
+    blocks = _all_blocks()
+    assert any(b.files for b in blocks) and any(b.preamble for b in blocks)
+    for block in blocks:
+        parsed = parse_block_text(format_block(block))
+        assert parsed == {"cmd": block.cmd, "args": block.args, "env": block.env, "preamble": block.preamble, "files": block.files}, block.title
+
+
+def test_the_built_site_is_read_back_from_its_html(tmp_path: Path, cookbook: Cookbook) -> None:
+    from cookbookgen.publish.site import publish
+
+    site = tmp_path / "site"
+    publish(cookbook, site, cookbook.generated_on or __import__("datetime").date(2026, 11, 29))
+    status, doc = _run(site)
+    assert (status, doc["kind"], doc["notes"]) == (0, "site", [])
+    page = site / "deepseek-v4-1-flash" / "index.html"
+    shown = 'hicache-ratio<span class="w"> </span><span class="m">1</span>.02'
+    text = page.read_text(encoding="utf-8")
+    assert text.count(shown) == 4  # c1228's two prefill blocks, then both again in its "copy all" block
+    page.write_text(text.replace(shown, shown.replace(".02", ".20"), 1), encoding="utf-8")
+    status, doc = _run(site)
+    bad = [(f["point"], f["role"], f["item"], f["cookbook"]) for f in doc["findings"] if f["cls"] == "mismatch"]
+    assert (status, bad) == (1, [("4p1d-dep2-dep16/c1228", "prefill", "--hicache-ratio", "1.20")])
+
+
+def test_void_and_unclosed_elements_do_not_leak_block_ids() -> None:
+    page = ('<div data-cell="k#0" data-point="p" data-block="0"><img src="x"><br><pre><code>one</code></pre><p>open</div>'
+            '<div class="highlight"><pre><code>copy all</code></pre></div>')
+    assert code_blocks(page) == {("k#0", "p", 0): "one"}

@@ -1,0 +1,276 @@
+"""publish.pages and publish.chart: pure page generation, escaping, scripts that bash accepts, charts."""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from cookbookgen.cells.assemble import load_cookbook
+from cookbookgen.cells.model import Cell, Cookbook, Exclusion, Variant
+from cookbookgen.errors import CookbookError
+from cookbookgen.publish import pages
+from cookbookgen.publish.chart import Axis, ChartPoint, frontier, pareto_svg
+from cookbookgen.publish.site import read_templates
+from cookbookgen.render.model import Block
+from cookbookgen.render.shell import format_block
+
+ROOT = Path(__file__).resolve().parents[1]
+DATE = dt.date(2026, 11, 29)
+HOSTILE = "<script>alert(1)</script>"
+
+
+@pytest.fixture(scope="module")
+def cookbook() -> Cookbook:
+    return load_cookbook(ROOT / "data" / "cookbook.yaml")
+
+
+@pytest.fixture(scope="module")
+def templates() -> dict[str, str]:
+    return read_templates(ROOT / "templates")
+
+
+@pytest.fixture(scope="module")
+def files(cookbook: Cookbook, templates: dict[str, str]) -> dict[str, str]:
+    return pages.site_files(cookbook, templates, DATE)
+
+
+def _cells(cookbook: Cookbook) -> list[Cell]:
+    return [cell for page in cookbook.pages for cell in page.cells]
+
+
+def _replace_cell(cookbook: Cookbook, old: Cell, new: Cell) -> Cookbook:
+    new_pages = tuple(p.model_copy(update={"cells": tuple(new if c is old else c for c in p.cells)}) for p in cookbook.pages)
+    return cookbook.model_copy(update={"pages": new_pages})
+
+
+def hostile_cookbook(cookbook: Cookbook) -> Cookbook:
+    """The bundled cookbook with markup, pipes and backticks in a label, a note, an exclusion and a command."""
+    cell = _cells(cookbook)[-1]
+    point = cell.points[0]
+    evil = Block(kind="worker", role="agg", title=f'Aggregated "worker" {HOSTILE}', cmd="python3 -m sglang.launch_server",
+                 args=(("--model-path", "m"), ("--chat-template", HOSTILE), ("--sep", "a|b"), ("--fence", "```"),
+                       ("--subst", "$(touch /tmp/pwned)`id`")),
+                 env={"EVIL": "<x>|y"}, where=f"on {HOSTILE} | any node")
+    dep = point.deployment.model_copy(update={"blocks": point.deployment.blocks + (evil,)})
+    new_point = point.model_copy(update={"deployment": dep})
+    new_cell = cell.model_copy(update={
+        "label": f"Agg {HOSTILE} | x", "points": (new_point,) + cell.points[1:],
+        "notes": cell.notes + (f"note with {HOSTILE} and a|b",),
+        "exclusions": cell.exclusions + (Exclusion(path="a|b.c", cls="harness-only", reason=f"r {HOSTILE}", value="x|y`z`", points=("c64",)),)})
+    return _replace_cell(cookbook, cell, new_cell)
+
+
+def _outside_fences(markdown: str) -> str:
+    return re.sub(r"(?ms)^( *)(`{3,})\{ \.bash .*?^\1\2$", "", markdown)
+
+
+def _bash_n(text: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
+
+
+# --- the files --------------------------------------------------------------------------------------
+
+def test_site_files_has_pages_scripts_charts_and_json(cookbook: Cookbook, files: dict[str, str]) -> None:
+    page = cookbook.pages[0]
+    assert {"index.md", "flags.md", "cookbook.json", f"{page.slug}/index.md", "stylesheets/cookbook.css",
+            "javascripts/cookbook.js", "javascripts/iframe-worker-shim.js"} <= set(files)
+    scripts = {p for p in files if p.endswith(".sh")}
+    assert scripts == {f"{page.slug}/{pages.script_name(c, p)}" for c in page.cells for p in c.points}
+    assert f"{page.slug}/pareto-gb300-latency.svg" in files and f"{page.slug}/pareto-gb300-interactivity.svg" in files
+
+
+def test_script_names_follow_cell_and_concurrency(cookbook: Cookbook) -> None:
+    cell = _cells(cookbook)[0]
+    assert pages.script_name(cell, cell.points[0]) == f"launch-{cell.slug}-c1.sh"
+    assert pages.point_anchor(cell, cell.points[0]) == f"{cell.slug}-c1"
+
+
+def test_every_copy_all_and_script_passes_bash_n(files: dict[str, str]) -> None:
+    scripts = [text for path, text in files.items() if path.endswith(".sh")]
+    assert scripts
+    for text in scripts:
+        result = _bash_n(text)
+        assert result.returncode == 0, result.stderr
+
+
+def test_scripts_spell_out_placeholders_replicas_and_ranks(cookbook: Cookbook, files: dict[str, str]) -> None:
+    disagg = next(c for c in _cells(cookbook) if c.label.startswith("Disagg"))
+    text = files[f"{cookbook.pages[0].slug}/{pages.script_name(disagg, disagg.points[0])}"]
+    assert 'export ETCD_IP="${ETCD_IP:?' in text
+    assert "<" not in "".join(line for line in text.splitlines() if line.startswith("export "))
+    assert "replica 1: run on its own node" in text
+    assert "NODE_RANK=0, NODE_RANK=1, NODE_RANK=2, NODE_RANK=3" in text
+
+
+def test_model_page_has_one_fenced_block_per_process_in_launch_order(cookbook: Cookbook, files: dict[str, str]) -> None:
+    page = cookbook.pages[0]
+    md = files[pages.page_path(page)]
+    for cell in page.cells:
+        assert f"{{ #{cell.slug} }}" in md
+        for point in cell.points:
+            anchor = pages.point_anchor(cell, point)
+            positions = [md.index(f"#{anchor}-{i} ") for i in range(len(point.deployment.blocks))]
+            assert positions == sorted(positions)
+            assert f"#{anchor}-all " in md
+            for block in point.deployment.blocks:
+                assert all(line in md for line in format_block(block).splitlines())
+
+
+def test_cookbook_json_holds_every_resolved_command(cookbook: Cookbook, files: dict[str, str]) -> None:
+    doc = json.loads(files["cookbook.json"])
+    assert doc["generated_on"] == "2026-11-29"
+    cells = {c["id"]: c for p in doc["pages"] for c in p["cells"]}
+    for cell in _cells(cookbook):
+        got = cells[cell.id]
+        assert got["provenance"]["commit"] == cell.provenance.commit
+        for point, jp in zip(cell.points, got["points"]):
+            assert [b["text"] for b in jp["blocks"]] == [format_block(b) for b in point.deployment.blocks]
+            assert files[jp["script"]] == jp["copy_all"]
+
+
+def test_home_page_shows_models_by_hardware_with_status_and_date(files: dict[str, str]) -> None:
+    home = files["index.md"]
+    assert "| Model | GB300 |" in home
+    assert "cb-status-verified-pr" in home and "cb-status-in-progress" in home
+    assert "latest run 2026-10-16" in home
+    assert 'href="deepseek-v4-1-flash/index.html#hardware-gb300"' in html.unescape(home)
+
+
+def test_cell_shows_provenance_metrics_exclusions_disclosures_notes(cookbook: Cookbook, files: dict[str, str]) -> None:
+    text = html.unescape(files[pages.page_path(cookbook.pages[0])])
+    assert '<a href="https://github.com/SemiAnalysisAI/InferenceX/actions/runs/38911006463/attempts/1">run 38911006463, attempt 1</a>' in text
+    assert '<a href="https://github.com/SemiAnalysisAI/InferenceX/pull/4180">#4180</a>' in text
+    assert "none pinned yet" in text                                  # the in-progress lane
+    assert "| Point | Concurrency | Throughput (tok/s/GPU) |" in text
+    assert "★ frontier" in text
+    assert "| Setting | Class | Reason | Value | Points |" in text
+    assert "golden (simulated) acceptance length of 3.51" in text     # disclosure
+    assert "--hicache-ratio sizes the host KV tier" in text           # note triggered by a per-host size
+    assert "Newer SGLang releases rename --enable-dp-attention" in text   # note on a renamed flag
+
+
+def test_identical_commands_across_concurrencies_are_explained(cookbook: Cookbook, templates: dict[str, str]) -> None:
+    cell = _cells(cookbook)[0]
+    first, second = cell.points[:2]
+    same = cell.model_copy(update={"points": (first, second.model_copy(update={"deployment": first.deployment}))})
+    cb = _replace_cell(cookbook, cell, same)
+    md = pages.site_files(cb, templates, DATE)[pages.page_path(cb.pages[0])]
+    assert md.count("Same commands as c1: the concurrency is a benchmark-client setting") == 1
+
+
+def test_flag_index_lists_flags_and_env_with_cells(cookbook: Cookbook, files: dict[str, str]) -> None:
+    rows = {r.name: r for r in pages.flag_rows(cookbook)}
+    assert rows["--tensor-parallel-size"].kind == "flag"
+    assert len(rows["--tensor-parallel-size"].cells) == len(_cells(cookbook))
+    assert rows["NCCL_CUMEM_ENABLE"].kind == "env"
+    assert "(deepseek-v4-1-flash/index.md#" in files["flags.md"]
+
+
+# --- escaping ---------------------------------------------------------------------------------------
+
+def test_md_filter_writes_markup_and_pipes_as_references() -> None:
+    out = str(pages.md(f"{HOSTILE} a|b `c` *d* [e](f)"))
+    assert "<" not in out and "|" not in out and "`" not in out and "*" not in out and "[" not in out
+    assert out.startswith("&#60;script&#62;")
+
+
+def test_fence_is_longer_than_any_backtick_run() -> None:
+    text = "echo ```` done"
+    fenced = str(pages.fence(text, "a", "t"))
+    assert fenced.startswith("`````{ .bash #a") and fenced.endswith("\n`````")
+
+
+@pytest.mark.parametrize("text", ["a\tb", "a\x1bb", "a\n  \nb"])
+def test_fence_refuses_text_markdown_would_change(text: str) -> None:
+    with pytest.raises(CookbookError):
+        pages.fence(text, "a", "t")
+
+
+def test_hostile_values_are_escaped_in_markdown_and_exact_in_scripts(cookbook: Cookbook, templates: dict[str, str]) -> None:
+    evil = hostile_cookbook(cookbook)
+    files = pages.site_files(evil, templates, DATE)
+    md = files[pages.page_path(evil.pages[0])]
+    outside = _outside_fences(md)
+    assert "<script" not in outside and "a|b" not in outside
+    cell = _cells(evil)[-1]
+    script = files[f"{evil.pages[0].slug}/{pages.script_name(cell, cell.points[0])}"]
+    assert f"--chat-template '{HOSTILE}'" in script and "--sep 'a|b'" in script
+    assert _bash_n(script).returncode == 0
+    indent = " " * 8
+    assert indent + format_block(cell.points[0].deployment.blocks[-1]).replace("\n", "\n" + indent) in md
+
+
+def test_template_error_is_a_located_problem(cookbook: Cookbook, templates: dict[str, str]) -> None:
+    broken = {**templates, "flags.md.j2": "# Flags\n\n{% if %}\n"}
+    with pytest.raises(CookbookError) as info:
+        pages.site_files(cookbook, broken, DATE)
+    problem = info.value.problems[0]
+    assert (problem.file, problem.line) == ("templates/flags.md.j2", 3)
+
+
+# --- derived variants -------------------------------------------------------------------------------
+
+def test_derived_variants_are_marked_and_kept_apart(cookbook: Cookbook, templates: dict[str, str]) -> None:
+    cell = next(c for c in _cells(cookbook) if c.router == "dynamo")
+    point = cell.points[0]
+    last = point.deployment.blocks[-1]
+    extra = last.model_copy(update={"env": {**last.env, "ONLY_IN_DERIVED": "1"}})
+    dep = point.deployment.model_copy(update={"blocks": point.deployment.blocks[:-1] + (extra,)})
+    variant = Variant(router="sglang", kv="hicache", point=point.id, deployment=dep)
+    cb = _replace_cell(cookbook, cell, cell.model_copy(update={"variants": (variant,)}))
+    files = pages.site_files(cb, templates, DATE)
+    md = files[pages.page_path(cb.pages[0])]
+    anchor = pages.variant_anchor(cell, variant)
+    assert f"{{ #{cell.slug}-derived }}" in md and '??? cb-derived "Derived variants (not run)' in md
+    assert f"{{ #{cell.slug}-derived-sglang-hicache }}" in md and anchor == f"{cell.slug}-derived-sglang-hicache-c1"
+    assert f"#{anchor}-0 " in md and 'cb-badge cb-status-derived"' in md
+    metrics = md[md.index(f"#{cell.slug}-metrics"):md.index(f"#{cell.slug}-settings")]
+    assert anchor not in metrics                                         # never in the metrics table
+    script = files[f"{cb.pages[0].slug}/launch-{anchor}.sh"]
+    assert "# DERIVED, NOT BENCHMARKED" in script and _bash_n(script).returncode == 0
+    doc = json.loads(files["cookbook.json"])
+    jcell = next(c for p in doc["pages"] for c in p["cells"] if c["id"] == cell.id)
+    assert [v["status"] for v in jcell["derived_variants"]] == ["derived"]
+    assert len(jcell["points"]) == len(cell.points)
+    rows = {r.name: r for r in pages.flag_rows(cb)}
+    assert [derived for _, _, derived in rows["ONLY_IN_DERIVED"].cells] == [True]      # only a variant sets it
+    assert all(not derived for _, _, derived in rows["--tensor-parallel-size"].cells)
+
+
+# --- charts -----------------------------------------------------------------------------------------
+
+def test_frontier_lower_latency_higher_throughput() -> None:
+    pts = [ChartPoint("s", "a", 8.0, 7800), ChartPoint("s", "b", 6.0, 10000), ChartPoint("s", "c", 7.0, 29000),
+           ChartPoint("s", "d", 7.0, 29000)]
+    assert frontier(pts, "lower") == [1, 2, 3]          # a is dominated by b; equal points both stay
+
+
+def test_frontier_higher_interactivity_higher_throughput() -> None:
+    pts = [ChartPoint("s", "a", 600, 7000), ChartPoint("s", "b", 500, 9000), ChartPoint("s", "c", 400, 8000)]
+    assert frontier(pts, "higher") == [0, 1]
+
+
+def test_svg_is_xml_marks_frontier_and_escapes_text() -> None:
+    pts = [ChartPoint(f"cell {HOSTILE}", "c1", 1.0, 100.0), ChartPoint("other & co", "c2", 2.0, 50.0)]
+    svg = pareto_svg(pts, Axis("p90 latency (s)", "lower"), Axis("tok/s/GPU", "higher"), f"title {HOSTILE}")
+    root = ET.fromstring(svg)
+    assert root.tag.endswith("svg")
+    assert "<script" not in svg
+    assert svg.count('class="cb-on-front"') == 1 and svg.count('class="cb-off-front"') == 1
+
+
+def test_empty_chart_says_so() -> None:
+    svg = pareto_svg([], Axis("x", "lower"), Axis("y", "higher"), "t")
+    assert "no measured points" in svg and ET.fromstring(svg) is not None
+
+
+def test_bash_available() -> None:
+    assert shutil.which("bash"), "bash is needed for the bash -n checks"
