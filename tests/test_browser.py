@@ -2,7 +2,7 @@
 
 Needs /usr/bin/chromium (`apt-get install -y chromium`); the test fails, not skips, without it.
 The site is served by `http.server` on 127.0.0.1; every request elsewhere is blocked and reported.
-A screenshot goes to test-output/browser.png.
+Screenshots go to test-output/browser.png (the copied block) and browser-tabs.png (hardware tabs).
 """
 
 from __future__ import annotations
@@ -150,9 +150,11 @@ def test_tabs_copy_button_and_clipboard(two_hw: tuple[Cookbook, Path], server: s
     copied = page.evaluate("navigator.clipboard.readText()")
     assert copied == format_block(point.deployment.blocks[block_index])
 
-    page.evaluate("id => { document.getElementById(id).scrollIntoView(); window.scrollBy(0, -80); }", cell.slug)
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT))
+    page.evaluate("id => { document.getElementById(id).scrollIntoView(); window.scrollBy(0, -80); }", "hardware")
+    page.screenshot(path=str(SCREENSHOT.with_name("browser-tabs.png")))       # the B200 hardware tab selected
+    page.evaluate("id => { document.getElementById(id).scrollIntoView(); window.scrollBy(0, -80); }", cell.slug)
+    page.screenshot(path=str(SCREENSHOT))                                      # the cell, c4 tab, copied block
     assert errors == [] and outside == []
     context.close()
 

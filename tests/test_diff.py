@@ -22,6 +22,7 @@ from cookbookgen.diff.model import PublishedPoint
 from cookbookgen.diff.pairing import pair_config, same_recipe
 from cookbookgen.diff.report import as_text
 from cookbookgen.diff.sources import published_from_cookbook_json
+from cookbookgen.diff.structure import same_image
 from cookbookgen.diff.words import flag_key, recipe_words, words_equal
 from cookbookgen.errors import CookbookError
 from cookbookgen.policy.rules import load_policy
@@ -78,9 +79,9 @@ def test_site_is_checked_too_when_it_exists(monkeypatch: pytest.MonkeyPatch, tmp
     (tmp_path / "site" / "cookbook.json").write_text(json.dumps(cookbook.model_dump(mode="json")), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     status, text = _run(format="json")
-    docs = [json.loads(part) for part in text.replace("}\n{", "}\n\x00{").split("\x00")]
-    assert status == 0
-    assert [d["kind"] for d in docs] == ["cookbook manifest (rendered)", "site"]
+    doc = json.loads(text)
+    assert (status, doc["exit"]) == (0, 0)
+    assert [d["kind"] for d in doc["reports"]] == ["cookbook manifest (rendered)", "site"]
 
 
 def test_registered_subcommand_parses_the_documented_options() -> None:
@@ -247,3 +248,11 @@ def test_text_report_is_coloured_only_for_terminals(c1228: tuple) -> None:
     plain = as_text(result, color=False)
     assert "\x1b[" not in plain and "    prefill          " in plain
     assert os.linesep not in plain.replace("\n", "")
+
+
+@pytest.mark.parametrize(("a", "b", "same"), [
+    ("img:1@sha256:aa", "other:2@sha256:aa", True), ("img:1@sha256:aa", "img:1@sha256:bb", False),
+    ("img:1", "img:1@sha256:aa", True), ("img:1", "img:2", False),
+])
+def test_images_compare_by_digest_else_by_tag(a: str, b: str, same: bool) -> None:
+    assert same_image(a, b) is same

@@ -26,7 +26,7 @@ from ..cells.variants import ROUTERS, TIERS, block_dict, donors_for, mooncake_do
 from ..errors import CookbookError, key_join
 from ..render.model import Block, Deployment
 from .decode import Decoder, apply_diff, apply_patch, combinations, derive_block, kv_tiers, routers_of
-from .module import _dumps
+from .module import dumps
 
 Json = dict[str, Any]
 SIZE_INDENT = 6  # depth of a block inside a module; sizes compare encodings as the writer prints them
@@ -37,7 +37,7 @@ RELATIVE_KEYS = ("args", "env")
 
 def size(value: Any) -> int:
     """Characters the module writer spends on `value` at block depth."""
-    return len(_dumps(value, SIZE_INDENT))
+    return len(dumps(value, SIZE_INDENT))
 
 
 def same_block(a: Json, b: Json) -> bool:
@@ -502,7 +502,7 @@ def expanded_size(module: Json, file: str = "agentx") -> int:
         for pi, point in enumerate(cell.get("points") or []):
             for router in routers_of(cell):
                 for kv in kv_tiers(cell, point):
-                    total += len(_dumps(dec.point_dicts(ci, pi, router, kv), 0))
+                    total += len(dumps(dec.point_dicts(ci, pi, router, kv), 0))
     return total
 
 

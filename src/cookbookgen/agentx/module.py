@@ -74,19 +74,19 @@ def read_module_text(text: str, file: str) -> dict:
     return _check_shape(_decode(body, offset, file), file)
 
 
-def _dumps(value: object, indent: int) -> str:
+def dumps(value: object, indent: int) -> str:
     """JSON with a 1-space indent; arrays holding only scalars stay on one line."""
     if isinstance(value, dict):
         if not value:
             return "{}"
         pad = " " * (indent + 1)
-        items = [f"{pad}{_scalar(str(k))}: {_dumps(v, indent + 1)}" for k, v in value.items()]
+        items = [f"{pad}{_scalar(str(k))}: {dumps(v, indent + 1)}" for k, v in value.items()]
         return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
     if isinstance(value, list):
         if all(isinstance(v, _Scalar) for v in value):
             return "[" + ", ".join(_scalar(v) for v in value) + "]"
         pad = " " * (indent + 1)
-        return "[\n" + ",\n".join(pad + _dumps(v, indent + 1) for v in value) + "\n" + " " * indent + "]"
+        return "[\n" + ",\n".join(pad + dumps(v, indent + 1) for v in value) + "\n" + " " * indent + "]"
     return _scalar(value)
 
 
@@ -104,4 +104,4 @@ def write_module_text(data: dict, header_lines: list[str], trailing_newline: boo
     `trailing_newline` says whether the text ends with `\\n` after the `;` (the published files do).
     """
     head = "".join(_comment(line) + "\n" for line in header_lines)
-    return head + EXPORT_PREFIX + _dumps(data, 0) + ";" + ("\n" if trailing_newline else "")
+    return head + EXPORT_PREFIX + dumps(data, 0) + ";" + ("\n" if trailing_newline else "")

@@ -185,7 +185,7 @@ def to_sglang(blocks: list[Block], model: str) -> list[Block]:
     layouts = _layouts([b for b in out if b.kind == "worker"])
     if "agg" in layouts or {"prefill", "decode"} <= set(layouts):
         # render's own router builder (ports, URLs, bootstrap ports from rules/render.yaml)
-        out += deploy._router(None, typed, _no_policy_context(model), layouts)  # type: ignore[arg-type]
+        out += deploy.router_blocks(None, typed, _no_policy_context(model), layouts)  # type: ignore[arg-type]
     return _launch_sorted(out)
 
 
@@ -206,8 +206,8 @@ def to_dynamo(blocks: list[Block], model: str) -> list[Block]:
     typed = Recipe(frontend=FrontendSpec(type="dynamo", args=rules["frontend_args"]),
                    dynamo={"request_plane": rules["request_plane"]})
     ctx = _no_policy_context(model)
-    env = deploy._dynamo_env(typed)
-    infra = deploy._dynamo_infra(None, typed, ctx) + deploy._dynamo_frontend(None, typed, ctx, {})  # type: ignore[arg-type]
+    env = deploy.dynamo_env(typed)
+    infra = deploy.dynamo_infra_blocks(None, typed, ctx) + deploy.dynamo_frontend_blocks(None, typed, ctx, {})  # type: ignore[arg-type]
     kept = [_dynamo_block(b, env, rules["request_plane"]) for b in blocks if b.kind not in rules["drop_kinds"]]
     return _launch_sorted(infra + kept)
 

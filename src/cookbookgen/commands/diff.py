@@ -8,13 +8,14 @@ site as well (the worse exit status wins).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from ..diff.check import DiffResult, check
 from ..diff.logcheck import check_logs
-from ..diff.report import as_json, as_markdown, as_text
+from ..diff.report import as_markdown, as_text, json_doc
 from ..diff.sources import Cookbook, read_cookbook, read_logs
 from ..errors import CookbookError
 from ..policy.rules import Policy, load_policy
@@ -58,19 +59,39 @@ def _checkout(args: argparse.Namespace, cookbook: Cookbook, previous: Path | Non
 
 
 def run_diff(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Run the diff for parsed arguments; returns the exit status (0 parity, 1 mismatch)."""
+    """Run the diff for parsed arguments; returns the exit status (0 parity, 1 mismatch).
+
+    Text and Markdown print one report per cookbook. JSON prints one report, or, when several
+    cookbooks are checked (the default with a built site), `{"exit": N, "reports": [...]}`.
+    """
     stream = out or sys.stdout
+    results = _results(args)
+    fmt = getattr(args, "format", "text") or "text"
+    if fmt == "json":
+        docs = [json_doc(r) for r in results]
+        doc = docs[0] if len(docs) == 1 else {"exit": max(r.exit_code for r in results), "reports": docs}
+        stream.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    else:
+        for result in results:
+            stream.write(as_markdown(result) if fmt == "markdown" else as_text(result, color=_is_tty(stream)))
+    return max(r.exit_code for r in results)
+
+
+def _results(args: argparse.Namespace) -> list[DiffResult]:
     extra = getattr(args, "policy", None)
-    status = 0
+    results = []
     source: Path | None = None
     for path in _cookbooks(args):
         cookbook = read_cookbook(path, load_policy(extra) if extra else None)
         policy = load_policy(extra or cookbook.policy_file)
         source = _checkout(args, cookbook, source)
-        result = _with_logs(args, check(cookbook.published, Workspace(source), policy, getattr(args, "config", None)), policy)
-        stream.write(_render(args, result, stream))
-        status = max(status, result.exit_code)
-    return status
+        result = check(cookbook.published, Workspace(source), policy, getattr(args, "config", None))
+        results.append(_with_logs(args, result, policy))
+    return results
+
+
+def _is_tty(stream: TextIO) -> bool:
+    return bool(getattr(stream, "isatty", lambda: False)())
 
 
 def _with_logs(args: argparse.Namespace, result: DiffResult, policy: Policy) -> DiffResult:
@@ -83,12 +104,3 @@ def _with_logs(args: argparse.Namespace, result: DiffResult, policy: Policy) -> 
     found = check_logs(read_logs(logs), points, policy)
     return DiffResult(result.cookbook, result.kind, result.checkout, result.configs, result.findings + tuple(found),
                       result.not_in_checkout, result.notes, result.pairs)
-
-
-def _render(args: argparse.Namespace, result: DiffResult, stream: TextIO) -> str:
-    fmt = getattr(args, "format", "text") or "text"
-    if fmt == "json":
-        return as_json(result)
-    if fmt == "markdown":
-        return as_markdown(result)
-    return as_text(result, color=hasattr(stream, "isatty") and stream.isatty())

@@ -48,8 +48,12 @@ def _role_key(role: str) -> tuple[int, str]:
 # --- JSON ------------------------------------------------------------------------------------------------
 
 def as_json(result: DiffResult) -> str:
+    return json.dumps(json_doc(result), indent=1, ensure_ascii=False) + "\n"
+
+
+def json_doc(result: DiffResult) -> dict[str, object]:
     counts = Counter(f.cls for f in result.findings)
-    doc = {
+    return {
         "cookbook": result.cookbook, "kind": result.kind, "checkout": result.checkout, "exit": result.exit_code,
         "configs": list(result.configs),
         "summary": {"points": len(result.pairs), "mismatches": counts["mismatch"], "classes": {c: counts[c] for c in CLASSES if counts[c]}},
@@ -57,7 +61,6 @@ def as_json(result: DiffResult) -> str:
         "notes": list(result.notes),
         "findings": [f.to_json() for f in result.findings],
     }
-    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
 
 
 # --- text ------------------------------------------------------------------------------------------------

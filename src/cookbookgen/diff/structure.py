@@ -268,14 +268,12 @@ def _image(ctx: "Ctx") -> list[Finding]:
     if not got or not want:
         return [ctx.finding("cell", "image", "image", "unverified", detail="the cookbook or the master config names no image",
                             recipe=want or None, cookbook=got or None)]
-    ok = _same_image(want, got)
+    ok = same_image(want, got)
     return [ctx.finding("cell", "image", "image", "match" if ok else "mismatch", detail="same" if ok else DIFFERENT,
                         recipe=want, cookbook=got, path=f"{ctx.expect.config}.image", where=ctx.expect.image_where)]
 
 
-def _same_image(a: str, b: str) -> bool:
-    """Same text, or the same `@sha256:` digest."""
-    if a == b:
-        return True
-    da, db = a.partition("@")[2], b.partition("@")[2]
-    return bool(da) and da == db
+def same_image(a: str, b: str) -> bool:
+    """The same `@sha256:` digest when both pin one; else the same repository and tag."""
+    (ra, _, da), (rb, _, db) = a.partition("@"), b.partition("@")
+    return da == db if da and db else ra == rb

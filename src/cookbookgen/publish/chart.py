@@ -100,8 +100,10 @@ def _scale(values: list[float], start: float, end: float) -> _Scale:
     log = lo > 0 and hi / lo > LOG_SPAN
     if log:
         return _Scale(_log_bound(lo, down=True), _log_bound(hi, down=False), True, start, end)
-    step = _nice_step((hi - lo) or abs(hi) or 1.0)
-    return _Scale(math.floor(lo / step) * step, math.ceil(hi / step) * step or step, False, start, end)
+    pad = 0.06 * ((hi - lo) or abs(hi) or 1.0)          # keep markers and labels off the frame
+    lo, hi = (max(lo - pad, 0.0) if lo >= 0 else lo - pad), hi + pad
+    step = _nice_step(hi - lo)
+    return _Scale(math.floor(lo / step) * step, math.ceil(hi / step) * step, False, start, end)
 
 
 def _log_bound(value: float, down: bool) -> float:
@@ -166,7 +168,14 @@ def _marker(p: ChartPoint, on_front: bool, sx: _Scale, sy: _Scale, color: str) -
     tip = f"{p.series} {p.label}: x={p.x:g}, y={p.y:g}" + (" (Pareto frontier)" if on_front else "")
     return (f'<g class="{"cb-on-front" if on_front else "cb-off-front"}"><title>{escape(tip)}</title>'
             f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{6 if on_front else 4.5}" fill="{fill}" stroke="{color}"{ring}/>'
-            + _text(cx + 8, cy - 7, p.label + (" ★" if on_front else ""), "start") + "</g>")
+            + _label(cx, cy, p.label + (" ★" if on_front else "")) + "</g>")
+
+
+def _label(cx: float, cy: float, text: str) -> str:
+    """Beside the marker, on its left when the right edge is near."""
+    if cx > WIDTH - RIGHT - 70:
+        return _text(cx - 8, cy - 7, text, "end")
+    return _text(cx + 8, cy - 7, text, "start")
 
 
 def _legend(series: list[str], height: int) -> list[str]:

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Mapping
 
 import jinja2
-from markupsafe import Markup, escape
+from markupsafe import Markup
 from pymdownx.slugs import slugify as _pymdownx_slugify
 
-from ..errors import CookbookError
 from ..cells.model import Cell, Cookbook, Page, Point, Variant
+from ..errors import CookbookError
 from ..render.model import Block, Deployment
 from ..render.shell import copy_all, format_block
 from ..render.tables import tables
@@ -268,6 +268,7 @@ def _variant_point(cell: Cell, variant: Variant) -> Point | None:
 
 
 def hardware_anchor(hw: str) -> str:
+    """The hardware tab's id: the `hardware` heading's id plus the tab slug (model.md.j2)."""
     return f"hardware-{_tab_slug(hardware_title(hw), '-')}"
 
 
@@ -290,7 +291,10 @@ def where_text(block: Block) -> str:
         facts.append(f"{block.count} instances")
     if block.ports:
         facts.append("ports " + ", ".join(block.ports))
-    return "; ".join([block.where] * bool(block.where) + ([", ".join(facts)] if facts else []))
+    parts = [block.where] if block.where else []
+    if facts:
+        parts.append(", ".join(facts))
+    return "; ".join(parts)
 
 
 def _comment(text: str) -> str:

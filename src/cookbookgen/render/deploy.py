@@ -48,7 +48,7 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
     cluster_env, cluster_settings = _cluster_env(ctx, typed)
     blocks: list[Block] = []
     if kind == "dynamo":
-        blocks.extend(_dynamo_infra(recipe, typed, ctx))
+        blocks.extend(dynamo_infra_blocks(recipe, typed, ctx))
     blocks.extend(_mooncake(recipe, typed, ctx, layouts, kind))
     blocks.extend(FRONTENDS[kind](recipe, typed, ctx, layouts))
     for role, layout in layouts.items():
@@ -76,7 +76,7 @@ def _cluster_env(ctx: RenderContext, typed: Recipe) -> tuple[dict[str, tuple[str
     return env, settings
 
 
-def _dynamo_env(typed: Recipe) -> dict[str, str]:
+def dynamo_env(typed: Recipe) -> dict[str, str]:
     env = dict(tables().raw["dynamo_env"])
     plane = typed.dynamo.get("request_plane")
     if plane:
@@ -106,7 +106,7 @@ def _worker(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, kind: st
     args = lead + kept_args(ctx.policy, ("roles", role, "args"), spec.args)
     env = kept_env(ctx.policy, ("roles", role, "env"), spec.env)
     if kind == "dynamo":
-        env.update(_dynamo_env(typed))
+        env.update(dynamo_env(typed))
     if any(s.type == "mooncake-master" for s in typed.services or []) and any(k.startswith("MOONCAKE_") for k in env):
         env = {**tables().raw["mooncake_store_env"], **env}
     for name, (value, _) in cluster_env.items():
@@ -145,12 +145,12 @@ def _worker_where(layout: RoleLayout, slot: Slot, pins: str | None) -> str:
 
 # --- frontends -----------------------------------------------------------------------------------
 
-def _dynamo_frontend(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout]) -> list[Block]:
+def dynamo_frontend_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout]) -> list[Block]:
     fe = typed.frontend
     count = 1 + fe.num_additional_frontends if fe.enable_multiple_frontends else 1
     port = tables().ports["frontend_behind_nginx" if count > 1 else "frontend"]
     args = [("--http-port", str(port))] + kept_args(ctx.policy, ("frontend", "args"), fe.args)
-    env = {**kept_env(ctx.policy, ("frontend", "env"), fe.env), **_dynamo_env(typed)}
+    env = {**kept_env(ctx.policy, ("frontend", "env"), fe.env), **dynamo_env(typed)}
     where = f"on {count} CPU nodes (FRONTEND_0_IP..FRONTEND_{count - 1}_IP)" if count > 1 else "on a CPU node (or any node)"
     blocks = [Block(kind="dynamo-frontend", title=tables().title("dynamo-frontend"), cmd=tables().command("dynamo-frontend"),
                     args=tuple(args), env=dict(sorted(env.items())), count=count, where=where)]
@@ -161,7 +161,7 @@ def _dynamo_frontend(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext,
     return blocks
 
 
-def _router(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout]) -> list[Block]:
+def router_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout]) -> list[Block]:
     ports = tables().ports
     args: list[tuple[str, ...]] = []
     if "agg" not in layouts:
@@ -196,8 +196,8 @@ def _direct(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts:
 
 
 FRONTENDS: dict[str, Callable[[EffectiveRecipe, Recipe, RenderContext, dict[str, RoleLayout]], list[Block]]] = {
-    "dynamo": _dynamo_frontend,
-    "sglang-router": _router,
+    "dynamo": dynamo_frontend_blocks,
+    "sglang-router": router_blocks,
     "direct": _direct,
 }
 
@@ -208,7 +208,7 @@ def _services(typed: Recipe) -> list[tuple[int, ServiceSpec]]:
     return list(enumerate(typed.services or []))
 
 
-def _dynamo_infra(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> list[Block]:
+def dynamo_infra_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> list[Block]:
     declared = {s.type: (i, s) for i, s in _services(typed)}
     blocks = [Block(kind="etcd", title=tables().title("etcd"), cmd=tables().command("etcd"),
                     args=tuple(tuple(a) for a in tables().raw["etcd_args"]), count_nodes=1, where="on one CPU node (ETCD_IP)")]
@@ -226,8 +226,8 @@ def _dynamo_infra(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) ->
 
 def _mooncake(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout], kind: str) -> list[Block]:
     blocks = []
-    dynamo_env = _dynamo_env(typed) if kind == "dynamo" else {}
-    dynamo_env.pop("DYN_REQUEST_PLANE", None)
+    endpoints = dynamo_env(typed) if kind == "dynamo" else {}
+    endpoints.pop("DYN_REQUEST_PLANE", None)
     for i, svc in _services(typed):
         prefix = ("services", i)
         env = kept_env(ctx.policy, prefix + ("env",), svc.env)
@@ -235,12 +235,12 @@ def _mooncake(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layout
         if svc.type == "mooncake-master":
             defaults = [tuple(a) for a in tables().raw["mooncake_master_args"]]
             blocks.append(Block(kind="mooncake-master", title=tables().title("mooncake-master"), cmd=tables().command("mooncake-master"),
-                                args=tuple(replace_args(defaults, own)), env=dict(sorted({**env, **dynamo_env}.items())),
+                                args=tuple(replace_args(defaults, own)), env=dict(sorted({**env, **endpoints}.items())),
                                 count_nodes=1, ports=(str(tables().ports["mooncake_master"]),), where="on one node (MOONCAKE_MASTER_IP)"))
         elif svc.type == "mooncake-store":
             node_role = str((svc.model_extra or {}).get("placement", {}).get("node", ""))
             nodes = layouts[node_role].nodes if node_role in layouts else 1
-            env = {**tables().raw["mooncake_store_env"], **env, **dynamo_env}
+            env = {**tables().raw["mooncake_store_env"], **env, **endpoints}
             preamble = tuple(svc.preamble.splitlines()) if isinstance(svc.preamble, str) else tuple(svc.preamble or ())
             port = next((a[1] for a in own if a[0] == "--port" and len(a) > 1), "")
             blocks.append(Block(kind="mooncake-store", title=f"{tables().title('mooncake-store')} {svc.name}", cmd=tables().command("mooncake-store"),
