@@ -16,7 +16,7 @@ recipe, so a renderer bug shows up as a mismatch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ..policy.classify import leaves
@@ -57,10 +57,21 @@ class Ctx:
     recipe: EffectiveRecipe
     published: PublishedPoint
     policy: Policy
+    arg_index: dict[tuple[int, bool], dict[str, list[Words]]] = field(default_factory=dict)
 
     @property
     def blocks(self) -> tuple[Block, ...]:
         return self.published.blocks
+
+    def args_by_key(self, block: Block, worker: bool) -> dict[str, list[Words]]:
+        """The block's arg values grouped by flag key, built once per block (leaves look them up)."""
+        key = (id(block), worker)
+        if key not in self.arg_index:
+            index: dict[str, list[Words]] = {}
+            for a in block.args:
+                index.setdefault(flag_key(a[0], worker), []).append(tuple(a[1:]))
+            self.arg_index[key] = index
+        return self.arg_index[key]
 
     def finding(self, role: str, kind: str, item: str, cls: str, **rest: Any) -> Finding:
         return Finding(self.expect.config, self.expect.point, role, kind, item, cls, **rest)  # type: ignore[arg-type]
@@ -152,8 +163,7 @@ def _arg_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
         return _without_blocks(ctx, leaf, role, "arg", flag)
     out = []
     for block in blocks:
-        key = flag_key(flag, worker)
-        got = [tuple(a[1:]) for a in block.args if flag_key(a[0], worker) == key]
+        got = ctx.args_by_key(block, worker).get(flag_key(flag, worker), [])
         out.append(_judge(ctx, leaf, role, "arg", flag, want, got, _synthesized_check("worker" if worker else block.kind, flag, ctx.scope(block))))
     return out
 

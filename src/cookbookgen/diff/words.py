@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any, Sequence
 
 from .logs import field_for_flag, normal_flag
@@ -39,6 +40,7 @@ def word(value: Any) -> str:
     return str(value)
 
 
+@lru_cache(maxsize=65536)
 def flag_key(name: str, worker: bool) -> str:
     """The key two spellings of one flag share."""
     flag = normal_flag(name)
