@@ -32,6 +32,7 @@ from mkdocs.exceptions import MkDocsException
 from ..cells.assemble import load_cookbook
 from ..cells.manifest import read_manifest, source_root
 from ..cells.model import Cookbook
+from ..cells.variants import with_variants
 from ..errors import CookbookError, Problem
 from .pages import page_path, site_files
 
@@ -137,7 +138,7 @@ def mkdocs_config(root: Path, docs: Path, site: Path, cookbook: Cookbook, strict
 
 def generate(manifest: Path, root: Path, dates: Dates) -> tuple[Cookbook, dict[str, str]]:
     """The cookbook model and the docs files for it (for `serve`; `build_site` goes step by step)."""
-    cookbook = load_cookbook(manifest)
+    cookbook = with_variants(load_cookbook(manifest))
     return cookbook, site_files(cookbook, read_templates(root / "templates"), dates.pick(cookbook, manifest))
 
 
@@ -170,6 +171,8 @@ def build_site(manifest: Path, out: Path, dates: Dates = Dates(), show_progress:
     with _progress(sys.stderr.isatty() if show_progress is None else show_progress) as step:
         step("reading recipes")
         cookbook = load_cookbook(manifest, progress=lambda key: step(f"rendering {key}"))
+        step("deriving router and KV-tier variants")
+        cookbook = with_variants(cookbook)
         result = publish(cookbook, out, dates.pick(cookbook, manifest), root, step)
     return BuildResult(result.out, result.pages, result.scripts, result.files, time.perf_counter() - started)
 
