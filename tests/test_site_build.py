@@ -13,6 +13,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from cookbookgen.cells.assemble import load_cookbook
+from cookbookgen.cells.variants import with_variants
 from cookbookgen.cells.model import Cookbook, Exclusion
 from cookbookgen.commands.site import register, run_build
 from cookbookgen.errors import CookbookError
@@ -80,7 +81,7 @@ def parse(path: Path) -> Html:
 
 @pytest.fixture(scope="module")
 def cookbook() -> Cookbook:
-    return load_cookbook(MANIFEST)
+    return with_variants(load_cookbook(MANIFEST))  # what `cookbookgen build` publishes
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +114,9 @@ def test_every_copy_all_and_script_passes_bash_n(built: Path, cookbook: Cookbook
     html = _page_html(built, cookbook)
     copies = [text for key, text in html.codes.items() if key.endswith("-all")]
     scripts = sorted(built.rglob("*.sh"))
-    assert len(copies) == len(scripts) == sum(len(c.points) for c in cookbook.pages[0].cells)
+    cells = cookbook.pages[0].cells
+    assert len(copies) == len(scripts) == sum(len(c.points) + len(c.variants) for c in cells)
+    assert sum(len(c.variants) for c in cells) == 5 * sum(len(c.points) for c in cells)
     for text in copies + [p.read_text() for p in scripts]:
         result = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
         assert result.returncode == 0, result.stderr

@@ -8,6 +8,7 @@ Merge rules (`deep_merge(base, over)`):
 - a list replaces whatever was there (lists are never concatenated);
 - a scalar replaces whatever was there;
 - `None` (YAML `null`) deletes the key from the result (also inside a mapping the base lacks).
+Merging is associative as long as no key is a mapping in one layer and a scalar or list in another.
 
 Zip rules (`zip_variants(section)`):
 - every list leaf is one dimension; scalars and mappings of scalars are shared by all variants;
