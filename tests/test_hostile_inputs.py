@@ -165,3 +165,15 @@ def test_bad_server_log_line(tmp_path: Path, capsys, name: str) -> None:
     logs.mkdir()
     (logs / "worker_0.out").write_text("starting\n[2026-10-16 08:12:01 TP0] " + LOG_CASES[name] + "\n")
     _expect_one_line(capsys, ["diff", "--logs", str(logs)], "worker_0.out:2", "ServerArgs", "")
+
+
+def test_export_paths_from_model_names_stay_inside_the_output_folder() -> None:
+    from cookbookgen.agentx.encode import module_path
+    from cookbookgen.cells.model import Cookbook, Page
+
+    for model, expected in [("deepseek-ai/DeepSeek-V4.1-Flash", "agentx/deepseek-ai/deepseek-v4.1-flash.jsx"),
+                            ("../../etc/passwd", "agentx/etc/passwd.jsx"), ("a/../..", "agentx/a/model.jsx"),
+                            ("/abs/x y", "agentx/abs/x-y.jsx")]:
+        page = Page(model=model, slug="s", title="t", hardware=(), cells=())
+        path = module_path(Cookbook(title="t", repo="r", generated_on=None, pages=(page,)))
+        assert path == expected and ".." not in path.split("/")

@@ -15,6 +15,8 @@ Deterministic: the same input gives the same object, byte for byte once printed.
 
 from __future__ import annotations
 
+import re
+
 import copy
 import hashlib
 import json
@@ -522,6 +524,12 @@ def module_path(cookbook: Cookbook) -> str:
     """`agentx/<org>/<model>.jsx` for the cookbook's first page."""
     model = cookbook.pages[0].model if cookbook.pages else "cookbook/cookbook"
     org, _, name = model.rpartition("/")
-    return f"agentx/{(org or 'models').lower()}/{name.lower()}.jsx"
+    return f"agentx/{_segment(org or 'models')}/{_segment(name)}.jsx"
+
+
+def _segment(text: str) -> str:
+    """One safe path segment from a name: lower case, `[a-z0-9._-]` only, never `.`/`..` or hidden."""
+    safe = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip(".-")
+    return safe or "model"
 
 
