@@ -177,3 +177,19 @@ def test_export_paths_from_model_names_stay_inside_the_output_folder() -> None:
         page = Page(model=model, slug="s", title="t", hardware=(), cells=())
         path = module_path(Cookbook(title="t", repo="r", generated_on=None, pages=(page,)))
         assert path == expected and ".." not in path.split("/")
+
+
+def test_module_errors_name_the_line_of_the_cell(tmp_path: Path, capsys) -> None:
+    path = _module(tmp_path, _set_block(1, "sglang", 2, {"ref": [99, "sglang", 0]}))
+    assert main(["show", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    m = LINE.match(err)
+    assert m and m["key"].startswith("cells[1]")
+    assert path.read_text().splitlines()[int(m["line"]) - 1].strip().startswith('"id": "dsv4-fp4-gb300-dynamo-sglang-agentic-disagg#0"')
+
+
+def test_module_with_a_duplicate_cell_id(tmp_path: Path, capsys) -> None:
+    path = _module(tmp_path, lambda d: d["cells"][2].__setitem__("id", d["cells"][1]["id"]))
+    _expect_one_line(capsys, ["show", str(path)], "bad.jsx", "cells[2].id", "duplicate cell id")
+    m = LINE.match(capsys.readouterr().err.strip() or f"cookbookgen: error: x:1: k: m")
+    assert m

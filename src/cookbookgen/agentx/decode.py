@@ -205,6 +205,13 @@ def kv_transform(
 
 # ---- materialization with reference checks ----
 
+def _line_of_cell(module: Json, key_path: str) -> int:
+    """The line of the cell a key path starts in, when the module was read from its text."""
+    m = re.match(r"cells\[(\d+)\]", key_path)
+    lines = getattr(module, "cell_lines", ())
+    return lines[int(m.group(1))] if m and int(m.group(1)) < len(lines) else 0
+
+
 @dataclass
 class Decoder:
     """Decodes one module; memoises materialized (cell, router) block lists."""
@@ -215,7 +222,7 @@ class Decoder:
     active: set[tuple[int, str]] = field(default_factory=set)
 
     def fail(self, key_path: str, message: str) -> CookbookError:
-        return CookbookError.at(self.file, 0, key_path, message)
+        return CookbookError.at(self.file, _line_of_cell(self.module, key_path), key_path, message)
 
     def cell(self, index: Any, key_path: str) -> Json:
         cells = self.module["cells"]

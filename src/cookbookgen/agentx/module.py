@@ -13,6 +13,7 @@ The object text is read with `json.loads`-style decoding only (never evaluated).
 from __future__ import annotations
 
 import json
+import re
 
 from ..errors import CookbookError
 
@@ -71,7 +72,46 @@ def _check_shape(data: object, file: str) -> dict:
 def read_module_text(text: str, file: str) -> dict:
     """The module object of a JSX envelope or plain JSON text; `file` only names it in errors."""
     body, offset = _split_envelope(text, file)
-    return _check_shape(_decode(body, offset, file), file)
+    data = ModuleData(_check_shape(_decode(body, offset, file), file))
+    data.cell_lines = tuple(cell_lines(text))
+    _check_cell_ids(data, text, file)
+    return data
+
+
+class ModuleData(dict):  # type: ignore[type-arg]
+    """A decoded module (a plain dict) that remembers the line of each cell in its text, so
+    reference errors found while decoding can name `file:line`."""
+
+    cell_lines: tuple[int, ...] = ()
+
+
+def _check_cell_ids(data: dict, text: str, file: str) -> None:
+    """Cell ids are what `ref`s, anchors and `show --cell` name: each must be a unique string."""
+    lines = data.cell_lines if isinstance(data, ModuleData) else tuple(cell_lines(text))
+    seen: dict[str, int] = {}
+    for i, cell in enumerate(data["cells"]):
+        line = lines[i] if i < len(lines) else 0
+        cid = cell.get("id") if isinstance(cell, dict) else None
+        if not isinstance(cid, str) or not cid:
+            raise CookbookError.at(file, line, f"cells[{i}].id", "every cell needs a string id")
+        if cid in seen:
+            raise CookbookError.at(file, line, f"cells[{i}].id", f"duplicate cell id {cid!r} (also cells[{seen[cid]}])")
+        seen[cid] = i
+
+
+def cell_lines(text: str) -> list[int]:
+    """The 1-based line of each cell's `"id"` in a module written with one key per line (the
+    published layout); empty for single-line JSON, where no line can be named."""
+    out: list[int] = []
+    inside = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if re.match(r'^ "cells": \[', line):
+            inside = True
+        elif inside and re.match(r'^ "[^"]+":', line):
+            break
+        elif inside and re.match(r'^   "id": ', line):
+            out.append(number)
+    return out
 
 
 def dumps(value: object, indent: int) -> str:
