@@ -191,5 +191,3 @@ def test_module_errors_name_the_line_of_the_cell(tmp_path: Path, capsys) -> None
 def test_module_with_a_duplicate_cell_id(tmp_path: Path, capsys) -> None:
     path = _module(tmp_path, lambda d: d["cells"][2].__setitem__("id", d["cells"][1]["id"]))
     _expect_one_line(capsys, ["show", str(path)], "bad.jsx", "cells[2].id", "duplicate cell id")
-    m = LINE.match(capsys.readouterr().err.strip() or f"cookbookgen: error: x:1: k: m")
-    assert m
