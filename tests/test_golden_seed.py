@@ -202,3 +202,10 @@ def test_disagg_gpu_and_node_counts(render_bundled) -> None:
     assert render_bundled(DISAGG, "c2884").deployment.gpus == 28
     assert render_bundled(DISAGG, "c1228").deployment.nodes == 6
     assert render_bundled(DISAGG, "c2884").deployment.nodes == 7
+
+
+def test_disagg_points_add_the_dedicated_cpu_node(render_bundled) -> None:
+    """Seed: 7 nodes at c1228 and 8 at c2884, counting the CPU node of the frontend, etcd and NATS."""
+    for point, total in (("c1228", 7), ("c2884", 8)):
+        d = render_bundled(DISAGG, point).deployment
+        assert (d.cpu_nodes, d.nodes + d.cpu_nodes) == (1, total)

@@ -71,7 +71,7 @@ def _cell(manifest: Manifest, source: ConfigSource, k: int, label: str, rps: lis
     return Cell(
         id=cell_id, slug=slugify(cell_id.replace("#", "-")), config_key=source.key, hw=_hardware(first),
         model=first.deployment.model, label=label, detail=describe.spec_detail(first.deployment),
-        gpus=first.deployment.gpus, nodes=first.deployment.nodes, image=image, image_digest=digest, image_commit=commit,
+        gpus=first.deployment.gpus, nodes=first.deployment.nodes, cpu_nodes=first.deployment.cpu_nodes, image=image, image_digest=digest, image_commit=commit,
         router=describe.router_of(first.deployment), kv=describe.kv_tier_of(first.deployment),
         provenance=_provenance(manifest, source, recipe, changelog_pr), points=points,
         exclusions=describe.exclusions([(p.label, p.deployment) for p in points]),

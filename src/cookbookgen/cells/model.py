@@ -66,6 +66,7 @@ class Cell(_Frozen):
     detail: str
     gpus: int
     nodes: int
+    cpu_nodes: int = 0
     image: str
     image_digest: str | None
     image_commit: str | None

@@ -97,4 +97,5 @@ class Deployment(BaseModel):
     model: str
     image: str = ""
     gpus: int = 0
-    nodes: int = 0
+    nodes: int = 0          # GPU nodes
+    cpu_nodes: int = 0      # a dedicated node for the frontend, etcd and NATS, when the recipe places them so
