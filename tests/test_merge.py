@@ -5,10 +5,18 @@ from __future__ import annotations
 import copy
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from cookbookgen.recipes.merge import deep_merge, set_path, substitute, sweep_combinations, unset_path, zip_length, zip_variant
+from cookbookgen.recipes.merge import (
+    deep_merge,
+    set_path,
+    substitute,
+    sweep_combinations,
+    unset_path,
+    zip_length,
+    zip_variant,
+)
 
 keys = st.sampled_from(["a", "b", "c", "args", "env", "x-y"])
 scalars = st.one_of(st.integers(-5, 5), st.text(max_size=4), st.booleans(), st.floats(allow_nan=False, width=32))

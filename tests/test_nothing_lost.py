@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import CORPUS, SOURCE
 
 from cookbookgen.pipeline import render_point
 from cookbookgen.policy.rules import CLASSES
 from cookbookgen.recipes.bundle import apply_overrides
-from cookbookgen.recipes.master import check_framework
 from cookbookgen.recipes.schema import normalise
 from cookbookgen.recipes.workspace import ResolvedPoint, Workspace
-
-from conftest import CORPUS, SOURCE
 
 SOURCES = {"bundled": SOURCE, "corpus": CORPUS / "inferencex"}
 RENDERED_SECTIONS = ("roles.", "frontend.args.", "frontend.env.", "services[")
@@ -23,7 +21,7 @@ RENDERED_SECTIONS = ("roles.", "frontend.args.", "frontend.env.", "services[")
 def _points(name: str) -> list[ResolvedPoint]:
     ws = Workspace(SOURCES[name])
     out = []
-    for key, entry in ws.entries().items():
+    for entry in ws.entries().values():
         for row in entry.rows:
             for conc in row.concs:
                 try:

@@ -13,8 +13,8 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from cookbookgen.cells.assemble import load_cookbook
-from cookbookgen.cells.variants import with_variants
 from cookbookgen.cells.model import Cookbook, Exclusion
+from cookbookgen.cells.variants import with_variants
 from cookbookgen.commands.site import register, run_build
 from cookbookgen.errors import CookbookError
 from cookbookgen.publish import pages, site
@@ -185,8 +185,8 @@ def test_pages_fetch_nothing_from_the_network(built: Path) -> None:
         html = parse(path)
         text = path.read_text()
         assert "fonts.googleapis.com" not in text and "unpkg.com" not in text, path
-        remote = [l for l in html.links if l.startswith(("http:", "https:", "//")) and "github.com" not in l
-                  and "squidfunk.github.io" not in l]
+        remote = [u for u in html.links if u.startswith(("http:", "https:", "//")) and "github.com" not in u
+                  and "squidfunk.github.io" not in u]
         assert remote == [], path
 
 

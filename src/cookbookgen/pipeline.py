@@ -5,6 +5,7 @@ through `recipes.workspace`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from .policy.rules import Policy
 from .recipes.master import check_framework, find_point
@@ -26,7 +27,7 @@ def render_point(point: ResolvedPoint, policy: Policy) -> Deployment:
 
 
 def render_config_point(ws: Workspace, policy: Policy, key: str, point: str,
-                        sets: list[str] = [], unsets: list[str] = []) -> RenderedPoint:
+                        sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> RenderedPoint:
     entry = ws.entry(key)
     check_framework(entry)
     row, conc = find_point(entry, point)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from ..errors import CookbookError, Problem
 from .load import Document, KeyPath, dotted, parse_yaml
@@ -147,7 +147,7 @@ def _listing(names: list[str], limit: int = 12) -> str:
     return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
 
 
-def apply_overrides(recipe: EffectiveRecipe, sets: list[str], unsets: list[str]) -> EffectiveRecipe:
+def apply_overrides(recipe: EffectiveRecipe, sets: Sequence[str], unsets: Sequence[str]) -> EffectiveRecipe:
     """Apply `--set dotted.path=value` and `--unset dotted.path` (values parsed as YAML)."""
     data, origins = recipe.data, dict(recipe.origins)
     for item in sets:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CookbookError
 from .load import Document, KeyPath
 
 RawYaml = Any

@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ..errors import CookbookError, Problem
 from .bundle import EffectiveRecipe, apply_overrides, select, variant_names
@@ -81,7 +81,7 @@ class Workspace:
             self._selected[key] = select(self.document(path), selector)
         return self._selected[key]
 
-    def point(self, entry: ConfigEntry, row: Row, conc: int, sets: list[str] = [], unsets: list[str] = []) -> ResolvedPoint:
+    def point(self, entry: ConfigEntry, row: Row, conc: int, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> ResolvedPoint:
         where = entry.doc.problem(row.recipe.where, "")
         path = self.checkout.recipe_path(row.recipe.path, where)
         selector = row.recipe.selector or self._auto_selector(path, row, conc, where)
@@ -101,7 +101,7 @@ class Workspace:
         raise CookbookError([Problem(where.file, where.line, where.key_path,
                                      f"{why} of {doc.file} match tp={row.tp} and benchmark.env.CONC={conc}; name one with :override_<name>")])
 
-    def bare_recipe(self, ref: str, sets: list[str] = [], unsets: list[str] = []) -> ResolvedPoint:
+    def bare_recipe(self, ref: str, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> ResolvedPoint:
         file, _, selector = ref.partition(":")
         path = Path(file)
         recipe = apply_overrides(select(read_yaml_file(path, file), selector or None), sets, unsets)

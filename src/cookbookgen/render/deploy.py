@@ -18,7 +18,14 @@ from .layout import RoleLayout, Slot, plan
 from .model import Block, Deployment, Setting
 from .nginx import nginx_conf
 from .tables import order_worker_args, tables
-from .values import args_from_mapping, args_from_words, arg_tuple, kept_args, kept_env, replace_args, word
+from .values import (
+    args_from_mapping,
+    args_from_words,
+    kept_args,
+    kept_env,
+    replace_args,
+    word,
+)
 
 RawYaml = Any
 
