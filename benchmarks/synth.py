@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 POINTS = 10
-MODELS = ["org/Model-A", "org/Model-B", "org/Model-C", "org/Model-D", "org/Model-E"]
+MODELS = [f"org/Model-{chr(ord('A') + i)}" for i in range(20)]  # 1,000 configs: ~50 per model page, as in a real repository
 
 
 def _args(rng: random.Random, n: int) -> dict[str, object]:

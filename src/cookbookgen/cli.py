@@ -11,15 +11,15 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
+from typing import TYPE_CHECKING
+
 from . import __version__
 from .commands import agentx, diff, site
 from .errors import CookbookError
-from .pipeline import RenderedPoint, render_config_point, render_point
-from .policy.rules import load_policy
-from .recipes.workspace import Workspace
-from .render.model import Block
-from .render.shell import copy_all, format_block
-from .render.tables import tables
+
+if TYPE_CHECKING:  # the stages are imported by the handlers that use them, so `--help` and `diff` start fast
+    from .pipeline import RenderedPoint
+    from .render.model import Block
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -68,6 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
+    from .pipeline import render_config_point
+    from .policy.rules import load_policy
+    from .recipes.workspace import Workspace
+
     policy = load_policy(args.policy)
     if args.recipe:
         rendered = _render_bare(args, policy)
@@ -83,9 +87,8 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
 
 def _render_bare(args: argparse.Namespace, policy) -> RenderedPoint:  # type: ignore[no-untyped-def]
-    from dataclasses import replace
-
-    from .recipes.workspace import model_id
+    from .pipeline import RenderedPoint
+    from .recipes.workspace import Workspace, model_id
     from .render.deploy import RenderContext, render
 
     point = Workspace(Path(".")).bare_recipe(args.recipe, args.sets, args.unsets)
@@ -101,11 +104,16 @@ def _heading(rendered: RenderedPoint) -> list[str]:
 
 
 def _as_text(rendered: RenderedPoint, blocks: list[Block]) -> str:
+    from .render.shell import format_block
+
     parts = [f"# {b.title}" + (f" -- {b.where}" if b.where else "") + "\n" + format_block(b) for b in blocks]
     return "\n\n".join(parts) + "\n"
 
 
 def _as_sh(rendered: RenderedPoint, blocks: list[Block]) -> str:
+    from .render.shell import copy_all
+    from .render.tables import tables
+
     return copy_all(blocks, _heading(rendered), tables().describe_placeholder)
 
 

@@ -8,16 +8,18 @@ import datetime as dt
 import fnmatch
 import re
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Collection
 
 from ..errors import CookbookError
-from ..pipeline import RenderedPoint, render_all_points
 from ..policy.rules import Policy, load_policy
 from ..recipes.load import Document
 from ..recipes.workspace import Workspace
-from . import describe
+from .cache import RenderCache, cells_cached
 from .manifest import ConfigSource, Manifest, read_manifest, source_root
-from .model import Cell, Cookbook, Page, Point, Provenance
+
+if TYPE_CHECKING:  # the models and the render stack load with the first render: `diff --cache` may need neither
+    from ..pipeline import RenderedPoint
+    from .model import Cell, Cookbook, Point, Provenance
 
 Progress = Callable[[str], None]
 
@@ -26,35 +28,89 @@ def slugify(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def load_cookbook(manifest_path: Path, progress: Progress | None = None, policy: Policy | None = None) -> Cookbook:
+def load_cookbook(manifest_path: Path, progress: Progress | None = None, policy: Policy | None = None,
+                  workspaces: dict[Path, Workspace] | None = None, cache: RenderCache | None = None,
+                  only: Collection[str] | None = None) -> Cookbook:
+    """Render every point of the manifest. `workspaces` (checkout root -> Workspace) lets a caller
+    that reads the same checkout again (the diff) share one Workspace, so nothing is parsed twice;
+    `cache` reuses the cells of configs whose inputs are unchanged (see `cells.cache`); `only`
+    renders just those config keys (the others are left out of the pages)."""
     manifest, doc = read_manifest(manifest_path)
-    ws = Workspace(source_root(manifest_path, manifest, doc))
+    ws = workspace_for(source_root(manifest_path, manifest, doc), workspaces)
+    own_policy = policy is None
     if policy is None:
         policy = load_policy(manifest_path.parent / manifest.policy if manifest.policy else None)
+    try:
+        return _load(manifest, doc, ws, policy, progress, cache, only)
+    finally:
+        if own_policy:
+            policy.memo.clear()   # the classification memo holds every recipe tree: free them with the run
+
+
+def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, progress: Progress | None,
+          cache: RenderCache | None, only: Collection[str] | None) -> Cookbook:
+    from ..pipeline import render_all_points
+    from .model import Cookbook, Page
+
     changelog = _changelog(ws)
     pages = []
     warnings = []
     for p, spec in enumerate(manifest.pages):
         cells: list[Cell] = []
         for c, source in enumerate(spec.configs):
+            if only is not None and source.key not in only:
+                continue
             if source.key not in ws.entries():
                 raise doc.error(("pages", p, "configs", c, "key"), f"unknown config key {source.key!r} in {ws.checkout.root}")
             if progress:
                 progress(source.key)
-            rendered = render_all_points(ws, policy, source.key)
-            _check_metrics(doc, (p, c), source, rendered)
             latest = _latest_pr(changelog, source.key)
+            changelog_pr = latest if latest != source.pr else None
+            key = cache.config_key(ws, ws.entry(source.key), source, manifest.repo, changelog_pr, policy) if cache else None
+            config_cells = cells_cached(cache, key, lambda: group_cells(manifest, source, render_all_points(ws, policy, source.key), changelog_pr))
+            if cache is not None and key is not None:
+                cache.keys[source.key] = key
+            _check_metrics(doc, (p, c), source, [pt for cell in config_cells for pt in cell.points])
             if latest is not None and source.pr is not None and latest != source.pr:
                 warnings.append(f"{source.key}: the latest perf-changelog entry is PR #{latest}, the manifest says PR #{source.pr}")
-            cells.extend(group_cells(manifest, source, rendered, latest if latest != source.pr else None))
+            cells.extend(config_cells)
         hardware = tuple(dict.fromkeys(cell.hw for cell in cells))
         pages.append(Page(model=spec.model, slug=slugify(spec.model.split("/")[-1]), title=spec.title or spec.model.split("/")[-1],
                           hardware=hardware, cells=tuple(cells)))
     return Cookbook(title=manifest.title, repo=manifest.repo, generated_on=manifest.generated_on, pages=tuple(pages), warnings=tuple(warnings))
 
 
+def render_keys(manifest: Manifest, ws: Workspace, policy: Policy, cache: RenderCache) -> dict[str, str | None]:
+    """The `cells.cache` key of every config of the manifest (None: unknown key or recipes not found),
+    as `load_cookbook` computes them, without rendering anything."""
+    changelog = _changelog(ws)
+    entries = ws.entries()
+    out: dict[str, str | None] = {}
+    for spec in manifest.pages:
+        for source in spec.configs:
+            if source.key not in entries:
+                out[source.key] = None
+                continue
+            latest = _latest_pr(changelog, source.key)
+            out[source.key] = cache.config_key(ws, entries[source.key], source, manifest.repo,
+                                               latest if latest != source.pr else None, policy)
+    return out
+
+
+def workspace_for(root: Path, workspaces: dict[Path, Workspace] | None) -> Workspace:
+    """The shared Workspace of `root` in `workspaces` (created on first use), or a new one."""
+    if workspaces is None:
+        return Workspace(root)
+    key = root.resolve()
+    if key not in workspaces:
+        workspaces[key] = Workspace(key)
+    return workspaces[key]
+
+
 def group_cells(manifest: Manifest, source: ConfigSource, rendered: list[RenderedPoint], changelog_pr: int | None) -> list[Cell]:
     """Points of one config grouped by topology label, in first-seen order: `<key>#0`, `<key>#1`, ..."""
+    from . import describe
+
     groups: dict[str, list[RenderedPoint]] = {}
     for rp in rendered:
         groups.setdefault(describe.topology_label(rp.deployment), []).append(rp)
@@ -62,6 +118,9 @@ def group_cells(manifest: Manifest, source: ConfigSource, rendered: list[Rendere
 
 
 def _cell(manifest: Manifest, source: ConfigSource, k: int, label: str, rps: list[RenderedPoint], changelog_pr: int | None) -> Cell:
+    from . import describe
+    from .model import Cell
+
     first = rps[0]
     deps = [rp.deployment for rp in rps]
     image, digest, commit = describe.image_parts(first.deployment.image)
@@ -84,6 +143,9 @@ def _hardware(rp: RenderedPoint) -> str:
 
 
 def _point(source: ConfigSource, rp: RenderedPoint) -> Point:
+    from . import describe
+    from .model import Point
+
     p = rp.point
     metrics = source.metrics.get(p.point_id) or source.metrics.get(p.label) or {}
     return Point(id=p.point_id, label=p.label, concs=(p.conc,) if p.conc else (), recipe=p.recipe_path,
@@ -92,6 +154,8 @@ def _point(source: ConfigSource, rp: RenderedPoint) -> Point:
 
 
 def _provenance(manifest: Manifest, source: ConfigSource, recipe: str, changelog_pr: int | None) -> Provenance:
+    from .model import Provenance
+
     repo = manifest.repo.rstrip("/")
     run_url = f"{repo}/actions/runs/{source.run}/attempts/{source.attempt}" if source.run else None
     return Provenance(pr=source.pr, pr_url=f"{repo}/pull/{source.pr}" if source.pr else None, commit=source.commit,
@@ -99,9 +163,9 @@ def _provenance(manifest: Manifest, source: ConfigSource, recipe: str, changelog
                       status=source.status, date=source.date, recipe=recipe, changelog_pr=changelog_pr)
 
 
-def _check_metrics(doc: Document, at: tuple[int, int], source: ConfigSource, rendered: list[RenderedPoint]) -> None:
-    ids = {rp.point.point_id for rp in rendered}
-    labels = [rp.point.label for rp in rendered]
+def _check_metrics(doc: Document, at: tuple[int, int], source: ConfigSource, points: list[Point]) -> None:
+    ids = {pt.id for pt in points}
+    labels = [pt.label for pt in points]
     for key in source.metrics:
         if key not in ids and labels.count(key) != 1:
             raise doc.error(("pages", at[0], "configs", at[1], "metrics", key),

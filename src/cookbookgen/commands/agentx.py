@@ -19,16 +19,33 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..agentx.decode import Decoder, copy_all_runnable, kv_tiers, point_label, routers_of, status_of
-from ..agentx.encode import check_unique_ids, encode, expanded_size, header_lines, module_path, reencode
-from ..agentx.module import read_header_lines, read_module_text, write_module_text
-from ..cells.assemble import load_cookbook
-from ..cells.variants import ROUTERS, TIERS
 from ..errors import CookbookError
-from ..render.shell import format_block
 
+# The encoder, decoder and render stack are imported by the handlers, so other commands start fast.
 Json = dict[str, Any]
 EXIT_OK = 0
+
+
+class _Choices:
+    """`cells.variants.<name>` as argparse choices, imported when argparse first looks at them."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _values(self) -> tuple[str, ...]:
+        from ..cells import variants
+
+        values: tuple[str, ...] = getattr(variants, self.name)
+        return values
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._values()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values())
+
+    def __len__(self) -> int:
+        return len(self._values())
 
 
 def register(subparsers: Any) -> None:
@@ -46,8 +63,9 @@ def register(subparsers: Any) -> None:
     s.add_argument("module", type=Path, help="AgentX module (.jsx) or its JSON")
     s.add_argument("--cell", help="cell id, e.g. dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg#0")
     s.add_argument("--point", help="point label c<first concurrency>, e.g. c16")
-    s.add_argument("--router", choices=list(ROUTERS))
-    s.add_argument("--kv", choices=list(TIERS))
+    # Choices set after add_argument, whose metavar check would iterate (import) them right away.
+    s.add_argument("--router").choices = _Choices("ROUTERS")
+    s.add_argument("--kv").choices = _Choices("TIERS")
     s.add_argument("--format", choices=["text", "json"], default="text")
     s.set_defaults(run=run_show)
 
@@ -95,6 +113,10 @@ def _out_path(args: argparse.Namespace, default_name: str) -> Path:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from ..agentx.encode import encode, expanded_size, header_lines, module_path, reencode
+    from ..agentx.module import read_header_lines, read_module_text, write_module_text
+    from ..cells.assemble import load_cookbook
+
     if args.from_module:
         source = read_text(args.from_module)
         original = read_module_text(source, str(args.from_module))
@@ -122,6 +144,9 @@ def run_export(args: argparse.Namespace) -> int:
 # ---- show ----
 
 def _selected(module: Json, args: argparse.Namespace, file: str) -> Iterator[tuple[int, int, str, str]]:
+    from ..agentx.decode import kv_tiers, point_label, routers_of
+    from ..agentx.encode import check_unique_ids
+
     cells = module["cells"]
     ids = [str(c.get("id")) for c in cells]
     check_unique_ids(ids, file)
@@ -141,6 +166,8 @@ def _selected(module: Json, args: argparse.Namespace, file: str) -> Iterator[tup
 
 def show_combinations(module: Json, args: argparse.Namespace, file: str) -> list[Json]:
     """The selected combinations, decoded: the `show --format json` list."""
+    from ..agentx.decode import Decoder, copy_all_runnable, point_label, status_of
+
     dec = Decoder(module, file)
     out = []
     for ci, pi, router, kv in _selected(module, args, file):
@@ -156,12 +183,16 @@ def show_combinations(module: Json, args: argparse.Namespace, file: str) -> list
 
 
 def _text(combo: Json) -> str:
+    from ..render.shell import format_block
+
     head = f"# == {combo['cell']} {combo['point']} router={combo['router']} kv={combo['kv']} [{combo['status']}] =="
     parts = [f"# {b.title}" + (f" -- {b.where}" if b.where else "") + "\n" + format_block(b) for b in combo["_blocks"]]
     return head + "\n\n" + "\n\n".join(parts) + "\n"
 
 
 def run_show(args: argparse.Namespace) -> int:
+    from ..agentx.module import read_module_text
+
     file = str(args.module)
     module = read_module_text(read_text(args.module), file)
     combos = show_combinations(module, args, file)

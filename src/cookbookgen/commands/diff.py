@@ -11,15 +11,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ..diff.check import DiffResult, check
-from ..diff.logcheck import check_logs
-from ..diff.report import as_markdown, as_text, json_doc
-from ..diff.sources import Cookbook, read_cookbook, read_logs
 from ..errors import CookbookError
-from ..policy.rules import Policy, load_policy
-from ..recipes.workspace import Workspace
+
+if TYPE_CHECKING:  # the diff stack loads only when the command runs
+    from ..cells.cache import RenderCache
+    from ..diff.check import DiffResult
+    from ..diff.sources import Cookbook
+    from ..policy.rules import Policy
+    from ..recipes.workspace import Workspace
 
 DEFAULT_MANIFEST = Path("data/cookbook.yaml")
 DEFAULT_SOURCE = Path("data/inferencex")
@@ -39,6 +40,9 @@ def register(subparsers: Any) -> None:
     d.add_argument("--logs", type=Path, metavar="DIR", help="also compare with the workers' ServerArgs log lines and srt-slurm config*.yaml under DIR")
     d.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default: text)")
     d.add_argument("--policy", type=Path, help="extra policy rules (YAML), applied before the shipped ones")
+    d.add_argument("--cache", type=Path, metavar="DIR",
+                   help="reuse the rendered configs of a content-hash cache (e.g. the .cookbookgen-cache of `cookbookgen build`) "
+                        "for a manifest's points; every setting is still compared")
     d.set_defaults(run=run_diff)
 
 
@@ -63,31 +67,81 @@ def run_diff(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
     Text and Markdown print one report per cookbook. JSON prints one report, or, when several
     cookbooks are checked (the default with a built site), `{"exit": N, "reports": [...]}`.
+    With `--cache`, a manifest's report reuses the sections of unchanged configs (`diff.sections`).
     """
     stream = out or sys.stdout
-    results = _results(args)
     fmt = getattr(args, "format", "text") or "text"
+    reports = _reports(args, fmt, _is_tty(stream))
+    from ..diff.report import as_markdown, as_text, json_doc
+
     if fmt == "json":
+        results = [r for r in reports if not isinstance(r, tuple)]
         docs = [json_doc(r) for r in results]
         doc = docs[0] if len(docs) == 1 else {"exit": max(r.exit_code for r in results), "reports": docs}
         stream.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
-    else:
-        for result in results:
-            stream.write(as_markdown(result) if fmt == "markdown" else as_text(result, color=_is_tty(stream)))
-    return max(r.exit_code for r in results)
+        return max(r.exit_code for r in results)
+    codes = []
+    for report in reports:
+        if isinstance(report, tuple):
+            text, code = report
+        else:
+            text, code = (as_markdown(report) if fmt == "markdown" else as_text(report, color=_is_tty(stream))), report.exit_code
+        stream.write(text)
+        codes.append(code)
+    return max(codes)
 
 
 def _results(args: argparse.Namespace) -> list[DiffResult]:
+    """Every cookbook's full check (no report reuse)."""
+    return [r for r in _reports(args, "json", False) if not isinstance(r, tuple)]
+
+
+def _reports(args: argparse.Namespace, fmt: str, color: bool) -> list[DiffResult | tuple[str, int]]:
+    """A full check (DiffResult) or a ready report (text, exit status) per cookbook."""
+    from ..cells.cache import RenderCache
+
+    reports: list[DiffResult | tuple[str, int]] = []
+    # One Workspace per checkout: a manifest's points are resolved once, for rendering and for checking.
+    workspaces: dict[Path, Workspace] = {}
+    cache = RenderCache(args.cache) if getattr(args, "cache", None) else None
+    try:
+        _check_each(args, fmt, color, reports, workspaces, cache)
+    except BaseException:
+        if cache is not None:
+            cache.discard()
+        raise
+    if cache is not None:
+        cache.commit()
+        cache.prune()
+    return reports
+
+
+def _check_each(args: argparse.Namespace, fmt: str, color: bool, reports: list[DiffResult | tuple[str, int]],
+                workspaces: dict[Path, Workspace], cache: RenderCache | None) -> None:
+    from ..cells.assemble import workspace_for
+    from ..policy.rules import load_policy
+
     extra = getattr(args, "policy", None)
-    results = []
     source: Path | None = None
+    from ..diff import sections
+
     for path in _cookbooks(args):
-        cookbook = read_cookbook(path, load_policy(extra) if extra else None)
-        policy = load_policy(extra or cookbook.policy_file)
+        if sections.applies(path, fmt, getattr(args, "logs", None)):
+            # A manifest's report section by section: sections of unchanged configs come from the cache.
+            found = sections.manifest_report(path, cache, extra, getattr(args, "source", None), getattr(args, "config", None),
+                                           fmt, color, workspaces)
+            if found is not None:
+                text, code, source = found
+                reports.append((text, code))
+                continue
+        from ..diff.check import check
+        from ..diff.sources import read_cookbook
+
+        cookbook = read_cookbook(path, load_policy(extra) if extra else None, workspaces, cache)
+        policy = cookbook.policy if cookbook.policy is not None else load_policy(extra or cookbook.policy_file)
         source = _checkout(args, cookbook, source)
-        result = check(cookbook.published, Workspace(source), policy, getattr(args, "config", None))
-        results.append(_with_logs(args, result, policy))
-    return results
+        result = check(cookbook.published, workspace_for(source, workspaces), policy, getattr(args, "config", None))
+        reports.append(_with_logs(args, result, policy))
 
 
 def _is_tty(stream: TextIO) -> bool:
@@ -101,6 +155,10 @@ def _with_logs(args: argparse.Namespace, result: DiffResult, policy: Policy) -> 
     points = [pair.published for pair in result.pairs]
     if not points:
         raise CookbookError.at(str(logs), 0, "--logs", "no cookbook point was paired with the checkout, so there is nothing to compare the logs with")
+    from ..diff.check import DiffResult
+    from ..diff.logcheck import check_logs
+    from ..diff.sources import read_logs
+
     found = check_logs(read_logs(logs), points, policy)
     return DiffResult(result.cookbook, result.kind, result.checkout, result.configs, result.findings + tuple(found),
                       result.not_in_checkout, result.notes, result.pairs)

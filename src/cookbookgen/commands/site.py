@@ -9,10 +9,12 @@ import argparse
 import datetime as dt
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..cells.assemble import today
 from ..errors import CookbookError
-from ..publish.site import Dates, build_site, serve_site
+
+if TYPE_CHECKING:  # MkDocs and the render stack load only when a handler runs
+    from ..publish.site import Dates
 
 
 def _date(text: str) -> dt.date:
@@ -29,6 +31,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     b.add_argument("--cookbook", type=Path, default=Path("data/cookbook.yaml"), help="cookbook manifest; default: data/cookbook.yaml")
     b.add_argument("--out", type=Path, default=Path("site"), help="output folder, replaced atomically; default: site")
     b.add_argument("--date", type=_date, help="generated-on date YYYY-MM-DD (reproducible builds); default: the manifest's generated_on, else today")
+    b.add_argument("--cache", type=Path, metavar="DIR",
+                   help="content-hash cache: unchanged configs are not rendered again and MkDocs rebuilds only changed pages; "
+                        "default: .cookbookgen-cache beside --out")
+    b.add_argument("--no-cache", action="store_true", help="build everything from scratch and keep no cache")
+    b.add_argument("--keep-docs", type=Path, metavar="DIR",
+                   help="also leave the generated Markdown in DIR/docs with a DIR/mkdocs.yml for a plain `mkdocs build`")
     b.set_defaults(run=run_build)
     s = subparsers.add_parser("serve", help="serve a live preview of the cookbook site",
                               description="Generate the site's pages and serve them with live reload; edits to the manifest, recipes or templates regenerate them.")
@@ -40,6 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _dates(args: argparse.Namespace) -> Dates:
+    from ..cells.assemble import today
+    from ..publish.site import Dates
+
     return Dates(date=getattr(args, "date", None), fallback=today())
 
 
@@ -51,12 +62,18 @@ def _manifest(args: argparse.Namespace) -> Path:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    result = build_site(_manifest(args), args.out, _dates(args))
+    from ..publish.site import build_site, default_cache
+
+    cache = None if getattr(args, "no_cache", False) else (getattr(args, "cache", None) or default_cache(args.out))
+    result = build_site(_manifest(args), args.out, _dates(args), cache=cache, keep_docs=getattr(args, "keep_docs", None))
+    how = "" if result.rebuilt is None else f"; incremental: MkDocs processed {result.rebuilt} changed file(s)"
     print(f"built {result.pages} model page(s), {result.scripts} launch scripts ({result.files} files) "
-          f"into {result.out} in {result.seconds:.1f} s", file=sys.stderr)
+          f"into {result.out} in {result.seconds:.1f} s{how}", file=sys.stderr)
     return 0
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from ..publish.site import serve_site
+
     serve_site(_manifest(args), args.host, args.port, _dates(args), report=lambda line: print(line, file=sys.stderr))
     return 0

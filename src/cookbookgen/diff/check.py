@@ -74,7 +74,7 @@ def _absence(ws: Workspace, key: str) -> str:
         return "no master config entry"
     for row in entry.rows:
         try:
-            ws.checkout.recipe_path(row.recipe.path, entry.doc.problem(row.recipe.where, ""))
+            ws.recipe_path(entry, row)
         except CookbookError as exc:
             return exc.problems[0].message
     return ""

@@ -17,7 +17,8 @@ recipe, so a renderer bug shows up as a mismatch.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from functools import cached_property
+from typing import Any, Callable, Iterable, cast
 
 from ..policy.classify import leaves
 from ..policy.rules import DROPPED, Policy, Rule
@@ -40,7 +41,7 @@ class Leaf:
     rule: Rule | None
     where: str
 
-    @property
+    @cached_property
     def dotted(self) -> str:
         return dotted(self.path)
 
@@ -80,8 +81,13 @@ class Ctx:
         return Scope(self.expect, block, self.blocks)
 
     def where(self, path: KeyPath) -> str:
-        problem = self.recipe.problem(path, "")
-        return f"{problem.file}:{problem.line}" if problem.line else problem.file
+        """`file:line` of the setting (as `recipe.problem(path)` locates it), or the file alone."""
+        origins = self.recipe.origins
+        p = tuple(path)
+        while p and p not in origins:
+            p = p[:-1]
+        file, line = origins.get(p, (self.recipe.file, 0))
+        return f"{file}:{line}" if line else file
 
 
 def role_label(block: Block) -> str:
@@ -92,15 +98,16 @@ def compare_point(expect: PointExpect, recipe: EffectiveRecipe, published: Publi
     ctx = Ctx(expect, recipe, published, policy)
     out = structure.check(ctx)
     for path, value in leaves(recipe.data):
-        out.extend(_leaf(ctx, Leaf(path, value, policy.first_match(tuple(str(p) for p in path), value), ctx.where(path))))
+        key = cast("tuple[str, ...]", path) if all(type(p) is str for p in path) else tuple(str(p) for p in path)
+        out.extend(_leaf(ctx, Leaf(path, value, policy.first_match(key, value), ctx.where(path)), key))
     out.extend(_extras(ctx))
     return list(dict.fromkeys(out))
 
 
 # --- recipe leaves ---------------------------------------------------------------------------------
 
-def _leaf(ctx: Ctx, leaf: Leaf) -> list[Finding]:
-    check = recipe_check(tuple(str(p) for p in leaf.path))
+def _leaf(ctx: Ctx, leaf: Leaf, key: tuple[str, ...]) -> list[Finding]:
+    check = recipe_check(key)
     name = str(check["check"]) if check else ""
     if name in ("arg", "env", "service_args"):
         return LEAF_HANDLERS[name](ctx, leaf, check)

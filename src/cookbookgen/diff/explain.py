@@ -242,8 +242,10 @@ def explain_block(kind: str, scope: Scope) -> Explanation | Miss:
     return problem if problem is not None else Explanation("match", entry["reason"], f"synthesized.blocks.{kind}")
 
 
+@lru_cache(maxsize=65536)
 def recipe_check(path: tuple[str, ...]) -> RawYaml | None:
-    """The `recipe_checks` entry for a recipe setting (first match), or None."""
+    """The `recipe_checks` entry for a recipe setting (first match), or None. Cached by path: the
+    table is read once per process and never changes."""
     for item in table()["recipe_checks"]:
         if glob_matches(tuple(item["match"].split(".")), path):
             return item

@@ -15,13 +15,14 @@ import io
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-from rich.console import Console
 from rich.markup import escape
 
-from .check import DiffResult
 from .model import CLASSES, Finding
+
+if TYPE_CHECKING:  # only the type: the report must stay light to import (`diff.sections` uses it alone)
+    from .check import DiffResult
 
 EXCLUDED = ("harness-only", "default-equivalent")
 _STYLE = {"mismatch": "bold red", "match": "green", "harness-only": "yellow", "default-equivalent": "yellow",
@@ -65,17 +66,58 @@ def json_doc(result: DiffResult) -> dict[str, object]:
 
 # --- text ------------------------------------------------------------------------------------------------
 
+class _Lines:
+    """Collects markup lines for one section of the report."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def print(self, markup: str) -> None:
+        self.lines.append(markup)
+
+
+class TextRenderer:
+    """Renders sections of markup lines with rich. Every line is balanced markup, so a section
+    rendered in one `print` equals a `print` per line, and the report is the concatenation of its
+    sections (which is what lets `diff.sections` reuse the section of an unchanged config)."""
+
+    def __init__(self, color: bool) -> None:
+        from rich.console import Console
+
+        self.out = io.StringIO()
+        self.console = Console(file=self.out, force_terminal=color, no_color=not color, width=160, highlight=False, soft_wrap=True)
+
+    def render(self, lines: _Lines) -> str:
+        self.console.print("\n".join(lines.lines))
+        text = self.out.getvalue()
+        self.out.seek(0)
+        self.out.truncate()
+        return text
+
+
 def as_text(result: DiffResult, color: bool = False) -> str:
-    out = io.StringIO()
-    console = Console(file=out, force_terminal=color, no_color=not color, width=160, highlight=False, soft_wrap=True)
-    console.print(f"[bold]cookbookgen diff[/] {escape(result.cookbook)} ({result.kind}) against {escape(result.checkout)}")
-    for config, findings in _by(result.findings, "config").items():
-        _text_config(console, config, findings)
-    _text_tail(console, result)
-    return out.getvalue()
+    renderer = TextRenderer(color)
+    parts = [text_head(renderer, result.cookbook, result.kind, result.checkout)]
+    parts += [text_config(renderer, config, findings) for config, findings in _by(result.findings, "config").items()]
+    parts.append(text_tail(renderer, result.not_in_checkout, result.notes, len(result.mismatches), len(result.pairs),
+                           len(result.configs), result.exit_code))
+    return "".join(parts)
 
 
-def _text_config(console: Console, config: str, findings: list[Finding]) -> None:
+def text_head(renderer: TextRenderer, cookbook: str, kind: str, checkout: str) -> str:
+    lines = _Lines()
+    lines.print(f"[bold]cookbookgen diff[/] {escape(cookbook)} ({kind}) against {escape(checkout)}")
+    return renderer.render(lines)
+
+
+def text_config(renderer: TextRenderer, config: str, findings: list[Finding]) -> str:
+    """The section of one config (its findings, variants included)."""
+    lines = _Lines()
+    _text_config(lines, config, findings)
+    return renderer.render(lines)
+
+
+def _text_config(console: _Lines, config: str, findings: list[Finding]) -> None:
     bad = sum(f.is_mismatch for f in findings)
     console.print(f"\n[bold]{escape(config)}[/]: {len(_points(findings))} point(s), " + (f"[bold red]{bad} mismatch(es)[/]" if bad else "[green]parity[/]"))
     for point, items in _by(findings, "point").items():
@@ -101,14 +143,16 @@ def _mismatch_line(f: Finding) -> str:
     return f"{f.kind} {f.item}: {f.detail}" + (f" ({shown})" if shown else "") + (f" — {f.reason}" if f.reason else "") + (f" [{where}]" if where else "")
 
 
-def _text_tail(console: Console, result: DiffResult) -> None:
-    for key, cells, why in result.not_in_checkout:
+def text_tail(renderer: TextRenderer, not_in_checkout: Iterable[tuple[str, tuple[str, ...], str]], notes: Iterable[str],
+              mismatches: int, points: int, configs: int, exit_code: int) -> str:
+    console = _Lines()
+    for key, cells, why in not_in_checkout:
         console.print(f"\n[magenta]not in checkout[/] {escape(key)} ({len(cells)} cell(s)): {escape(why)}")
-    for note in result.notes:
+    for note in notes:
         console.print(f"[magenta]note[/] {escape(note)}")
-    bad = len(result.mismatches)
-    verdict = f"[bold red]{bad} mismatch(es)[/]" if bad else "[bold green]parity[/]"
-    console.print(f"\nResult: {verdict} over {len(result.pairs)} point(s) of {len(result.configs)} config(s) (exit {result.exit_code})")
+    verdict = f"[bold red]{mismatches} mismatch(es)[/]" if mismatches else "[bold green]parity[/]"
+    console.print(f"\nResult: {verdict} over {points} point(s) of {configs} config(s) (exit {exit_code})")
+    return renderer.render(console)
 
 
 # --- Markdown --------------------------------------------------------------------------------------------
@@ -196,20 +240,36 @@ def _md_config(config: str, findings: list[Finding]) -> list[str]:
 
 
 def as_markdown(result: DiffResult) -> str:
-    lines = [f"- SGLang cookbook parity (`cookbookgen diff`): `{result.cookbook}` ({result.kind}) against the checkout `{result.checkout}`.",
-             "  - Comparison method: each published point is paired with its master-config row and concurrency, and its commands are "
-             "compared role by role with the effective recipe (base plus override): every recipe argument and environment variable, "
-             "the topology (workers, nodes per worker, GPU pinning) and the image. Every command setting the recipe does not hold "
-             "needs a recorded reason, or it is a mismatch."]
-    for config, findings in _by(result.findings, "config").items():
-        lines += _md_config(config, findings)
-    if result.not_in_checkout:
+    parts = [md_head(result.cookbook, result.kind, result.checkout)]
+    parts += [md_config(config, findings) for config, findings in _by(result.findings, "config").items()]
+    parts.append(md_tail(result.not_in_checkout, result.notes, len(result.mismatches), len(result.pairs), len(result.configs)))
+    return "".join(parts)
+
+
+def md_head(cookbook: str, kind: str, checkout: str) -> str:
+    return (f"- SGLang cookbook parity (`cookbookgen diff`): `{cookbook}` ({kind}) against the checkout `{checkout}`.\n"
+            "  - Comparison method: each published point is paired with its master-config row and concurrency, and its commands are "
+            "compared role by role with the effective recipe (base plus override): every recipe argument and environment variable, "
+            "the topology (workers, nodes per worker, GPU pinning) and the image. Every command setting the recipe does not hold "
+            "needs a recorded reason, or it is a mismatch.\n")
+
+
+def md_config(config: str, findings: list[Finding]) -> str:
+    """The section of one config, each line ending in a newline."""
+    return "".join(line + "\n" for line in _md_config(config, findings))
+
+
+def md_tail(not_in_checkout: Iterable[tuple[str, tuple[str, ...], str]], notes: Iterable[str], mismatches: int,
+            points: int, configs: int) -> str:
+    lines = []
+    absent = list(not_in_checkout)
+    if absent:
         lines.append("- Not in the checkout (listed, not compared):")
-        lines += [f"  - {key} ({', '.join(cells)}): {why}." for key, cells, why in result.not_in_checkout]
-    lines += [f"- Note: {n}" for n in result.notes]
-    verdict = f"{len(result.mismatches)} mismatch(es)" if result.mismatches else "parity"
-    lines.append(f"- Verdict: {verdict} over {len(result.pairs)} point(s) of {len(result.configs)} config(s).")
-    return "\n".join(lines) + "\n"
+        lines += [f"  - {key} ({', '.join(cells)}): {why}." for key, cells, why in absent]
+    lines += [f"- Note: {n}" for n in notes]
+    verdict = f"{mismatches} mismatch(es)" if mismatches else "parity"
+    lines.append(f"- Verdict: {verdict} over {points} point(s) of {configs} config(s).")
+    return "".join(line + "\n" for line in lines)
 
 
 FORMATS = {"text": as_text, "json": as_json, "markdown": as_markdown}

@@ -19,23 +19,20 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..agentx.decode import Decoder, kv_tiers, point_kv, routers_of, status_of
-from ..agentx.module import read_module_text
 from ..cells.assemble import load_cookbook
 from ..cells.manifest import read_manifest, source_root
 from ..errors import CookbookError
-from ..policy.rules import Policy
+from ..policy.rules import Policy, load_policy
+from ..recipes.workspace import Workspace
 from ..render.model import Block
-from .logs import (
-    RoleSettings,
-    ServerArgsDict,
-    read_server_args_log_file,
-    read_srtslurm_config_file,
-)
 from .model import Published, PublishedPoint, Variant
-from .site import read_site_blocks
+
+if TYPE_CHECKING:  # the AgentX decoder, HTML reader and log parsers load only for those inputs
+    from ..cells.cache import RenderCache
+    from ..cells.model import Cookbook as CookbookModel
+    from .logs import RoleSettings, ServerArgsDict
 
 Json = dict[str, Any]
 MAX_BYTES = 64 * 1024 * 1024
@@ -44,22 +41,29 @@ _BLOCK_KEYS = set(Block.model_fields)
 
 @dataclass(frozen=True)
 class Cookbook:
-    """A published cookbook and the checkout it names (a manifest's `source`), if any."""
+    """A published cookbook and the checkout it names (a manifest's `source`), if any; for a manifest
+    also the policy it was rendered with (the diff checks with the same one)."""
 
     published: Published
     checkout: Path | None = None
     policy_file: Path | None = None
+    policy: Policy | None = None
 
 
-def read_cookbook(path: Path, policy: Policy | None = None) -> Cookbook:
+def read_cookbook(path: Path, policy: Policy | None = None, workspaces: dict[Path, Workspace] | None = None,
+                  cache: RenderCache | None = None) -> Cookbook:
+    """Read the cookbook at `path`. A manifest is rendered through `workspaces` (checkout root ->
+    Workspace, shared with the check so the checkout is read once) and `cache` (`cells.cache`)."""
     if path.is_dir():
         return Cookbook(read_site(path))
     if not path.exists():
         raise CookbookError.at(str(path), 0, "", "file not found")
     if path.suffix in (".yaml", ".yml"):
-        return _manifest(path, policy)
+        return _manifest(path, policy, workspaces, cache)
     text = _text(path)
     if path.suffix == ".jsx":
+        from ..agentx.module import read_module_text
+
         return Cookbook(published_from_module(read_module_text(text, str(path)), str(path)))
     if path.suffix == ".json":
         return Cookbook(published_from_json(_json(text, str(path)), str(path)))
@@ -86,12 +90,30 @@ def _json(text: str, file: str) -> Any:
         raise CookbookError.at(file, exc.lineno, "", f"invalid JSON: {exc.msg}") from None
 
 
-def _manifest(path: Path, policy: Policy | None) -> Cookbook:
+def _manifest(path: Path, policy: Policy | None, workspaces: dict[Path, Workspace] | None, cache: RenderCache | None) -> Cookbook:
     manifest, doc = read_manifest(path)
-    cookbook = load_cookbook(path, policy=policy)
-    published = published_from_cookbook_json(cookbook.model_dump(mode="json"), str(path), "cookbook manifest (rendered)")
     policy_file = path.parent / manifest.policy if manifest.policy else None
-    return Cookbook(published, source_root(path, manifest, doc), policy_file)
+    used = policy if policy is not None else load_policy(policy_file)
+    cookbook = load_cookbook(path, policy=used, workspaces=workspaces, cache=cache)
+    published = published_from_cookbook(cookbook, str(path), "cookbook manifest (rendered)")
+    return Cookbook(published, source_root(path, manifest, doc), policy_file, used)
+
+
+def published_from_cookbook(cookbook: CookbookModel, file: str, kind: str) -> Published:
+    """The points of a cookbook model, as `published_from_cookbook_json` reads its JSON dump (the
+    blocks are taken as they are instead of through JSON; `tests/test_diff.py` pins the equality)."""
+    points: list[PublishedPoint] = []
+    variants: list[Variant] = []
+    for page in cookbook.pages:
+        for cell in page.cells:
+            for point in cell.points:
+                dep = point.deployment
+                points.append(PublishedPoint(
+                    config=cell.config_key, cell=cell.id, concs=tuple(point.concs), blocks=tuple(dep.blocks),
+                    point_id=point.id, override=point.override, recipe=point.recipe,
+                    image=cell.image or dep.image, model=cell.model or dep.model))
+            variants.extend(Variant(cell.config_key, cell.id, str(v.point), str(v.router), str(v.kv)) for v in cell.variants)
+    return Published(file, kind, tuple(points), tuple(variants))
 
 
 # --- JSON shapes ---------------------------------------------------------------------------------------
@@ -166,6 +188,8 @@ def blocks_from_json(items: list[Any], file: str, where: str) -> tuple[Block, ..
 
 def published_from_module(module: Json, file: str) -> Published:
     """Measured points (submitted router, the point's measured KV tier) and every derived variant."""
+    from ..agentx.decode import Decoder, kv_tiers, point_kv, routers_of, status_of
+
     dec = Decoder(module, file)
     points: list[PublishedPoint] = []
     variants: list[Variant] = []
@@ -189,6 +213,8 @@ def published_from_module(module: Json, file: str) -> Published:
 
 def read_site(site: Path) -> Published:
     """The site's `cookbook.json` for pairing and topology, with each block's command as its HTML shows it."""
+    from .site import read_site_blocks
+
     found = sorted(site.rglob("cookbook.json"), key=lambda p: (len(p.parts), str(p)))
     if not found:
         raise CookbookError.at(str(site), 0, "", "no cookbook.json in the site: the site build exports it next to the pages")
@@ -207,6 +233,8 @@ class RunLogs:
 
 
 def read_logs(directory: Path) -> RunLogs:
+    from .logs import read_server_args_log_file, read_srtslurm_config_file
+
     if not directory.is_dir():
         raise CookbookError.at(str(directory), 0, "--logs", "not a directory")
     lines: list[tuple[str, int, ServerArgsDict]] = []

@@ -54,7 +54,8 @@ def _classify_node(node: RawYaml, path: tuple[str, ...], dotted_path: str, polic
         key = (id(node), dotted_path)
         hit = policy.memo.get(key)
         if hit is not None and hit[0] is node:
-            return hit[1]
+            settings: list[Setting] = hit[1]
+            return settings
         out: list[Setting] = []
         for k, value in node.items():
             out.extend(_classify_node(value, path + (str(k),), f"{dotted_path}.{k}" if dotted_path else str(k), policy))

@@ -67,7 +67,7 @@ class Policy:
 @lru_cache(maxsize=262144)
 def _candidates(policy: Policy, path: tuple[str, ...]) -> tuple[int | None, tuple[tuple[int, Rule], ...]]:
     """The first value-free rule matching `path`, and the value-conditioned rules before it that match."""
-    conditional = []
+    conditional: list[tuple[int, Rule]] = []
     for i, rule in enumerate(policy.rules):
         if not glob_matches(rule.pattern, path):
             continue

@@ -7,12 +7,33 @@
 - Refuses to replace an `--out` that is neither empty nor a previous cookbook site.
 - `serve_site` runs MkDocs' live-reload server on generated docs and regenerates them when the
   manifest, its checkout or the templates change.
+
+Incremental builds (`cache`, the folder of `cells.cache`; `cookbookgen build` passes
+`.cookbookgen-cache/` beside `--out` unless `--no-cache`):
+- the state of the last successful build is kept in `<cache>/site/state.json`: the sha256 of every
+  docs file, where MkDocs wrote it, the build context (mkdocs.yml, nav, site name, the versions of
+  MkDocs, Material, Markdown, pymdown-extensions and Pygments, cookbookgen's own code), each page's
+  anchors and its links into other pages, and a fingerprint (path, size, mtime, inode) of `--out`;
+- a build whose context, docs file set and `--out` all match that state is incremental: the output
+  of every unchanged docs file is hard-linked from `--out` into the scratch site, the unchanged
+  sources get an old mtime, and MkDocs 1.6 `build(dirty=True)` renders only the changed pages (the
+  unchanged pages' anchors are handed to MkDocs so links into them are still validated);
+- Material's search index then holds only the rebuilt pages, so the previous entries of the other
+  pages are merged back in the order a full build writes them (`search_index.json` and the offline
+  plugin's `search_index.js` come out byte-identical to a full build's);
+- links from unchanged pages into rebuilt ones are checked against the new anchors; any mismatch, and
+  any doubt (a missing output, a linked file that changed), falls back to a full build.
+MkDocs never writes to a linked file (it skips them as unmodified), so the old site stays intact
+until the swap; the scratch site owns new copies of everything it rewrites.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import logging
+import os
 import shutil
 import sys
 import tempfile
@@ -24,17 +45,18 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from mkdocs.commands.build import build as mkdocs_build
-from mkdocs.commands.serve import serve as mkdocs_serve
 from mkdocs.config import load_config
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import MkDocsException
+from mkdocs.plugins import BasePlugin
 
 from ..cells.assemble import load_cookbook
+from ..cells.cache import RenderCache, code_fingerprint, with_variants_cached
 from ..cells.manifest import read_manifest, source_root
 from ..cells.model import Cookbook
 from ..cells.variants import with_variants
 from ..errors import CookbookError, Problem
-from .pages import page_path, site_files
+from .pages import MODEL_TEMPLATE, page_path, site_files
 
 SITE_MARKER = "cookbook.json"   # a folder holding it was written by `cookbookgen build`
 Report = Callable[[str], None]
@@ -62,6 +84,7 @@ class BuildResult:
     scripts: int
     files: int
     seconds: float
+    rebuilt: int | None = None   # docs files MkDocs processed in an incremental build; None: a full build
 
 
 def project_root() -> Path:
@@ -132,8 +155,13 @@ def _mkdocs_problems(where: str) -> Iterator[None]:
 
 
 def mkdocs_config(root: Path, docs: Path, site: Path, cookbook: Cookbook, strict: bool = True, **extra: object) -> MkDocsConfig:
+    return _config(root, docs, site, safe_title(cookbook.title), nav(cookbook), strict, **extra)
+
+
+def _config(root: Path, docs: Path, site: Path, site_name: str, pages_nav: list[dict[str, object]], strict: bool = True,
+            **extra: object) -> MkDocsConfig:
     return load_config(config_file=str(root / "mkdocs.yml"), docs_dir=str(docs), site_dir=str(site),
-                       site_name=safe_title(cookbook.title), nav=nav(cookbook), strict=strict, **extra)
+                       site_name=site_name, nav=pages_nav, strict=strict, **extra)
 
 
 def generate(manifest: Path, root: Path, dates: Dates) -> tuple[Cookbook, dict[str, str]]:
@@ -163,43 +191,327 @@ def swap_in(new: Path, out: Path, scratch: Path) -> None:
         raise
 
 
-def build_site(manifest: Path, out: Path, dates: Dates = Dates(), show_progress: bool | None = None) -> BuildResult:
-    """Load the manifest, then `publish` (see the module docstring)."""
+def default_cache(out: Path) -> Path:
+    """Where `cookbookgen build` keeps its cache unless told otherwise: beside the site folder."""
+    return out.absolute().parent / ".cookbookgen-cache"
+
+
+def build_site(manifest: Path, out: Path, dates: Dates = Dates(), show_progress: bool | None = None,
+               cache: Path | None = None, keep_docs: Path | None = None) -> BuildResult:
+    """Load the manifest, then `publish` (see the module docstring). With `cache`, configs whose inputs
+    are unchanged are not rendered again (`cells.cache`) and MkDocs rebuilds only changed pages."""
     started = time.perf_counter()
     root = project_root()
     check_out(out)
-    with _progress(sys.stderr.isatty() if show_progress is None else show_progress) as step:
-        step("reading recipes")
-        cookbook = load_cookbook(manifest, progress=lambda key: step(f"rendering {key}"))
-        step("deriving router and KV-tier variants")
-        cookbook = with_variants(cookbook)
-        result = publish(cookbook, out, dates.pick(cookbook, manifest), root, step)
-    return BuildResult(result.out, result.pages, result.scripts, result.files, time.perf_counter() - started)
+    renders = RenderCache(cache) if cache is not None else None
+    try:
+        with _progress(sys.stderr.isatty() if show_progress is None else show_progress) as step:
+            step("reading recipes")
+            cookbook = load_cookbook(manifest, progress=lambda key: step(f"rendering {key}"), cache=renders)
+            step("deriving router and KV-tier variants")
+            box = [with_variants_cached(cookbook, renders) if renders is not None else with_variants(cookbook)]
+            del cookbook                       # `publish` holds the only reference, and drops it before MkDocs runs
+            generated_on = dates.pick(box[0], manifest)
+            result = publish(box.pop(), out, generated_on, root, step, cache=cache, keep_docs=keep_docs, pages=renders)
+    except BaseException:
+        if renders is not None:
+            renders.discard()
+        raise
+    if renders is not None:
+        renders.commit()
+        renders.prune()
+    return BuildResult(result.out, result.pages, result.scripts, result.files, time.perf_counter() - started, result.rebuilt)
 
 
 def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | None = None,
-            step: Report = lambda _text: None) -> BuildResult:
-    """Generate the docs, build them with MkDocs --strict in a scratch folder, swap into `out`."""
+            step: Report = lambda _text: None, cache: Path | None = None, keep_docs: Path | None = None,
+            pages: RenderCache | None = None) -> BuildResult:
+    """Generate the docs, build them with MkDocs --strict in a scratch folder, swap into `out`.
+
+    `cache`: keep the build state there and build incrementally when it matches (module docstring).
+    `keep_docs`: also leave the generated docs in that folder (replaced), with a `mkdocs.yml` that
+    builds them with plain MkDocs (`mkdocs build -f <keep_docs>/mkdocs.yml`), as the benchmark does.
+    `pages`: the cache the cookbook was rendered through; model pages whose data it knows unchanged
+    are not generated again (`generate_docs`).
+    """
     started = time.perf_counter()
     root = root or project_root()
     out = out.absolute()
     check_out(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent))
+    rebuilt: int | None = None
     try:
         step("generating pages")
-        files = site_files(cookbook, read_templates(root / "templates"), generated_on)
+        files = generate_docs(cookbook, read_templates(root / "templates"), generated_on, pages)
         step(f"writing {len(files)} files")
         write_docs(files, scratch / "docs")
-        step("building the site with MkDocs (strict)")
+        state_dir = cache / "site" if cache is not None else None
+        hashes = {rel: hashlib.sha256(text.encode("utf-8")).hexdigest() for rel, text in files.items()}
+        counts = (len(cookbook.pages), sum(f.endswith(".sh") for f in files), len(files))
+        title, pages_nav = safe_title(cookbook.title), nav(cookbook)
+        context = build_context(root, cookbook)
+        del files, cookbook                    # the docs are on disk: free the memory before MkDocs needs its own
+        previous = SiteState.load(state_dir) if state_dir is not None else None
+        unchanged = previous.unchanged(context, hashes, out) if previous is not None else None
         with _mkdocs_problems(str(root / "mkdocs.yml")):
-            mkdocs_build(mkdocs_config(root, scratch / "docs", scratch / "site", cookbook))
+            recorder = None
+            if unchanged:
+                step(f"building {counts[2] - len(unchanged)} changed files with MkDocs (strict, incremental)")
+                assert previous is not None
+                config = _config(root, scratch / "docs", scratch / "site", title, pages_nav)
+                recorder = _incremental(config, previous, unchanged, out, scratch)
+                rebuilt = counts[2] - len(unchanged) if recorder is not None else None
+            if recorder is None:
+                step("building the site with MkDocs (strict)")
+                recorder = _full(_config(root, scratch / "docs", scratch / "site", title, pages_nav))
+        if keep_docs is not None:
+            _keep_docs(scratch / "docs", keep_docs, root, title, pages_nav)
         step("moving the site into place")
         swap_in(scratch / "site", out, scratch)
+        if state_dir is not None:
+            new_state = SiteState.after(context, hashes, recorder, previous if rebuilt is not None else None, out)
+            RenderCache(state_dir.parent).ensure()
+            new_state.save(state_dir)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return BuildResult(out, len(cookbook.pages), sum(f.endswith(".sh") for f in files), len(files),
-                       time.perf_counter() - started)
+    return BuildResult(out, *counts, time.perf_counter() - started, rebuilt)
+
+
+def generate_docs(cookbook: Cookbook, templates: dict[str, str], generated_on: dt.date, cache: RenderCache | None) -> dict[str, str]:
+    """`pages.site_files`, reusing the Markdown of model pages whose data is unchanged.
+
+    A model page is a function of its own cells (with variants), the cookbook title, the date, the
+    templates and cookbookgen's code, nothing else; its key (`RenderCache.page_key`) covers all of
+    them. When some page is cached, the other files come from `site_files` with an empty model
+    template (no other file uses it), and each changed page from `site_files` of a cookbook holding
+    just that page. `tests/test_incremental.py` pins the result to the plain `site_files`.
+    """
+    keys: dict[str, str] = {}
+    if cache is not None:
+        common = hashlib.sha256("\0".join([code_fingerprint(), json.dumps(templates, sort_keys=True), cookbook.title,
+                                            generated_on.isoformat()]).encode()).hexdigest()
+        for page in cookbook.pages:
+            key = cache.page_key(page)
+            if key is not None:
+                keys[page_path(page)] = hashlib.sha256(f"{common}\0{key}".encode()).hexdigest()
+    hits = {path: text for path, key in keys.items() if isinstance(text := cache.get("pages", key) if cache else None, str)}
+    if not hits:
+        files = site_files(cookbook, templates, generated_on)
+    else:
+        files = site_files(cookbook, {**templates, MODEL_TEMPLATE: ""}, generated_on)
+        for page in cookbook.pages:
+            path = page_path(page)
+            files[path] = hits[path] if path in hits else site_files(cookbook.model_copy(update={"pages": (page,)}), templates, generated_on)[path]
+    if cache is not None:
+        for path, key in keys.items():
+            if path not in hits:
+                cache.put("pages", key, files[path])
+    return files
+
+
+def _keep_docs(docs: Path, keep: Path, root: Path, title: str, pages_nav: list[dict[str, object]]) -> None:
+    """Copy the docs to `keep/docs` with a `keep/mkdocs.yml` that builds them as `cookbookgen build` does."""
+    import yaml  # type: ignore[import-untyped]
+
+    keep = keep.absolute()
+    if (keep / "docs").exists():
+        shutil.rmtree(keep / "docs")
+    keep.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(docs, keep / "docs")
+    config = {"INHERIT": str(root / "mkdocs.yml"), "docs_dir": "docs", "site_dir": "site", "site_name": title, "nav": pages_nav}
+    (keep / "mkdocs.yml").write_text("# Written by cookbookgen build --keep-docs: the same build, with plain MkDocs.\n"
+                                     + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+# --- incremental builds ---------------------------------------------------------------------------
+
+STATE_FORMAT = 1
+_OLD_NS = 1_000_000_000   # mtime given to unchanged docs: older than any output, so MkDocs skips them
+_DIRTY_WARNING = "A 'dirty' build is being performed"
+
+
+def build_context(root: Path, cookbook: Cookbook) -> str:
+    """Everything besides the docs that shapes every page: a change means a full build."""
+    from importlib.metadata import version
+
+    parts = [str(STATE_FORMAT), code_fingerprint(), (root / "mkdocs.yml").read_text(encoding="utf-8"),
+             json.dumps(nav(cookbook)), safe_title(cookbook.title)]
+    parts += [f"{dist}={version(dist)}" for dist in ("mkdocs", "mkdocs-material", "Markdown", "pymdown-extensions", "Pygments")]
+    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
+
+
+def site_fingerprint(out: Path) -> dict[str, list[int]]:
+    """(size, mtime, inode) of every file of the site: the state applies only to the site it built."""
+    found: dict[str, list[int]] = {}
+    for folder, _dirs, names in os.walk(out):
+        for name in names:
+            path = os.path.join(folder, name)
+            st = os.stat(path)
+            found[os.path.relpath(path, out)] = [st.st_size, st.st_mtime_ns, st.st_ino]
+    return found
+
+
+class _Recorder(BasePlugin):  # type: ignore[type-arg, no-untyped-call]
+    """Records what an incremental build needs about each page; hands stored anchors to MkDocs."""
+
+    def __init__(self, anchors: dict[str, list[str]] | None = None) -> None:
+        super().__init__()
+        self.known = anchors or {}
+        self.order: list[str] = []
+        self.urls: dict[str, str] = {}
+        self.dest: dict[str, str] = {}
+        self.anchors: dict[str, list[str]] = {}
+        self.links: dict[str, dict[str, dict[str, str]]] = {}
+
+    def on_page_content(self, html: str, /, *, page, config, files):  # type: ignore[no-untyped-def]
+        self.anchors[page.file.src_uri] = sorted(page.present_anchor_ids or ())
+        links = {to.src_uri: dict(sorted(found.items())) for to, found in (page.links_to_anchors or {}).items()
+                 if to.src_uri != page.file.src_uri}
+        self.links[page.file.src_uri] = dict(sorted(links.items()))
+        return html
+
+    def on_env(self, env, /, *, config, files):  # type: ignore[no-untyped-def]
+        docs = os.path.abspath(config.docs_dir)
+        for file in files:
+            if file.src_dir is not None and os.path.abspath(file.src_dir) == docs:
+                self.dest[file.src_uri] = file.dest_uri
+        for file in files.documentation_pages():
+            self.order.append(file.src_uri)
+            self.urls[file.src_uri] = file.url
+            page = file.page
+            if page is not None and page.present_anchor_ids is None and file.src_uri in self.known:
+                page.present_anchor_ids = set(self.known[file.src_uri])  # not rendered: its anchors as last built
+        return env
+
+
+class _NoDirtyWarning(logging.Filter):
+    """MkDocs warns about every dirty build (its navigation may be stale); ours is complete, see above."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(_DIRTY_WARNING)
+
+
+def _full(config: MkDocsConfig) -> _Recorder:
+    recorder = _Recorder()
+    config.plugins["cookbookgen-recorder"] = recorder
+    mkdocs_build(config)
+    return recorder
+
+
+def _incremental(config: MkDocsConfig, previous: "SiteState", unchanged: set[str], out: Path, scratch: Path) -> _Recorder | None:
+    """A dirty MkDocs build on links to the unchanged outputs; None when a full build is needed."""
+    site, docs = scratch / "site", scratch / "docs"
+    linked: dict[Path, int] = {}
+    for rel in sorted(unchanged):
+        dest = previous.dest.get(rel)
+        if dest is None or not (out / dest).is_file():
+            return None
+        target = site / dest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(out / dest, target)
+        except OSError:                        # no hard links here: a copy with the same mtime does as well
+            shutil.copy2(out / dest, target)
+        linked[target] = target.stat().st_mtime_ns
+        os.utime(docs / rel, ns=(_OLD_NS, _OLD_NS))
+    recorder = _Recorder(previous.anchors)
+    config.plugins["cookbookgen-recorder"] = recorder
+    quiet = _NoDirtyWarning()
+    logging.getLogger("mkdocs.commands.build").addFilter(quiet)
+    try:
+        mkdocs_build(config, dirty=True)
+    finally:
+        logging.getLogger("mkdocs.commands.build").removeFilter(quiet)
+    if any(path.stat().st_mtime_ns != mtime for path, mtime in linked.items()):
+        raise CookbookError.at(str(out), 0, "build", "MkDocs rewrote an unchanged file of the previous site; "
+                                                     "delete the cache folder and build again")
+    rebuilt = set(recorder.anchors)
+    if set(recorder.order) != set(previous.order) or not _links_hold(previous, recorder, rebuilt):
+        shutil.rmtree(site)
+        return None
+    _merge_search_index(site, out, previous, recorder, rebuilt)
+    return recorder
+
+
+def _links_hold(previous: "SiteState", recorder: _Recorder, rebuilt: set[str]) -> bool:
+    """Whether the links of unchanged pages still find their anchors in the rebuilt pages."""
+    for src, targets in previous.links.items():
+        if src in rebuilt:
+            continue
+        for target, anchors in targets.items():
+            if target in rebuilt and not set(anchors) <= set(recorder.anchors[target]):
+                return False
+    return True
+
+
+def _merge_search_index(site: Path, out: Path, previous: "SiteState", recorder: _Recorder, rebuilt: set[str]) -> None:
+    """Material's index of a dirty build holds the rebuilt pages only: add back the others' entries,
+    in the order a full build writes them (page by page, in MkDocs' build order)."""
+    path = site / "search" / "search_index.json"
+    old_path = out / "search" / "search_index.json"
+    if not path.is_file() or not old_path.is_file():
+        return
+    new = json.loads(path.read_text(encoding="utf-8"))
+    old = json.loads(old_path.read_text(encoding="utf-8"))
+    by_page: dict[str, list[dict[str, object]]] = {}
+    for entry in old["docs"]:
+        by_page.setdefault(str(entry["location"]).split("#", 1)[0], []).append(entry)
+    fresh: dict[str, list[dict[str, object]]] = {}
+    for entry in new["docs"]:
+        fresh.setdefault(str(entry["location"]).split("#", 1)[0], []).append(entry)
+    docs: list[dict[str, object]] = []
+    for src in recorder.order:
+        url = recorder.urls[src]
+        docs.extend((fresh if src in rebuilt else by_page).get(url, []))
+    data = json.dumps({**new, "docs": docs}, separators=(",", ":"), default=str)   # as Material writes it
+    path.write_bytes(data.encode("utf-8"))
+    script = site / "search" / "search_index.js"
+    if script.is_file():                                                            # as the offline plugin writes it
+        with open(script, "w", encoding="utf-8") as fh:
+            fh.write(f"var __index = {data}")
+
+
+@dataclass
+class SiteState:
+    """What the last successful build left for the next one (see the module docstring)."""
+
+    context: str
+    docs: dict[str, str]
+    dest: dict[str, str]
+    order: list[str]
+    urls: dict[str, str]
+    anchors: dict[str, list[str]]
+    links: dict[str, dict[str, dict[str, str]]]
+    site: dict[str, list[int]]
+
+    @classmethod
+    def load(cls, folder: Path) -> "SiteState | None":
+        try:
+            data = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+            return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".state.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(self.__dict__, fh, separators=(",", ":"))
+        os.replace(tmp, folder / "state.json")
+
+    def unchanged(self, context: str, docs: dict[str, str], out: Path) -> set[str] | None:
+        """The docs files whose output can be kept, or None when only a full build will do."""
+        if context != self.context or set(docs) != set(self.docs) or not out.is_dir() or site_fingerprint(out) != self.site:
+            return None
+        return {rel for rel, digest in docs.items() if self.docs[rel] == digest} or None
+
+    @classmethod
+    def after(cls, context: str, docs: dict[str, str], recorder: _Recorder, previous: "SiteState | None", out: Path) -> "SiteState":
+        """The state of the site just swapped into `out` (`previous` fills in the unchanged pages)."""
+        anchors = {**(previous.anchors if previous else {}), **recorder.anchors}
+        links = {**(previous.links if previous else {}), **recorder.links}
+        return cls(context, docs, recorder.dest, recorder.order, recorder.urls, anchors, links, site_fingerprint(out))
 
 
 @contextmanager
@@ -246,6 +558,8 @@ def _watch(manifest: Path, root: Path, docs: Path, dates: Dates, report: Report,
 
 def serve_site(manifest: Path, host: str, port: int, dates: Dates = Dates(), report: Report = print) -> None:
     """Serve a live preview on http://host:port/ until interrupted."""
+    from mkdocs.commands.serve import serve as mkdocs_serve
+
     root = project_root()
     cookbook, files = generate(manifest, root, dates)
     logger = logging.getLogger("mkdocs")

@@ -7,14 +7,16 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import CookbookError, Problem
 from .bundle import EffectiveRecipe, apply_overrides, select, variant_names
 from .checkout import Checkout
 from .load import Document, read_yaml_file
 from .master import ConfigEntry, Row, read_entries
-from .schema import Recipe, normalise
+
+if TYPE_CHECKING:  # the typed schema (pydantic) loads when a point is first resolved
+    from .schema import Recipe
 
 RawYaml = Any
 
@@ -40,14 +42,26 @@ class ResolvedPoint:
 
 
 class Workspace:
+    """One checkout for one run. Documents, selected variants and resolved points are cached: a
+    `build` or a `diff` resolves every point once, however many stages ask for it."""
+
     def __init__(self, root: Path) -> None:
         self.checkout = Checkout(root.resolve())
         self._docs: dict[Path, Document] = {}
         self._entries: dict[str, ConfigEntry] | None = None
         self._selected: dict[tuple[Path, str | None], EffectiveRecipe] = {}
+        self._resolved: dict[Path, Path] = {}
+        self._recipe_paths: dict[str, Path] = {}
+        self._points: dict[tuple[int, int], tuple[Row, ResolvedPoint]] = {}
+
+    def _resolve(self, path: Path) -> Path:
+        hit = self._resolved.get(path)
+        if hit is None:
+            hit = self._resolved[path] = path.resolve()
+        return hit
 
     def document(self, path: Path) -> Document:
-        key = path.resolve()
+        key = self._resolve(path)
         if key not in self._docs:
             self._docs[key] = read_yaml_file(path, self.checkout.shown(path))
         return self._docs[key]
@@ -76,18 +90,36 @@ class Workspace:
         return entries[key]
 
     def selected(self, path: Path, selector: str | None) -> EffectiveRecipe:
-        key = (path.resolve(), selector)
+        key = (self._resolve(path), selector)
         if key not in self._selected:
             self._selected[key] = select(self.document(path), selector)
         return self._selected[key]
 
+    def recipe_path(self, entry: ConfigEntry, row: Row) -> Path:
+        """The recipe file a row names (checked by `Checkout.recipe_path`; paths found are cached)."""
+        ref = row.recipe.path
+        hit = self._recipe_paths.get(ref)
+        if hit is None:
+            hit = self._recipe_paths[ref] = self.checkout.recipe_path(ref, entry.doc.problem(row.recipe.where, ""))
+        return hit
+
     def point(self, entry: ConfigEntry, row: Row, conc: int, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> ResolvedPoint:
-        where = entry.doc.problem(row.recipe.where, "")
-        path = self.checkout.recipe_path(row.recipe.path, where)
-        selector = row.recipe.selector or self._auto_selector(path, row, conc, where)
+        # A point of this workspace's own entries, without --set/--unset, is resolved once per run.
+        memo = not sets and not unsets and self._entries is not None and self._entries.get(entry.key) is entry
+        key = (id(row), conc)
+        hit = self._points.get(key) if memo else None
+        if hit is not None and hit[0] is row:
+            return hit[1]
+        path = self.recipe_path(entry, row)
+        selector = row.recipe.selector or self._auto_selector(path, row, conc, entry.doc.problem(row.recipe.where, ""))
+        from .schema import normalise
+
         recipe = apply_overrides(self.selected(path, selector), sets, unsets)
         normal, typed = normalise(recipe)
-        return ResolvedPoint(entry, row, conc, normal, typed, self.checkout.shown(path))
+        point = ResolvedPoint(entry, row, conc, normal, typed, self.checkout.shown(path))
+        if memo:
+            self._points[key] = (row, point)
+        return point
 
     def _auto_selector(self, path: Path, row: Row, conc: int, where: Problem) -> str | None:
         doc = self.document(path)
@@ -104,6 +136,8 @@ class Workspace:
     def bare_recipe(self, ref: str, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> ResolvedPoint:
         file, _, selector = ref.partition(":")
         path = Path(file)
+        from .schema import normalise
+
         recipe = apply_overrides(select(read_yaml_file(path, file), selector or None), sets, unsets)
         normal, typed = normalise(recipe)
         return ResolvedPoint(None, None, None, normal, typed, file)

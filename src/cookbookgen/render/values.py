@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 from ..policy.rules import DROPPED, Policy
 from ..recipes.load import KeyPath
@@ -37,7 +37,11 @@ def arg_tuple(name: str, value: RawYaml) -> tuple[str, ...] | None:
 
 def kept(policy: Policy, path: KeyPath, value: RawYaml) -> tuple[bool, RawYaml]:
     """Whether a recipe setting reaches the command, and the value it shows (placeholders applied)."""
-    rule = policy.first_match(path if all(type(p) is str for p in path) else tuple(map(str, path)), value)
+    return _kept(policy, cast("tuple[str, ...]", path) if all(type(p) is str for p in path) else tuple(map(str, path)), value)
+
+
+def _kept(policy: Policy, path: tuple[str, ...], value: RawYaml) -> tuple[bool, RawYaml]:
+    rule = policy.first_match(path, value)
     if rule is None:
         return True, value
     if rule.cls in DROPPED:
@@ -49,9 +53,9 @@ def kept(policy: Policy, path: KeyPath, value: RawYaml) -> tuple[bool, RawYaml]:
 
 def kept_args(policy: Policy, prefix: KeyPath, args: dict[str, RawYaml]) -> list[tuple[str, ...]]:
     out = []
-    prefix = tuple(map(str, prefix))
+    base = tuple(map(str, prefix))
     for name, value in args.items():
-        keep, shown = kept(policy, prefix + (name,), value)
+        keep, shown = _kept(policy, base + (str(name),), value)
         arg = arg_tuple(name, shown) if keep else None
         if arg is not None:
             out.append(arg)
@@ -60,9 +64,9 @@ def kept_args(policy: Policy, prefix: KeyPath, args: dict[str, RawYaml]) -> list
 
 def kept_env(policy: Policy, prefix: KeyPath, env: dict[str, RawYaml]) -> dict[str, str]:
     out = {}
-    prefix = tuple(map(str, prefix))
+    base = tuple(map(str, prefix))
     for name, value in env.items():
-        keep, shown = kept(policy, prefix + (name,), value)
+        keep, shown = _kept(policy, base + (str(name),), value)
         if keep and shown is not None:
             out[name] = word(shown)
     return out

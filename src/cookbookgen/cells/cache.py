@@ -1,0 +1,315 @@
+"""A content-hash cache of rendered configs and derived variants, for `cookbookgen build` (and
+`diff --cache`). I/O: reads and writes its folder only.
+
+Layout (default `.cookbookgen-cache/` beside the site folder, or `--cache DIR`):
+- `render/<sha256>.pickle`: the cells of one config, keyed by every input of its rendering;
+- `variants/<sha256>.pickle`: the derived variants of one cell, keyed by its config's key and donors;
+- `diff/<sha256>.pickle`: one config's section of a `diff --cache` report (see `diff.sections`);
+- `pages/<sha256>.pickle`: the Markdown of one model page (see `publish.site`);
+- `site/`: the state of the last successful build (`publish.site`, for incremental MkDocs builds);
+- `.gitignore` holding `*`, so the folder never lands in a commit.
+
+The key of a config is the sha256 of, in order:
+- the cache format and Python / pydantic versions (the pickles hold pydantic models);
+- every file of the installed `cookbookgen` package (code, `rules/*.yaml`, `diff/*.yaml`): any change
+  to cookbookgen itself starts a new cache;
+- the policy (every rule and cluster env entry, in order, values with their types);
+- the checkout root, the manifest's `repo`, the config's manifest entry (provenance, metrics, notes)
+  and the latest perf-changelog PR naming the key;
+- the master entry (its file name and YAML data, values with their types and spelling);
+- for every recipe file the rows name: its path in the checkout and its bytes.
+Rendering reads nothing else, so equal keys mean equal cells: a hit is byte-identical to a fresh
+render. Errors are never cached (a config that fails is rendered, and fails, every time). An entry
+that cannot be read is a miss. Entries are written to a temporary file and renamed into place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pickle
+import shutil
+import sys
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..errors import CookbookError
+from ..policy.rules import Policy
+from ..recipes.load import YamlFloat
+from ..recipes.master import ConfigEntry
+from ..recipes.workspace import Workspace
+from .manifest import ConfigSource
+
+if TYPE_CHECKING:  # the models (and the render stack behind them) load only when cells are rendered
+    from .model import Cell, Cookbook, Variant
+
+FORMAT = "cookbookgen-cache 1"
+PRUNE_AGE_S = 7 * 24 * 3600   # entries no build used for this long are removed after a build
+
+
+def canonical(value: Any) -> str:
+    """A deterministic text of YAML-like data that keeps types and number spelling
+    (`0.90` and `0.9` differ, as they do in a command; `1` and `true` differ)."""
+    out: list[str] = []
+    _canon(value, out)
+    return "".join(out)
+
+
+def _canon(value: Any, out: list[str]) -> None:
+    if isinstance(value, dict):
+        out.append("{")
+        for k, v in value.items():
+            _canon(k, out)
+            out.append(":")
+            _canon(v, out)
+            out.append(",")
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for v in value:
+            _canon(v, out)
+            out.append(",")
+        out.append("]")
+    else:
+        out.append(f"{type(value).__name__}:{value!s}:{len(str(value))};" if not isinstance(value, str)
+                   else f"str:{len(value)}:{value};")
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """sha256 of every file of the cookbookgen package (and the versions the pickles depend on)."""
+    import pydantic
+
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256(f"{FORMAT}|{sys.version_info[:2]}|{pydantic.VERSION}".encode())
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def policy_fingerprint(policy: Policy) -> str:
+    rules = [(r.pattern, r.cls, r.reason, "any" if not _has_value(r) else canonical([r.value]), r.replacement, r.source)
+             for r in policy.rules]
+    clusters = {name: [(e.name, e.value, e.reason) for e in envs] for name, envs in policy.clusters.items()}
+    return hashlib.sha256(canonical([rules, clusters]).encode()).hexdigest()
+
+
+def _has_value(rule: Any) -> bool:
+    from ..policy.rules import _NO_VALUE
+
+    return rule.value is not _NO_VALUE
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles `YamlFloat` (a float that remembers its spelling) by value and text."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is YamlFloat:
+            return YamlFloat, (float(obj), obj.text)
+        return NotImplemented
+
+
+def _dumps(value: Any) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    return buffer.getvalue()
+
+
+class RenderCache:
+    """The cache folder. `keys` maps each config rendered through it in this run to its key.
+
+    A run that finds no cache folder writes its entries into a staging folder beside it, moved into
+    place by `commit()` when the run succeeds (`discard()` otherwise): bad input leaves nothing behind.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.keys: dict[str, str] = {}
+        self.cell_keys: dict[str, str] = {}     # cell id -> key of the cell with its variants
+        self.used: set[Path] = set()
+        self.hits = 0
+        self.misses = 0
+        self._direct = root.is_dir()
+        self._stage: Path | None = None
+        self.deferred: list[tuple[str, str, bytes]] | None = None   # set in worker processes (see `diff.sections`)
+
+    # --- keys ---------------------------------------------------------------------------------------
+
+    def config_key(self, ws: Workspace, entry: ConfigEntry, source: ConfigSource, repo: str, changelog_pr: int | None,
+                   policy: Policy) -> str | None:
+        """The key of one config (see the module docstring); None when its recipes cannot be found
+        (the render then reports that, as without a cache)."""
+        try:
+            return self._config_key(ws, entry, source, repo, changelog_pr, policy)
+        except (CookbookError, OSError):
+            return None
+
+    def _config_key(self, ws: Workspace, entry: ConfigEntry, source: ConfigSource, repo: str, changelog_pr: int | None,
+                    policy: Policy) -> str:
+        h = hashlib.sha256()
+        for part in (code_fingerprint(), _policy_key(policy), str(ws.checkout.root), repo, source.model_dump_json(),
+                     repr(changelog_pr), entry.doc.file, entry.key, canonical(entry.data)):
+            h.update(part.encode() + b"\0")
+        for ref in dict.fromkeys(row.recipe.path for row in entry.rows):
+            row = next(r for r in entry.rows if r.recipe.path == ref)
+            path = ws.recipe_path(entry, row)
+            h.update(ws.checkout.shown(path).encode() + b"\0")
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+        return h.hexdigest()
+
+    def page_key(self, page: Any) -> str | None:
+        """The key of a model page's data (its cells with their variants), or None when a cell is uncached."""
+        parts = [page.model, page.slug, page.title, canonical(list(page.hardware))]
+        for cell in page.cells:
+            key = self.cell_keys.get(cell.id)
+            if key is None or self.keys.get(cell.config_key) is None:
+                return None
+            parts += [cell.id, key]
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+    def cell_key(self, cell: Cell, donors: Any) -> str | None:
+        config = self.keys.get(cell.config_key)
+        if config is None:
+            return None
+        text = "\0".join((config, cell.id, canonical(donors.hicache), canonical(donors.mooncake)))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    # --- entries ------------------------------------------------------------------------------------
+
+    def _path(self, kind: str, key: str) -> Path:
+        return self.root / kind / f"{key}.pickle"
+
+    def _write_path(self, kind: str, key: str) -> Path:
+        if self._direct:
+            return self._path(kind, key)
+        if self._stage is None:
+            self.root.parent.mkdir(parents=True, exist_ok=True)
+            self._stage = Path(tempfile.mkdtemp(prefix=f".{self.root.name}.", suffix=".staging", dir=self.root.parent))
+        return self._stage / kind / f"{key}.pickle"
+
+    def commit(self) -> None:
+        """Move the staged entries into the cache folder (created with its `.gitignore`)."""
+        stage, self._stage = self._stage, None
+        if stage is None:
+            return
+        try:
+            self.ensure()
+            for path in sorted(p for p in stage.rglob("*") if p.is_file()):
+                target = self.root / path.relative_to(stage)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(path, target)
+            self._direct = True
+        except OSError:
+            pass
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+
+    def discard(self) -> None:
+        """Drop the staged entries (the run failed)."""
+        stage, self._stage = self._stage, None
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+
+    def get(self, kind: str, key: str) -> Any | None:
+        path = self._path(kind, key)
+        try:
+            with path.open("rb") as fh:
+                value = pickle.load(fh)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            self.misses += 1
+            return None
+        self.used.add(path)
+        self.hits += 1
+        return value
+
+    def put(self, kind: str, key: str, value: Any) -> None:
+        if self.deferred is not None:       # a worker process: the parent writes it
+            self.deferred.append((kind, key, _dumps(value)))
+            return
+        self.put_bytes(kind, key, _dumps(value))
+
+    def put_bytes(self, kind: str, key: str, data: bytes) -> None:
+        self.used.add(self._path(kind, key))
+        try:
+            path = self._write_path(kind, key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+
+    def ensure(self) -> None:
+        """Create the folder with its `.gitignore`."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        ignore = self.root / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# cookbookgen's build cache (safe to delete)\n*\n", encoding="utf-8")
+
+    def prune(self, age_s: float = PRUNE_AGE_S) -> int:
+        """Remove entries this run did not use that are older than `age_s`; touch the ones it used."""
+        import time
+
+        now, removed = time.time(), 0
+        for kind in ("render", "variants", "diff", "pages"):
+            folder = self.root / kind
+            if not folder.is_dir():
+                continue
+            for path in folder.iterdir():
+                try:
+                    if path in self.used:
+                        os.utime(path)
+                    elif now - path.stat().st_mtime > age_s:
+                        path.unlink()
+                        removed += 1
+                except OSError:
+                    pass
+        return removed
+
+
+@lru_cache(maxsize=16)
+def _policy_key(policy: Policy) -> str:  # Policy hashes by identity
+    return policy_fingerprint(policy)
+
+
+def cells_cached(cache: RenderCache | None, key: str | None, render: Callable[[], list[Cell]]) -> list[Cell]:
+    """The cells under `key`, or `render()` stored under it."""
+    if cache is None or key is None:
+        return render()
+    hit = cache.get("render", key)
+    if hit is not None:
+        return list(hit)
+    cells = render()
+    cache.put("render", key, tuple(cells))
+    return cells
+
+
+def with_variants_cached(cookbook: Cookbook, cache: RenderCache | None) -> Cookbook:
+    """`cells.variants.with_variants`, reusing the variants of cells whose config key and donors are
+    cached (`tests/test_cache.py` pins the equality with `with_variants`)."""
+    from .variants import cell_variants, donors_for, with_variants
+
+    if cache is None:
+        return with_variants(cookbook)
+    pages = []
+    for page in cookbook.pages:
+        cells = []
+        for cell in page.cells:
+            donors = donors_for(cell, cookbook)
+            key = cache.cell_key(cell, donors)
+            if key:
+                cache.cell_keys[cell.id] = key
+            variants: tuple[Variant, ...] | None = cache.get("variants", key) if key else None
+            if variants is None:
+                variants = cell_variants(cell, donors)
+                if key:
+                    cache.put("variants", key, variants)
+            cells.append(cell.model_copy(update={"variants": variants}))
+        pages.append(page.model_copy(update={"cells": tuple(cells)}))
+    return cookbook.model_copy(update={"pages": tuple(pages)})

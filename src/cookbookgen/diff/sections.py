@@ -1,0 +1,216 @@
+"""A manifest's `cookbookgen diff` report, config by config (text or Markdown). I/O: the manifest, the
+checkout (through `recipes.workspace`) and, with `--cache`, the cache folder (`cells.cache`).
+
+The report of a manifest is a head, one section per config and a tail, and a config's section is a
+function of that config's findings alone (`diff.report`). So:
+- sections are computed config by config: with enough configs and cores, contiguous runs of configs
+  are checked in forked worker processes that inherit the parsed checkout, and the sections are put
+  together in config order (of several errors, the earliest config's is raised, as in one process);
+- with `--cache`, the section of a config whose inputs are unchanged is reused. Its findings depend on:
+  - the published points, which for a manifest are rendered from the config's render inputs: the
+    `cells.cache` key (cookbookgen's code and data files, the policy, the checkout root, the manifest
+    entry and changelog PR, the master entry's data, every recipe file's path and bytes);
+  - the recipe side, read from the same master entry and recipe files with the same policy;
+  - the master entry's line numbers (the `file:line` of findings about the image and missing points);
+  and the section on the report format and colour. The section key is the sha256 of all of these: a
+  key that matches means every input of the comparison is the same. Errors are never stored: a config
+  that fails to render fails again.
+Only manifests, in text or Markdown, without `--logs`, checked against their own checkout, go this
+way; everything else (and JSON) runs `diff.check.check` over the whole cookbook. The output is the
+same either way (`tests/test_cache.py`, `tests/test_diff*.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..cells.assemble import load_cookbook, render_keys, workspace_for
+from ..cells.cache import RenderCache, canonical
+from ..cells.manifest import read_manifest, source_root
+from ..errors import CookbookError, Problem
+from ..policy.rules import Policy, load_policy
+from ..recipes.load import Document
+from ..recipes.workspace import Workspace
+
+KIND = "cookbook manifest (rendered)"
+Section = tuple[str, int, int]   # report text, points paired, mismatches
+
+
+def applies(path: Path, fmt: str, logs: Path | None) -> bool:
+    return path.suffix in (".yaml", ".yml") and path.is_file() and fmt in ("text", "markdown") and logs is None
+
+
+def manifest_report(path: Path, cache: RenderCache | None, extra_policy: Path | None, source: Path | None, only: str | None,
+                    fmt: str, color: bool, workspaces: dict[Path, Workspace]) -> tuple[str, int, Path] | None:
+    """The report text, exit status and checkout, or None when the manifest is checked against another checkout.
+    Without a cache every config is checked (in parallel when it pays), and the report is the same."""
+    given = load_policy(extra_policy) if extra_policy else None     # read first, as the full check does
+    manifest, doc = read_manifest(path)
+    root = source_root(path, manifest, doc)
+    if source is not None and Path(source).resolve() != root:
+        return None
+    policy = given if given is not None else load_policy(path.parent / manifest.policy if manifest.policy else None)
+    ws = workspace_for(root, workspaces)
+    if cache is None:
+        render: dict[str, str | None] = {source.key: None for spec in manifest.pages for source in spec.configs}
+    else:
+        render = render_keys(manifest, ws, policy, cache)
+    lines = _entry_lines(ws)
+    sections: dict[str, Section] = {}
+    keys: dict[str, str] = {}
+    for config, rkey in render.items():
+        if rkey is None or cache is None:
+            continue
+        entry = ws.entries()[config]
+        keys[config] = hashlib.sha256("\0".join(
+            ("diff-section", rkey, fmt, str(color), entry.doc.file, lines(entry.doc, config))).encode()).hexdigest()
+        hit = cache.get("diff", keys[config])
+        if isinstance(hit, tuple) and len(hit) == 3:
+            sections[config] = hit
+    missing = [c for c in render if c not in sections]
+    if missing:
+        sections.update(_check(path, policy, ws, workspaces, cache, missing, only, fmt, color, keys))
+    configs = list(render)
+    if only is not None and only not in configs:
+        raise CookbookError.at(str(path), 0, only, f"the cookbook has no config {only!r}; it has: {', '.join(configs)}")
+    shown = [c for c in configs if only is None or c == only]
+    points = sum(sections[c][1] for c in shown)
+    mismatches = sum(sections[c][2] for c in shown)
+    exit_code = 1 if mismatches else 0
+    return _assemble(str(path), str(ws.checkout.root), [sections[c][0] for c in shown], points, mismatches,
+                     len(shown), exit_code, fmt, color), exit_code, root
+
+
+def _check(path: Path, policy: Policy, ws: Workspace, workspaces: dict[Path, Workspace], cache: RenderCache | None,
+           configs: list[str], only: str | None, fmt: str, color: bool, keys: dict[str, str]) -> dict[str, Section]:
+    """Render and check `configs` in full, as `cookbookgen diff` without a cache does; store their sections.
+
+    With several cores and enough configs, contiguous runs of configs are checked in forked worker
+    processes (the parsed checkout is inherited); the sections come back and are put in config order,
+    and of several errors the one of the earliest config is raised, as a sequential run would."""
+    runs = _runs(configs)
+    if len(runs) == 1:
+        out = _check_configs(_Job(path, policy, ws, workspaces, cache, only, fmt, color), configs)
+    else:
+        out = _check_parallel(_Job(path, policy, ws, workspaces, cache, only, fmt, color), runs)
+    for config, section in out.items():
+        if config in keys and cache is not None and (only is None or config == only):
+            cache.put("diff", keys[config], section)
+    return out
+
+
+MIN_PER_WORKER = 8        # configs; fewer are not worth a process
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What every run of configs shares (forked workers inherit it; it is never pickled)."""
+
+    path: Path
+    policy: Policy
+    ws: Workspace
+    workspaces: dict[Path, Workspace]
+    cache: RenderCache | None
+    only: str | None
+    fmt: str
+    color: bool
+
+
+def _runs(configs: list[str]) -> list[list[str]]:
+    workers = min(os.cpu_count() or 1, 4, len(configs) // MIN_PER_WORKER)
+    if workers < 2 or multiprocessing.get_start_method(allow_none=True) not in (None, "fork") or sys.platform != "linux":
+        return [configs]
+    size = -(-len(configs) // workers)
+    return [configs[i:i + size] for i in range(0, len(configs), size)]
+
+
+_FORKED: tuple[_Job, list[list[str]]] | None = None
+Outcome = tuple[dict[str, Section], tuple[Problem, ...] | None, list[tuple[str, str, bytes]]]
+
+
+def _check_parallel(job: _Job, runs: list[list[str]]) -> dict[str, Section]:
+    global _FORKED
+    _FORKED = (job, runs)
+    try:
+        with ProcessPoolExecutor(max_workers=len(runs) - 1, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = [pool.submit(_worker, i) for i in range(1, len(runs))]
+            results = [_worker(0, in_parent=True)] + [f.result() for f in futures]
+    finally:
+        _FORKED = None
+    out: dict[str, Section] = {}
+    for sections, problems, deferred in results:
+        if problems is not None:
+            raise CookbookError(problems)
+        if job.cache is not None:
+            for kind, key, data in deferred:
+                job.cache.put_bytes(kind, key, data)
+        out.update(sections)
+    return out
+
+
+def _worker(index: int, in_parent: bool = False) -> Outcome:
+    assert _FORKED is not None
+    job, runs = _FORKED
+    deferred: list[tuple[str, str, bytes]] = []
+    if job.cache is not None and not in_parent:
+        job.cache.deferred = deferred
+    try:
+        return _check_configs(job, runs[index]), None, deferred
+    except CookbookError as exc:   # its problems travel back; the exception itself does not pickle
+        return {}, exc.problems, deferred
+
+
+def _check_configs(job: _Job, configs: list[str]) -> dict[str, Section]:
+    from .check import check
+    from .model import Finding
+    from .report import TextRenderer, md_config, text_config
+    from .sources import published_from_cookbook
+
+    only = job.only
+    cookbook = load_cookbook(job.path, policy=job.policy, workspaces=job.workspaces, cache=job.cache, only=set(configs))
+    published = published_from_cookbook(cookbook, str(job.path), KIND)
+    wanted = [c for c in configs if only is None or c == only]
+    result = check(published, job.ws, job.policy, only) if wanted else None
+    renderer = TextRenderer(job.color) if job.fmt == "text" else None
+    section: Callable[[str, list[Finding]], str] = ((lambda c, f: text_config(renderer, c, f)) if renderer is not None else md_config)
+    out: dict[str, Section] = {}
+    for config in configs:
+        if result is None or config not in wanted:
+            out[config] = ("", 0, 0)      # rendered (so its errors surface) but not shown
+            continue
+        findings = [f for f in result.findings if f.config == config]
+        points = sum(1 for pair in result.pairs if pair.published.config == config)
+        out[config] = (section(config, findings) if findings else "", points, sum(f.is_mismatch for f in findings))
+    return out
+
+
+def _entry_lines(ws: Workspace) -> Callable[[Document, str], str]:
+    """The line numbers of one master entry, as text (grouped once per master file)."""
+    def lines(doc: Document, key: str) -> str:
+        grouped = doc.memo.get("lines_by_entry")
+        if grouped is None:
+            grouped = {}
+            for path, line in doc.lines.items():
+                if path:
+                    grouped.setdefault(path[0], []).append((path, line))
+            doc.memo["lines_by_entry"] = grouped
+        return canonical(sorted(grouped.get(key, []), key=repr))
+    return lines
+
+
+def _assemble(cookbook: str, checkout: str, sections: list[str], points: int, mismatches: int, configs: int,
+              exit_code: int, fmt: str, color: bool) -> str:
+    from .report import TextRenderer, md_head, md_tail, text_head, text_tail
+
+    if fmt == "markdown":
+        return md_head(cookbook, KIND, checkout) + "".join(sections) + md_tail((), (), mismatches, points, configs)
+    renderer = TextRenderer(color)
+    return (text_head(renderer, cookbook, KIND, checkout) + "".join(sections)
+            + text_tail(renderer, (), (), mismatches, points, configs, exit_code))

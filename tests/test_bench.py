@@ -1,0 +1,48 @@
+"""benchmarks/bench.py: one small run end to end (every command exits 0, the JSON has the ratios and the raw
+figures); the timings themselves are printed by CI's `bench.py --quick`, never asserted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import bench  # noqa: E402
+import synth  # noqa: E402
+
+
+def test_a_small_run_writes_every_ratio_and_figure(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench.py"), "--configs", "1", "--work", str(tmp_path / "work"),
+                           "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(out.read_text())
+    for key in ("diff_vs_yaml_parse", "build_vs_mkdocs", "incremental_vs_full"):
+        assert doc[key] > 0 and key in doc["goals"], key
+        assert f"| {key} |" in proc.stdout
+    assert set(doc["warm"]) == {"diff_vs_yaml_parse", "build_vs_mkdocs"}
+    runs = doc["raw"]["runs"]
+    assert set(runs) == {"render", "export", "diff_cold", "build_cold", "mkdocs", "diff_fill_cache", "diff_warm", "build_warm",
+                         "build_incremental"}
+    assert all(r["status"] == 0 and r["seconds"] > 0 and r["peak_mb"] > 0 for r in runs.values())
+    assert doc["raw"]["configs"] == 1 and doc["raw"]["yaml_parse_s"] > 0
+    assert "incremental: MkDocs processed" in (tmp_path / "work" / "logs" / "build_incremental.log").read_text()
+
+
+def test_the_synthetic_repository_has_the_shape_of_a_real_one(tmp_path: Path) -> None:
+    manifest = synth.generate(tmp_path, 3)
+    doc = yaml.safe_load(manifest.read_text())
+    assert [len(p["configs"]) for p in doc["pages"]] == [1, 1, 1]       # one model page per config, up to 20 models
+    files = bench.diff_inputs(manifest)
+    assert len(files) == 1 + 1 + 3                                       # manifest, master, one recipe per config
+    recipe = yaml.safe_load(files[-1].read_text())
+    assert len(recipe["base"]["roles"]["agg"]["args"]) >= 40 and len([k for k in recipe if k.startswith("override_")]) == synth.POINTS
+    before = files[2].read_text()
+    bench.change_one_recipe(manifest)
+    assert files[2].read_text() != before

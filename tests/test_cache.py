@@ -1,0 +1,199 @@
+"""cells.cache and `diff --cache`: a cache hit is exactly a fresh render (or a fresh check), every input
+of a config is in its key, and bad input leaves no cache behind."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cookbookgen.cells.assemble import load_cookbook
+from cookbookgen.cells.cache import RenderCache, _dumps, canonical, with_variants_cached
+from cookbookgen.cells.variants import with_variants
+from cookbookgen.commands.diff import run_diff
+from cookbookgen.errors import CookbookError
+from cookbookgen.recipes.load import YamlFloat, parse_yaml
+
+from conftest import DATA
+
+AGG = "inferencex/inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/dsv41flash/sglang/gb300-fp4/agentx/agg-variants.yaml"
+AGG_KEY = "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg"
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    """A copy of the bundled example: its manifest."""
+    shutil.copytree(DATA, tmp_path / "data")
+    return tmp_path / "data" / "cookbook.yaml"
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+# --- the render cache -------------------------------------------------------------------------------
+
+def test_a_hit_is_the_fresh_render_with_variants(data: Path, tmp_path: Path) -> None:
+    fresh = with_variants(load_cookbook(data))
+    for run in ("cold", "warm"):
+        cache = RenderCache(tmp_path / "cache")
+        cached = with_variants_cached(load_cookbook(data, cache=cache), cache)
+        cache.commit()
+        assert cached == fresh, run
+        assert cached.model_dump_json() == fresh.model_dump_json(), run
+        assert (cache.hits, cache.misses > 0) == ((0, True) if run == "cold" else (cache.hits, False)), run
+    assert cache.hits == 3 + sum(len(p.cells) for p in fresh.pages)     # every config and every cell's variants
+    assert (tmp_path / "cache" / ".gitignore").read_text().endswith("*\n")
+
+
+def test_only_the_changed_config_is_rendered_again(data: Path, tmp_path: Path) -> None:
+    cache = RenderCache(tmp_path / "cache")
+    load_cookbook(data, cache=cache)
+    cache.commit()
+    before = dict(cache.keys)
+    _edit(data.parent / AGG, "mem-fraction-static: 0.8", "mem-fraction-static: 0.81")
+    again = RenderCache(tmp_path / "cache")
+    cookbook = load_cookbook(data, cache=again)
+    assert [k for k in before if before[k] != again.keys[k]] == [AGG_KEY]
+    assert (again.hits, again.misses) == (2, 1)
+    assert cookbook == load_cookbook(data)                               # and the result is the fresh render
+    shown = {" ".join(a) for c in cookbook.pages[0].cells if c.config_key == AGG_KEY
+             for p in c.points for b in p.deployment.blocks for a in b.args}
+    assert "--mem-fraction-static 0.81" in shown
+
+
+@pytest.mark.parametrize("what", ["manifest entry", "master entry", "policy", "changelog"])
+def test_every_input_is_in_the_key(data: Path, tmp_path: Path, what: str) -> None:
+    cache = RenderCache(tmp_path / "cache")
+    load_cookbook(data, cache=cache)
+    before = dict(cache.keys)
+    if what == "manifest entry":
+        _edit(data, "run: 38911006463\n        attempt: 1", "run: 38911006463\n        attempt: 2")
+    elif what == "master entry":
+        master = next((data.parent / "inferencex" / "inferencex-e2e" / "configs").glob("*master*.yaml"))
+        _edit(master, "agg-variants.yaml:override_tp4_c1\n", "agg-variants.yaml:override_tp4_c1 \n")
+        before = {k: v for k, v in before.items()}                     # whitespace only: the data is the same
+    elif what == "policy":
+        (data.parent / "policy.yaml").write_text("rules:\n  - {match: roles.*.env.NOT_THERE, class: harness-only, reason: test}\n")
+        _edit(data, "source: inferencex\n", "source: inferencex\npolicy: policy.yaml\n")
+    else:
+        log = data.parent / "inferencex" / "inferencex-e2e" / "perf-changelog.yaml"
+        log.write_text(log.read_text() + f"\n- config-keys: [{AGG_KEY}]\n  pr-link: https://github.com/x/y/pull/99999\n")
+    again = RenderCache(tmp_path / "cache")
+    load_cookbook(data, cache=again)
+    changed = sorted(k for k in before if before[k] != again.keys[k])
+    expected = {"manifest entry": [AGG_KEY], "master entry": [], "policy": sorted(before), "changelog": [AGG_KEY]}[what]
+    assert changed == expected
+
+
+def test_values_keep_their_type_and_spelling() -> None:
+    assert canonical({"a": YamlFloat(0.9, "0.90")}) != canonical({"a": 0.9})
+    assert canonical([1]) != canonical([True]) != canonical(["1"])
+    assert canonical({"a": "b"}) != canonical({"a:b": ""})
+    value = parse_yaml("x: 0.90\n", "t").data["x"]
+    assert str(pickle.loads(_dumps(value))) == "0.90"
+
+
+def test_a_corrupt_entry_is_a_miss(data: Path, tmp_path: Path) -> None:
+    cache = RenderCache(tmp_path / "cache")
+    fresh = load_cookbook(data, cache=cache)
+    cache.commit()
+    for entry in (tmp_path / "cache" / "render").iterdir():
+        entry.write_bytes(b"not a pickle")
+    again = RenderCache(tmp_path / "cache")
+    assert load_cookbook(data, cache=again) == fresh and again.hits == 0
+
+
+def test_bad_input_leaves_no_cache(data: Path, tmp_path: Path) -> None:
+    _edit(data, "key: dsv41flash-fp4-gb300-sglang-agentic-dspark", "key: nope")
+    cache = RenderCache(tmp_path / "cache")
+    with pytest.raises(CookbookError, match="unknown config key 'nope'"):
+        load_cookbook(data, cache=cache)
+    cache.discard()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+
+
+# --- diff --cache ----------------------------------------------------------------------------------
+
+def _diff(manifest: Path, fmt: str, cache: Path | None = None, config: str | None = None) -> tuple[int, str]:
+    args = argparse.Namespace(cookbook=[manifest], source=None, config=config, logs=None, format=fmt, policy=None, cache=cache)
+    out = io.StringIO()
+    code = run_diff(args, out)
+    return code, out.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+def test_diff_with_a_cache_prints_the_full_check(data: Path, tmp_path: Path, fmt: str) -> None:
+    fresh = _diff(data, fmt)
+    assert _diff(data, fmt, tmp_path / "cache") == fresh            # cold: every config checked, sections stored
+    assert _diff(data, fmt, tmp_path / "cache") == fresh            # warm: sections reused
+    assert _diff(data, fmt, tmp_path / "cache", AGG_KEY) == _diff(data, fmt, None, AGG_KEY)
+
+
+def test_diff_with_a_cache_checks_a_changed_config_again(data: Path, tmp_path: Path) -> None:
+    _diff(data, "text", tmp_path / "cache")
+    sections = sorted((tmp_path / "cache" / "diff").iterdir())
+    assert len(sections) == 3
+    _edit(data.parent / AGG, "mem-fraction-static: 0.8", "mem-fraction-static: 0.81")
+    assert _diff(data, "text", tmp_path / "cache") == _diff(data, "text")
+    assert len(set((tmp_path / "cache" / "diff").iterdir()) - set(sections)) == 1     # one new section: the agg config
+
+
+def test_diff_with_a_cache_reports_bad_input_the_same_way(data: Path, tmp_path: Path) -> None:
+    _diff(data, "text", tmp_path / "cache")
+    with pytest.raises(CookbookError) as fresh:
+        _diff(data, "text", None, "nope")
+    with pytest.raises(CookbookError) as cached:
+        _diff(data, "text", tmp_path / "cache", "nope")
+    assert str(cached.value) == str(fresh.value)
+    _edit(data.parent / AGG, "mem-fraction-static: 0.8", "mem-fraction-static: [0.8")
+    with pytest.raises(CookbookError) as fresh:
+        _diff(data, "text")
+    with pytest.raises(CookbookError) as cached:
+        _diff(data, "text", tmp_path / "cache")
+    assert str(cached.value) == str(fresh.value) and "YAML syntax" in str(fresh.value)
+
+
+# --- the diff in forked workers -------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import synth
+
+    return synth.generate(tmp_path_factory.mktemp("synth"), 16)
+
+
+def test_the_diff_in_workers_prints_what_one_process_prints(synthetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cookbookgen.diff import sections as cached
+
+    monkeypatch.setattr(cached.os, "cpu_count", lambda: 2)
+    assert len(cached._runs([f"k{i}" for i in range(16)])) == 2
+    parallel = [_diff(synthetic, fmt) for fmt in ("text", "markdown")]
+    monkeypatch.setattr(cached, "MIN_PER_WORKER", 1000)
+    assert [_diff(synthetic, fmt) for fmt in ("text", "markdown")] == parallel
+    assert parallel[0][0] == 0 and "parity over 160 point(s) of 16 config(s)" in parallel[0][1]
+
+
+def test_the_diff_in_workers_reports_the_first_error(synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cookbookgen.diff import sections as cached
+
+    monkeypatch.setattr(cached.os, "cpu_count", lambda: 2)
+    repo = tmp_path / "repo"
+    shutil.copytree(synthetic.parent, repo)
+    recipes = repo / "inferencex" / "inferencex-e2e" / "benchmarks" / "multi_node" / "srt-slurm-recipes" / "synth"
+    for index in (3, 12):                                         # one bad config in each worker's half
+        path = recipes / f"cfg{index:05d}" / "variants.yaml"
+        path.write_text(path.read_text().replace("base:", "base: [", 1))
+    with pytest.raises(CookbookError) as info:
+        _diff(repo / "cookbook.yaml", "text", tmp_path / "cache")
+    assert "cfg00003" in str(info.value) and "cfg00012" not in str(info.value)
+    assert not (tmp_path / "cache").exists()
