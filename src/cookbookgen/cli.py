@@ -9,9 +9,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import __version__
 from .commands import agentx, diff, site
@@ -19,6 +17,7 @@ from .errors import CookbookError
 
 if TYPE_CHECKING:  # the stages are imported by the handlers that use them, so `--help` and `diff` start fast
     from .pipeline import RenderedPoint
+    from .policy.rules import Policy
     from .render.model import Block
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
@@ -86,7 +85,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _render_bare(args: argparse.Namespace, policy) -> RenderedPoint:  # type: ignore[no-untyped-def]
+def _render_bare(args: argparse.Namespace, policy: Policy) -> RenderedPoint:
     from .pipeline import RenderedPoint
     from .recipes.workspace import Workspace, model_id
     from .render.deploy import RenderContext, render
@@ -129,6 +128,7 @@ def _as_json(rendered: RenderedPoint, blocks: list[Block]) -> str:
         "image": d.image,
         "gpus": d.gpus,
         "nodes": d.nodes,
+        "cpu_nodes": d.cpu_nodes,
         "blocks": [b.to_json() for b in blocks],
         "settings": [s.to_json() for s in d.settings],
     }
