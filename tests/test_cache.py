@@ -197,3 +197,21 @@ def test_the_diff_in_workers_reports_the_first_error(synthetic: Path, tmp_path: 
         _diff(repo / "cookbook.yaml", "text", tmp_path / "cache")
     assert "cfg00003" in str(info.value) and "cfg00012" not in str(info.value)
     assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("path", ["/tmp/site", "/tmp/a:smile:b", "/tmp/[bold]x", "/tmp/back\\slash", "/tmp/tab\tx", "/tmp/é", "/tmp/x "])
+@pytest.mark.parametrize("color", [False, True])
+def test_the_plain_head_and_tail_are_what_rich_prints(path: str, color: bool) -> None:
+    from cookbookgen.diff import report
+
+    def rich(markup: str) -> str:
+        lines = report._Lines()
+        lines.print(markup)
+        return report.TextRenderer(color).render(lines)
+
+    head = report.text_head(report.TextRenderer(color), path, "cookbook manifest (rendered)", path)
+    assert head == rich(f"[bold]cookbookgen diff[/] {report.escape(path)} (cookbook manifest (rendered)) against {report.escape(path)}")
+    for mismatches in (0, 3):
+        verdict = f"[bold red]{mismatches} mismatch(es)[/]" if mismatches else "[bold green]parity[/]"
+        tail = report.text_tail(report.TextRenderer(color), (), (), mismatches, 10, 2, 1 if mismatches else 0)
+        assert tail == rich(f"\nResult: {verdict} over 10 point(s) of 2 config(s) (exit {1 if mismatches else 0})")

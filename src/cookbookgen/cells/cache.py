@@ -51,31 +51,11 @@ PRUNE_AGE_S = 7 * 24 * 3600   # entries no build used for this long are removed 
 
 
 def canonical(value: Any) -> str:
-    """A deterministic text of YAML-like data that keeps types and number spelling
-    (`0.90` and `0.9` differ, as they do in a command; `1` and `true` differ)."""
-    out: list[str] = []
-    _canon(value, out)
-    return "".join(out)
-
-
-def _canon(value: Any, out: list[str]) -> None:
-    if isinstance(value, dict):
-        out.append("{")
-        for k, v in value.items():
-            _canon(k, out)
-            out.append(":")
-            _canon(v, out)
-            out.append(",")
-        out.append("}")
-    elif isinstance(value, (list, tuple)):
-        out.append("[")
-        for v in value:
-            _canon(v, out)
-            out.append(",")
-        out.append("]")
-    else:
-        out.append(f"{type(value).__name__}:{value!s}:{len(str(value))};" if not isinstance(value, str)
-                   else f"str:{len(value)}:{value};")
+    """A deterministic digest of YAML-like data that keeps types and number spelling (`0.90` and
+    `0.9` differ, as they do in a command; `1`, `true` and `"1"` differ): the sha256 of its pickle
+    (`YamlFloat` pickled with its text). Equal data always gives equal bytes: pickling is exact, and
+    the only sharing in parsed YAML (aliases, CPython's one-character strings) follows the text."""
+    return hashlib.sha256(_dumps(value)).hexdigest()
 
 
 @lru_cache(maxsize=1)

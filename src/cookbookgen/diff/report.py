@@ -15,9 +15,7 @@ import io
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable
-
-from rich.markup import escape
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from .model import CLASSES, Finding
 
@@ -29,6 +27,19 @@ _STYLE = {"mismatch": "bold red", "match": "green", "harness-only": "yellow", "d
           "placeholder": "cyan", "cluster-provided": "cyan", "unverified": "magenta", "derived": "dim"}
 _ROLE_ORDER = ("point", "cell", "frontend", "router", "nginx", "etcd", "nats", "mooncake-master", "mooncake-store",
                "prefill", "decode", "agg", "job")
+
+
+def escape(text: str) -> str:
+    """rich's markup escape (rich loads with the first text report, not with this module)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def _plain(text: str) -> bool:
+    """Whether rich prints `text` unchanged without colour: no markup, escapes, emoji codes (`:x:`),
+    tabs, control characters or trailing blanks (`tests/test_cache.py` checks this against rich)."""
+    return text.isascii() and text.isprintable() and not any(c in text for c in ":[]\\") and text == text.rstrip()
 
 
 def _by(findings: Iterable[Finding], key: str) -> dict[str, list[Finding]]:
@@ -82,12 +93,16 @@ class TextRenderer:
     sections (which is what lets `diff.sections` reuse the section of an unchanged config)."""
 
     def __init__(self, color: bool) -> None:
-        from rich.console import Console
-
+        self.color = color
         self.out = io.StringIO()
-        self.console = Console(file=self.out, force_terminal=color, no_color=not color, width=160, highlight=False, soft_wrap=True)
+        self.console: Any = None
 
     def render(self, lines: _Lines) -> str:
+        if self.console is None:
+            from rich.console import Console
+
+            self.console = Console(file=self.out, force_terminal=self.color, no_color=not self.color, width=160,
+                                   highlight=False, soft_wrap=True)
         self.console.print("\n".join(lines.lines))
         text = self.out.getvalue()
         self.out.seek(0)
@@ -105,6 +120,8 @@ def as_text(result: DiffResult, color: bool = False) -> str:
 
 
 def text_head(renderer: TextRenderer, cookbook: str, kind: str, checkout: str) -> str:
+    if not renderer.color and _plain(cookbook) and _plain(kind) and _plain(checkout):
+        return f"cookbookgen diff {cookbook} ({kind}) against {checkout}\n"
     lines = _Lines()
     lines.print(f"[bold]cookbookgen diff[/] {escape(cookbook)} ({kind}) against {escape(checkout)}")
     return renderer.render(lines)
@@ -145,10 +162,14 @@ def _mismatch_line(f: Finding) -> str:
 
 def text_tail(renderer: TextRenderer, not_in_checkout: Iterable[tuple[str, tuple[str, ...], str]], notes: Iterable[str],
               mismatches: int, points: int, configs: int, exit_code: int) -> str:
+    absent, said = list(not_in_checkout), list(notes)
+    verdict = f"{mismatches} mismatch(es)" if mismatches else "parity"
+    if not renderer.color and not absent and not said:
+        return f"\nResult: {verdict} over {points} point(s) of {configs} config(s) (exit {exit_code})\n"
     console = _Lines()
-    for key, cells, why in not_in_checkout:
+    for key, cells, why in absent:
         console.print(f"\n[magenta]not in checkout[/] {escape(key)} ({len(cells)} cell(s)): {escape(why)}")
-    for note in notes:
+    for note in said:
         console.print(f"[magenta]note[/] {escape(note)}")
     verdict = f"[bold red]{mismatches} mismatch(es)[/]" if mismatches else "[bold green]parity[/]"
     console.print(f"\nResult: {verdict} over {points} point(s) of {configs} config(s) (exit {exit_code})")

@@ -201,7 +201,7 @@ def _entry_lines(ws: Workspace) -> Callable[[Document, str], str]:
                 if path:
                     grouped.setdefault(path[0], []).append((path, line))
             doc.memo["lines_by_entry"] = grouped
-        return canonical(sorted(grouped.get(key, []), key=repr))
+        return canonical(grouped.get(key, []))    # in document order, which the text fixes
     return lines
 
 
