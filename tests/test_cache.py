@@ -199,19 +199,32 @@ def test_the_diff_in_workers_reports_the_first_error(synthetic: Path, tmp_path: 
     assert not (tmp_path / "cache").exists()
 
 
-@pytest.mark.parametrize("path", ["/tmp/site", "/tmp/a:smile:b", "/tmp/[bold]x", "/tmp/back\\slash", "/tmp/tab\tx", "/tmp/é", "/tmp/x "])
-@pytest.mark.parametrize("color", [False, True])
-def test_the_plain_head_and_tail_are_what_rich_prints(path: str, color: bool) -> None:
+@pytest.mark.parametrize("name", ["/tmp/site", "/tmp/a:smile:b", "/tmp/[bold]x", "/tmp/back\\slash", "/tmp/é", "/tmp/x "])
+def test_the_text_report_prints_names_literally_in_both_modes(name: str) -> None:
+    """Plain text is the coloured text without its ANSI codes, and names are never read as markup or emoji codes."""
+    import re
+
     from cookbookgen.diff import report
+    from cookbookgen.diff.check import DiffResult
+    from cookbookgen.diff.model import Finding
 
-    def rich(markup: str) -> str:
-        lines = report._Lines()
-        lines.print(markup)
-        return report.TextRenderer(color).render(lines)
+    findings = (Finding(name, "tp4/c16", "point", "point", "cell", "match"),
+                Finding(name, "tp4/c16", "decode", "arg", f"--{name}", "mismatch", detail="different value", recipe="1", cookbook="2"))
+    result = DiffResult(name, "cookbook manifest (rendered)", name, (name,), findings, ((name, ("c1",), name),), (name,))
+    plain, colored = report.as_text(result, color=False), report.as_text(result, color=True)
+    assert "\x1b[" in colored and "\x1b" not in plain
+    assert re.sub(r"\x1b\[[0-9;]*m", "", colored) == plain
+    assert plain.splitlines()[0] == f"cookbookgen diff {name} (cookbook manifest (rendered)) against {name}"
+    assert f"\n{name}: 1 point(s), 1 mismatch(es)\n" in plain and f"arg --{name}: different value (recipe 1; cookbook 2)" in plain
+    assert plain.endswith("\nResult: 1 mismatch(es) over 0 point(s) of 1 config(s) (exit 1)\n")
 
-    head = report.text_head(report.TextRenderer(color), path, "cookbook manifest (rendered)", path)
-    assert head == rich(f"[bold]cookbookgen diff[/] {report.escape(path)} (cookbook manifest (rendered)) against {report.escape(path)}")
-    for mismatches in (0, 3):
-        verdict = f"[bold red]{mismatches} mismatch(es)[/]" if mismatches else "[bold green]parity[/]"
-        tail = report.text_tail(report.TextRenderer(color), (), (), mismatches, 10, 2, 1 if mismatches else 0)
-        assert tail == rich(f"\nResult: {verdict} over 10 point(s) of 2 config(s) (exit {1 if mismatches else 0})")
+
+def test_control_characters_in_names_cannot_reach_the_terminal() -> None:
+    from cookbookgen.diff import report
+    from cookbookgen.diff.check import DiffResult
+
+    name = "cfg\x1b]0;owned\x07\rx"
+    for color in (False, True):
+        text = report.as_text(DiffResult(name, "k", "c", (), ()), color=color)
+        assert "\x07" not in text and "\r" not in text and "\x1b]" not in text
+        assert "cfg\\x1b]0;owned\\x07\\x0dx" in text

@@ -29,19 +29,6 @@ _ROLE_ORDER = ("point", "cell", "frontend", "router", "nginx", "etcd", "nats", "
                "prefill", "decode", "agg", "job")
 
 
-def escape(text: str) -> str:
-    """rich's markup escape (rich loads with the first text report, not with this module)."""
-    from rich.markup import escape as rich_escape
-
-    return rich_escape(text)
-
-
-def _plain(text: str) -> bool:
-    """Whether rich prints `text` unchanged without colour: no markup, escapes, emoji codes (`:x:`),
-    tabs, control characters or trailing blanks (`tests/test_cache.py` checks this against rich)."""
-    return text.isascii() and text.isprintable() and not any(c in text for c in ":[]\\") and text == text.rstrip()
-
-
 def _by(findings: Iterable[Finding], key: str) -> dict[str, list[Finding]]:
     out: dict[str, list[Finding]] = {}
     for f in findings:
@@ -77,33 +64,49 @@ def json_doc(result: DiffResult) -> dict[str, object]:
 
 # --- text ------------------------------------------------------------------------------------------------
 
+Span = tuple[str, str]   # (text, rich style); style "" is plain
+
+
 class _Lines:
-    """Collects markup lines for one section of the report."""
+    """Collects the lines of one section of the report, each a list of styled spans. Names from the
+    inputs are spans of their own: they are never parsed as markup, so no escaping is needed."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
+        self.lines: list[list[Span]] = []
 
-    def print(self, markup: str) -> None:
-        self.lines.append(markup)
+    def print(self, *spans: str | Span) -> None:
+        self.lines.append([(s, "") if isinstance(s, str) else s for s in spans])
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7f) if c != 0x0a}
+
+
+def _printable(text: str) -> str:
+    """`text` with control characters (ESC, CR, ...) shown as `\\xNN`, so a hostile name cannot drive the terminal."""
+    return text if text.isprintable() else text.translate(_CONTROL)
 
 
 class TextRenderer:
-    """Renders sections of markup lines with rich. Every line is balanced markup, so a section
-    rendered in one `print` equals a `print` per line, and the report is the concatenation of its
+    """Renders sections: plain text without colour; with colour, rich `Text` (styles only, never
+    markup). A section is a function of its lines alone, so the report is the concatenation of its
     sections (which is what lets `diff.sections` reuse the section of an unchanged config)."""
 
     def __init__(self, color: bool) -> None:
         self.color = color
-        self.out = io.StringIO()
         self.console: Any = None
+        self.out = io.StringIO()
 
     def render(self, lines: _Lines) -> str:
+        if not self.color:
+            return "".join(_printable("".join(text for text, _ in line)) + "\n" for line in lines.lines)
         if self.console is None:
             from rich.console import Console
 
-            self.console = Console(file=self.out, force_terminal=self.color, no_color=not self.color, width=160,
-                                   highlight=False, soft_wrap=True)
-        self.console.print("\n".join(lines.lines))
+            self.console = Console(file=self.out, force_terminal=True, width=160, highlight=False, soft_wrap=True, emoji=False)
+        from rich.text import Text
+
+        for line in lines.lines:
+            self.console.print(Text.assemble(*((_printable(text), style) for text, style in line)))
         text = self.out.getvalue()
         self.out.seek(0)
         self.out.truncate()
@@ -120,10 +123,8 @@ def as_text(result: DiffResult, color: bool = False) -> str:
 
 
 def text_head(renderer: TextRenderer, cookbook: str, kind: str, checkout: str) -> str:
-    if not renderer.color and _plain(cookbook) and _plain(kind) and _plain(checkout):
-        return f"cookbookgen diff {cookbook} ({kind}) against {checkout}\n"
     lines = _Lines()
-    lines.print(f"[bold]cookbookgen diff[/] {escape(cookbook)} ({kind}) against {escape(checkout)}")
+    lines.print(("cookbookgen diff", "bold"), f" {cookbook} ({kind}) against {checkout}")
     return renderer.render(lines)
 
 
@@ -134,23 +135,27 @@ def text_config(renderer: TextRenderer, config: str, findings: list[Finding]) ->
     return renderer.render(lines)
 
 
-def _text_config(console: _Lines, config: str, findings: list[Finding]) -> None:
+def _text_config(out: _Lines, config: str, findings: list[Finding]) -> None:
     bad = sum(f.is_mismatch for f in findings)
-    console.print(f"\n[bold]{escape(config)}[/]: {len(_points(findings))} point(s), " + (f"[bold red]{bad} mismatch(es)[/]" if bad else "[green]parity[/]"))
+    out.lines.append([])
+    out.print((config, "bold"), f": {len(_points(findings))} point(s), ",
+              (f"{bad} mismatch(es)", "bold red") if bad else ("parity", "green"))
     for point, items in _by(findings, "point").items():
-        console.print(f"  [bold]{escape(point or '(config)')}[/]")
+        out.print("  ", (point or "(config)", "bold"))
         for role, role_items in sorted(_by(items, "role").items(), key=lambda kv: _role_key(kv[0])):
             counts = Counter(f.cls for f in role_items)
-            line = " · ".join(f"[{_STYLE[c]}]{counts[c]} {c}[/]" for c in CLASSES if counts[c])
-            console.print(f"    {escape(role):<16} {line}")
+            spans: list[str | Span] = [f"    {role:<16} "]
+            for i, c in enumerate(c for c in CLASSES if counts[c]):
+                spans += [" · "] * (i > 0) + [(f"{counts[c]} {c}", _STYLE[c])]
+            out.print(*spans)
             for f in role_items:
                 if f.is_mismatch:
-                    console.print(f"      [bold red]✗[/] {escape(_mismatch_line(f))}")
+                    out.print("      ", ("✗", "bold red"), f" {_mismatch_line(f)}")
     excluded = _exclusions([f for f in findings if f.cls in EXCLUDED], _points(findings))
     if excluded:
-        console.print("  [yellow]excluded[/]")
+        out.print("  ", ("excluded", "yellow"))
         for line in excluded:
-            console.print(f"    - {escape(line)}")
+            out.print(f"    - {line}")
 
 
 def _mismatch_line(f: Finding) -> str:
@@ -162,18 +167,16 @@ def _mismatch_line(f: Finding) -> str:
 
 def text_tail(renderer: TextRenderer, not_in_checkout: Iterable[tuple[str, tuple[str, ...], str]], notes: Iterable[str],
               mismatches: int, points: int, configs: int, exit_code: int) -> str:
-    absent, said = list(not_in_checkout), list(notes)
-    verdict = f"{mismatches} mismatch(es)" if mismatches else "parity"
-    if not renderer.color and not absent and not said:
-        return f"\nResult: {verdict} over {points} point(s) of {configs} config(s) (exit {exit_code})\n"
-    console = _Lines()
-    for key, cells, why in absent:
-        console.print(f"\n[magenta]not in checkout[/] {escape(key)} ({len(cells)} cell(s)): {escape(why)}")
-    for note in said:
-        console.print(f"[magenta]note[/] {escape(note)}")
-    verdict = f"[bold red]{mismatches} mismatch(es)[/]" if mismatches else "[bold green]parity[/]"
-    console.print(f"\nResult: {verdict} over {points} point(s) of {configs} config(s) (exit {exit_code})")
-    return renderer.render(console)
+    out = _Lines()
+    for key, cells, why in not_in_checkout:
+        out.lines.append([])
+        out.print(("not in checkout", "magenta"), f" {key} ({len(cells)} cell(s)): {why}")
+    for note in notes:
+        out.print(("note", "magenta"), f" {note}")
+    out.lines.append([])
+    out.print("Result: ", (f"{mismatches} mismatch(es)", "bold red") if mismatches else ("parity", "bold green"),
+              f" over {points} point(s) of {configs} config(s) (exit {exit_code})")
+    return renderer.render(out)
 
 
 # --- Markdown --------------------------------------------------------------------------------------------
