@@ -13,7 +13,7 @@ from ..errors import CookbookError
 from ..policy.rules import Policy
 from ..recipes.master import check_framework
 from ..recipes.workspace import ResolvedPoint, Workspace
-from .compare import compare_point
+from .compare import PointMemo, compare_point
 from .expect import point_expect
 from .model import Finding, Published
 from .pairing import Pair, pair_config, variant_findings
@@ -87,7 +87,8 @@ def _check_config(published: Published, ws: Workspace, policy: Policy, key: str)
         return [], [Finding(key, "", "cell", "point", key, "unverified", detail="not compared", reason=exc.problems[0].message)]
     points = [p for p in published.points if p.config == key]
     pairs, findings = pair_config(key, points, resolve_config(ws, key))
+    memo = PointMemo()
     for pair in pairs:
         expect = point_expect(pair.resolved, policy)
-        findings.extend(compare_point(expect, pair.resolved.recipe, pair.published, policy))
+        findings.extend(compare_point(expect, pair.resolved.recipe, pair.published, policy, memo))
     return pairs, findings

@@ -16,7 +16,8 @@ recipe, so a renderer bug shows up as a mismatch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import pickle
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Callable, Iterable, cast
 
@@ -59,6 +60,7 @@ class Ctx:
     published: PublishedPoint
     policy: Policy
     arg_index: dict[tuple[int, bool], dict[str, list[Words]]] = field(default_factory=dict)
+    scopes_used: list[Block] = field(default_factory=list)   # blocks whose Scope a check looked at
 
     @property
     def blocks(self) -> tuple[Block, ...]:
@@ -78,7 +80,11 @@ class Ctx:
         return Finding(self.expect.config, self.expect.point, role, kind, item, cls, **rest)  # type: ignore[arg-type]
 
     def scope(self, block: Block) -> Scope:
-        return Scope(self.expect, block, self.blocks)
+        self.scopes_used.append(block)
+        return Scope(self.expect, block)
+
+    def role_blocks(self, role: str) -> list[Block]:
+        return [b for b in self.blocks if b.kind == "worker" and b.role == role]
 
     def where(self, path: KeyPath) -> str:
         """`file:line` of the setting (as `recipe.problem(path)` locates it), or the file alone."""
@@ -94,14 +100,179 @@ def role_label(block: Block) -> str:
     return block.role if block.kind == "worker" and block.role else structure.KIND_LABEL.get(block.kind, block.kind)
 
 
-def compare_point(expect: PointExpect, recipe: EffectiveRecipe, published: PublishedPoint, policy: Policy) -> list[Finding]:
+def compare_point(expect: PointExpect, recipe: EffectiveRecipe, published: PublishedPoint, policy: Policy,
+                  memo: "PointMemo | None" = None) -> list[Finding]:
+    """Every finding of one point, in document order. `memo` (one per config) lets the points of a
+    config share the findings of the recipe subtrees and blocks they have in common."""
+    memo = memo if memo is not None else PointMemo()
     ctx = Ctx(expect, recipe, published, policy)
-    out = structure.check(ctx)
-    for path, value in leaves(recipe.data):
+    same_point = memo.expect_id(expect)
+    workers: dict[str, list[Block]] = {}
+    others: list[Block] = []
+    for block in ctx.blocks:
+        if block.kind == "worker":
+            workers.setdefault(block.role or "", []).append(block)
+        else:
+            others.append(block)
+    out = _unique(structure.check(ctx))
+    for top, value in recipe.data.items():
+        if top == "roles" and isinstance(value, dict) and value:
+            for role, spec in value.items():
+                out += _role_findings(ctx, memo, str(role), spec, same_point, workers.get(str(role), []))
+        else:
+            out += memo.group(ctx, (top,), value, (same_point, *memo.block_ids(others)))
+    for label, blocks in _by_label(ctx.blocks).items():
+        added = [f for block in blocks for f in memo.extras(ctx, block, same_point)]
+        out += added if len(blocks) == 1 else _unique(added)
+    return out
+
+
+def _by_label(blocks: Iterable[Block]) -> dict[str, list[Block]]:
+    """Blocks by the role their findings name (co-located workers of one role share it)."""
+    out: dict[str, list[Block]] = {}
+    for block in blocks:
+        out.setdefault(role_label(block), []).append(block)
+    return out
+
+
+def _role_findings(ctx: Ctx, memo: "PointMemo", role: str, spec: RawYaml, same_point: int, blocks: list[Block]) -> list[Finding]:
+    """The findings of `roles.<role>`: shared whole when the role and its blocks are unchanged; else
+    its env shared when the env and the blocks' env are unchanged, and its args leaf by leaf."""
+    prefix: KeyPath = ("roles", role)
+    whole = (same_point, *memo.block_ids(blocks))
+    if not isinstance(spec, dict) or not spec:
+        return memo.group(ctx, prefix, spec, whole)
+
+    def by_section() -> list[Finding]:
+        out: list[Finding] = []
+        for section, value in spec.items():
+            path = prefix + (section,)
+            if section == "env" and isinstance(value, dict):
+                out += memo.group(ctx, path, value, (same_point, *(memo.intern(tuple(b.env.items())) for b in blocks)))
+            else:
+                out += _group_findings(ctx, path, value, memo)
+        return _unique(out)
+    return memo.group(ctx, prefix, spec, whole, by_section)
+
+
+def _unique(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings once each (co-located workers of one role repeat the same ones), in order."""
+    return list(dict.fromkeys(findings))
+
+
+def _group_findings(ctx: Ctx, prefix: KeyPath, value: RawYaml, memo: "PointMemo | None" = None) -> list[Finding]:
+    """The findings of every recipe leaf under `prefix`."""
+    out: list[Finding] = []
+    policy = ctx.policy
+    for path, leaf_value in leaves(value, prefix):
         key = cast("tuple[str, ...]", path) if all(type(p) is str for p in path) else tuple(str(p) for p in path)
-        out.extend(_leaf(ctx, Leaf(path, value, policy.first_match(key, value), ctx.where(path)), key))
-    out.extend(_extras(ctx))
-    return list(dict.fromkeys(out))
+        shown_in = _shown_in(ctx, key, leaf_value) if memo is not None else None
+        if shown_in is not None and memo is not None:
+            out.extend(memo.leaf(ctx, path, key, leaf_value, shown_in))
+        else:
+            out.extend(_leaf(ctx, Leaf(path, leaf_value, policy.first_match(key, leaf_value), ctx.where(path)), key))
+    return _unique(out)
+
+
+_ABSENT = object()
+
+
+def _shown_in(ctx: Ctx, key: tuple[str, ...], value: RawYaml) -> tuple[Any, ...] | None:
+    """For a role's arg or env leaf: what its worker blocks show for it (all its finding can depend
+    on, with the leaf itself, unless a check looks at the block's scope). None for other leaves."""
+    if len(key) != 4 or key[0] != "roles":
+        return None
+    check = recipe_check(key)
+    kind = check["check"] if check else ""
+    if kind == "arg":
+        flag = flag_key(_flag(key[3]), True)
+        return ("arg", *(tuple(ctx.args_by_key(b, True).get(flag, ())) for b in ctx.role_blocks(key[1])))
+    if kind == "env":
+        return ("env", *(b.env.get(key[3], _ABSENT) for b in ctx.role_blocks(key[1])))
+    return None
+
+
+@dataclass
+class PointMemo:
+    """What the points of one config share, so that each subtree is compared once.
+
+    The points of a bundle share the subtrees of their effective recipe that their override leaves
+    alone (`recipes.merge.deep_merge` shares structure; an override always makes new mappings), and
+    equal inputs render equal blocks. The findings of the leaves under one recipe path are a function
+    of: the subtree there (the same object: equal content, and set by the same YAML lines, which the
+    origin of the path and the file confirm), the policy, the point's expectations but its name, and
+    the blocks those leaves are compared with (a role's worker blocks for `roles.<role>`, the other
+    blocks for the rest; explanations see one block and the expectations, never the sibling blocks).
+    Equal keys give the stored findings with the point's name put in. Scalars are not shared.
+    """
+
+    contents: dict[Any, int] = field(default_factory=dict)
+    blocks: dict[int, tuple[Block, int]] = field(default_factory=dict)
+    findings: dict[tuple[Any, ...], tuple[Any, list[Finding]]] = field(default_factory=dict)
+    leaves: dict[tuple[Any, ...], tuple[Any, list[Finding]]] = field(default_factory=dict)
+
+    def intern(self, content: Any) -> int:
+        return self.contents.setdefault(content, len(self.contents))
+
+    def expect_id(self, expect: PointExpect) -> int:
+        """Equal for two points whose expectations differ only in the point's name (pickled: `0.90`
+        and `0.9` stay apart)."""
+        return self.intern(pickle.dumps(replace(expect, point=""), protocol=5))
+
+    def block_ids(self, blocks: Iterable[Block]) -> tuple[int, ...]:
+        out = []
+        for block in blocks:
+            hit = self.blocks.get(id(block))
+            if hit is None or hit[0] is not block:
+                hit = self.blocks[id(block)] = (block, self.intern(_block_content(block)))
+            out.append(hit[1])
+        return tuple(out)
+
+    def group(self, ctx: Ctx, prefix: KeyPath, value: RawYaml, inputs: tuple[int, ...],
+              compute: Callable[[], list[Finding]] | None = None) -> list[Finding]:
+        """The findings of the leaves under `prefix` (by `compute`, default: leaf by leaf), shared by
+        the points where the same subtree meets equal `inputs`."""
+        if not isinstance(value, (dict, list)):
+            return _group_findings(ctx, prefix, value)
+        key = (prefix, id(value), ctx.recipe.file, ctx.recipe.origins.get(prefix), inputs)
+        hit = self.findings.get(key)
+        if hit is None or hit[0] is not value:
+            hit = self.findings[key] = (value, compute() if compute else _group_findings(ctx, prefix, value, self))
+        return _at_point(hit[1], ctx.expect.point)
+
+    def leaf(self, ctx: Ctx, path: KeyPath, key: tuple[str, ...], value: RawYaml, shown_in: tuple[Any, ...]) -> list[Finding]:
+        """The findings of one role arg/env leaf, shared by the points where the same YAML value (same
+        object, same line) meets the same shown values. A finding whose check looked at the block's
+        scope is not shared."""
+        where = ctx.where(path)
+        mkey = (path, id(value), where, shown_in)
+        hit = self.leaves.get(mkey)
+        if hit is not None and hit[0] is value:
+            return _at_point(hit[1], ctx.expect.point)
+        used = len(ctx.scopes_used)
+        found = _leaf(ctx, Leaf(path, value, ctx.policy.first_match(key, value), where), key)
+        if len(ctx.scopes_used) == used:
+            self.leaves[mkey] = (value, found)
+        return found
+
+    def extras(self, ctx: Ctx, block: Block, same_point: int) -> list[Finding]:
+        """What `block` adds to the recipe (a worker's: once per role spec, block and expectations)."""
+        spec = (ctx.recipe.data.get("roles") or {}).get(block.role) if block.kind == "worker" else None
+        if not isinstance(spec, dict):
+            return _unique(_extras(ctx, block))
+        key = (("extras", block.role), id(spec), "", None, (same_point, *self.block_ids((block,))))
+        hit = self.findings.get(key)
+        if hit is None or hit[0] is not spec:
+            hit = self.findings[key] = (spec, _unique(_extras(ctx, block)))
+        return _at_point(hit[1], ctx.expect.point)
+
+
+def _block_content(block: Block) -> tuple[Any, ...]:
+    return tuple(tuple(v.items()) if isinstance(v, dict) else v for v in block.__dict__.values())
+
+
+def _at_point(findings: list[Finding], point: str) -> list[Finding]:
+    return findings if not findings or findings[0].point == point else [f.at_point(point) for f in findings]
 
 
 # --- recipe leaves ---------------------------------------------------------------------------------
@@ -154,7 +325,7 @@ def _targets(ctx: Ctx, leaf: Leaf) -> tuple[list[Block], bool, str]:
     head = str(leaf.path[0])
     if head == "roles":
         role = str(leaf.path[1])
-        return [b for b in ctx.blocks if b.kind == "worker" and b.role == role], True, role
+        return ctx.role_blocks(role), True, role
     if head == "frontend":
         blocks = [b for b in ctx.blocks if b.kind in structure.FRONTEND_KINDS]
         return blocks, False, role_label(blocks[0]) if blocks else "frontend"
@@ -171,13 +342,13 @@ def _arg_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     out = []
     for block in blocks:
         got = ctx.args_by_key(block, worker).get(flag_key(flag, worker), [])
-        out.append(_judge(ctx, leaf, role, "arg", flag, want, got, _synthesized_check("worker" if worker else block.kind, flag, ctx.scope(block))))
+        out.append(_judge(ctx, leaf, role, "arg", flag, want, got, _synthesized_check(ctx, "worker" if worker else block.kind, flag, block)))
     return out
 
 
-def _synthesized_check(kind: str, flag: str, scope: Scope) -> Callable[[Words], Miss | None]:
+def _synthesized_check(ctx: Ctx, kind: str, flag: str, block: Block) -> Callable[[Words], Miss | None]:
     """The `synthesized.yaml` check of `flag` in this block, for a recipe placeholder the cookbook fills in."""
-    return lambda words: check_arg(kind, flag, words, scope)
+    return lambda words: check_arg(kind, flag, words, ctx.scope(block))
 
 
 def _env_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
@@ -307,17 +478,17 @@ LEAF_HANDLERS: dict[str, Callable[[Ctx, Leaf, RawYaml], list[Finding]]] = {
 
 # --- what the cookbook adds -------------------------------------------------------------------------
 
-def _extras(ctx: Ctx) -> list[Finding]:
+def _extras(ctx: Ctx, block: Block) -> list[Finding]:
+    """The args and env of `block` that no recipe leaf covers, each explained or a mismatch."""
     out: list[Finding] = []
-    for block in ctx.blocks:
-        covered_args, covered_env = structure.covered(ctx.recipe.data, block, ctx.blocks)
-        worker = block.kind == "worker"
-        for arg in block.args:
-            if flag_key(arg[0], worker) not in covered_args:
-                out.append(_extra(ctx, block, "args", arg[0], tuple(arg[1:])))
-        for name, value in block.env.items():
-            if name not in covered_env:
-                out.append(_extra_env(ctx, block, name, value))
+    covered_args, covered_env = structure.covered(ctx.recipe.data, block, ctx.blocks)
+    worker = block.kind == "worker"
+    for arg in block.args:
+        if flag_key(arg[0], worker) not in covered_args:
+            out.append(_extra(ctx, block, "args", arg[0], tuple(arg[1:])))
+    for name, value in block.env.items():
+        if name not in covered_env:
+            out.append(_extra_env(ctx, block, name, value))
     return out
 
 

@@ -34,11 +34,11 @@ def table() -> dict[str, RawYaml]:
 
 @dataclass(frozen=True)
 class Scope:
-    """Where a cookbook setting sits: the point's expectations, the block, and its siblings."""
+    """Where a cookbook setting sits: the point's expectations and the block. Checks see nothing
+    else (not the sibling blocks): `compare.PointMemo` relies on it."""
 
     expect: "PointExpect"
     block: Block
-    blocks: tuple[Block, ...]
 
     @property
     def role(self) -> str | None:

@@ -60,6 +60,13 @@ class Finding:
     def to_json(self) -> dict[str, object]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
 
+    def at_point(self, point: str) -> "Finding":
+        """This finding for another point (a copy with `point` replaced; fast, as points share most findings)."""
+        other = object.__new__(Finding)
+        other.__dict__.update(self.__dict__)
+        other.__dict__["point"] = point
+        return other
+
 
 @dataclass(frozen=True)
 class PublishedPoint:

@@ -181,12 +181,18 @@ def _check_configs(job: _Job, configs: list[str]) -> dict[str, Section]:
     renderer = TextRenderer(job.color) if job.fmt == "text" else None
     section: Callable[[str, list[Finding]], str] = ((lambda c, f: text_config(renderer, c, f)) if renderer is not None else md_config)
     out: dict[str, Section] = {}
+    by_config: dict[str, list[Finding]] = {}
+    points_of: dict[str, int] = {}
+    for f in result.findings if result is not None else ():
+        by_config.setdefault(f.config, []).append(f)
+    for pair in result.pairs if result is not None else ():
+        points_of[pair.published.config] = points_of.get(pair.published.config, 0) + 1
     for config in configs:
         if result is None or config not in wanted:
             out[config] = ("", 0, 0)      # rendered (so its errors surface) but not shown
             continue
-        findings = [f for f in result.findings if f.config == config]
-        points = sum(1 for pair in result.pairs if pair.published.config == config)
+        findings = by_config.get(config, [])
+        points = points_of.get(config, 0)
         out[config] = (section(config, findings) if findings else "", points, sum(f.is_mismatch for f in findings))
     return out
 

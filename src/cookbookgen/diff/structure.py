@@ -152,7 +152,7 @@ def expected_blocks(ctx: "Ctx") -> dict[tuple[str, str | None], tuple[str, bool]
 
 def _implied(ctx: "Ctx", kind: str) -> bool:
     """Whether the recipe implies a `kind` block (the table's check holds for this point)."""
-    return bool(ctx.blocks) and isinstance(explain_block(kind, Scope(ctx.expect, ctx.blocks[0], ctx.blocks)), Explanation)
+    return bool(ctx.blocks) and isinstance(explain_block(kind, Scope(ctx.expect, ctx.blocks[0])), Explanation)
 
 
 def _blocks(ctx: "Ctx") -> list[Finding]:

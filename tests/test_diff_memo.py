@@ -1,0 +1,92 @@
+"""`compare.PointMemo`: sharing findings between the points of a config changes nothing. With one memo
+per config, every point gets exactly the findings a fresh comparison gives, and drift put into one
+block of a later point (after the memo has seen the same subtrees) is still reported."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from cookbookgen.cells.assemble import load_cookbook
+from cookbookgen.diff.check import resolve_config
+from cookbookgen.diff.compare import PointMemo, compare_point
+from cookbookgen.diff.expect import point_expect
+from cookbookgen.diff.model import PublishedPoint
+from cookbookgen.diff.pairing import Pair, pair_config
+from cookbookgen.diff.sources import published_from_cookbook
+from cookbookgen.policy.rules import load_policy
+from cookbookgen.recipes.workspace import Workspace
+
+from conftest import DATA
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import synth
+
+    return synth.generate(tmp_path_factory.mktemp("synth"), 6)
+
+
+def _pairs(manifest: Path) -> list[list[Pair]]:
+    """Per config, its published points paired with their resolved points."""
+    published = published_from_cookbook(load_cookbook(manifest), str(manifest), "test")
+    ws = Workspace(manifest.parent / "inferencex")
+    out = []
+    for config in published.configs():
+        points = [p for p in published.points if p.config == config]
+        pairs, _ = pair_config(config, points, resolve_config(ws, config))
+        out.append(pairs)
+    return out
+
+
+@pytest.mark.parametrize("which", ["bundled", "synthetic"])
+def test_a_shared_memo_gives_every_point_its_fresh_findings(which: str, synthetic: Path) -> None:
+    manifest = DATA / "cookbook.yaml" if which == "bundled" else synthetic
+    policy = load_policy()
+    compared = 0
+    for pairs in _pairs(manifest):
+        memo = PointMemo()
+        for pair in pairs:
+            expect = point_expect(pair.resolved, policy)
+            shared = compare_point(expect, pair.resolved.recipe, pair.published, policy, memo)
+            fresh = compare_point(expect, pair.resolved.recipe, pair.published, policy)
+            assert shared == fresh, pair.published.point_id
+            assert {f.point for f in shared} == {expect.point}
+            compared += 1
+        assert memo.findings, "the memo shared nothing"
+    assert compared >= 13
+
+
+def _edit(point: PublishedPoint, role: str, change) -> PublishedPoint:
+    blocks = tuple(change(b) if b.kind == "worker" and b.role == role else b for b in point.blocks)
+    return PublishedPoint(point.config, point.cell, point.concs, blocks, point_id=point.point_id, image=point.image)
+
+
+DRIFTS = {
+    "arg value": lambda b: b.model_copy(update={"args": tuple(
+        (a[0], "12345") if a[0] == "--synthetic-option-0" else a for a in b.args)}),
+    "arg dropped": lambda b: b.model_copy(update={"args": tuple(a for a in b.args if a[0] != "--synthetic-option-1")}),
+    "env value": lambda b: b.model_copy(update={"env": {**b.env, "SGLANG_SYNTH_0": "-1"}}),
+    "env added": lambda b: b.model_copy(update={"env": {**b.env, "MY_TUNING": "1"}}),
+}
+
+
+@pytest.mark.parametrize("drift", sorted(DRIFTS))
+def test_drift_in_a_later_point_is_caught_after_the_memo_saw_the_same_subtrees(drift: str, synthetic: Path) -> None:
+    policy = load_policy()
+    for pairs in _pairs(synthetic):
+        memo = PointMemo()
+        for i, pair in enumerate(pairs):
+            expect = point_expect(pair.resolved, policy)
+            roles = [r for r in ("prefill", "agg") if r in expect.roles]   # prefill: untouched by overrides; agg: touched
+            published = _edit(pair.published, roles[0], DRIFTS[drift]) if i == len(pairs) - 1 and roles else pair.published
+            found = compare_point(expect, pair.resolved.recipe, published, policy, memo)
+            bad = [f for f in found if f.is_mismatch]
+            if published is pair.published:
+                assert not bad, (pair.published.point_id, bad)
+            else:
+                assert bad and all(f.point == expect.point and f.role == roles[0] for f in bad), drift
+                assert bad == [f for f in compare_point(expect, pair.resolved.recipe, published, policy) if f.is_mismatch]
