@@ -59,8 +59,10 @@ class Ctx:
     recipe: EffectiveRecipe
     published: PublishedPoint
     policy: Policy
-    arg_index: dict[tuple[int, bool], dict[str, list[Words]]] = field(default_factory=dict)
+    arg_index: dict[tuple[int, bool], tuple[Block, dict[str, list[Words]]]] = field(default_factory=dict)
     scopes_used: list[Block] = field(default_factory=list)   # blocks whose Scope a check looked at
+    workers: dict[str, list[Block]] = field(default_factory=dict)  # worker blocks by role
+    others_key: tuple[int, ...] = ()   # the expectations and the non-worker blocks, interned (`PointMemo`)
 
     @property
     def blocks(self) -> tuple[Block, ...]:
@@ -69,12 +71,13 @@ class Ctx:
     def args_by_key(self, block: Block, worker: bool) -> dict[str, list[Words]]:
         """The block's arg values grouped by flag key, built once per block (leaves look them up)."""
         key = (id(block), worker)
-        if key not in self.arg_index:
+        hit = self.arg_index.get(key)
+        if hit is None or hit[0] is not block:
             index: dict[str, list[Words]] = {}
             for a in block.args:
                 index.setdefault(flag_key(a[0], worker), []).append(tuple(a[1:]))
-            self.arg_index[key] = index
-        return self.arg_index[key]
+            hit = self.arg_index[key] = (block, index)
+        return hit[1]
 
     def finding(self, role: str, kind: str, item: str, cls: str, **rest: Any) -> Finding:
         return Finding(self.expect.config, self.expect.point, role, kind, item, cls, **rest)  # type: ignore[arg-type]
@@ -84,7 +87,7 @@ class Ctx:
         return Scope(self.expect, block)
 
     def role_blocks(self, role: str) -> list[Block]:
-        return [b for b in self.blocks if b.kind == "worker" and b.role == role]
+        return self.workers.get(role, [])
 
     def where(self, path: KeyPath) -> str:
         """`file:line` of the setting (as `recipe.problem(path)` locates it), or the file alone."""
@@ -105,22 +108,22 @@ def compare_point(expect: PointExpect, recipe: EffectiveRecipe, published: Publi
     """Every finding of one point, in document order. `memo` (one per config) lets the points of a
     config share the findings of the recipe subtrees and blocks they have in common."""
     memo = memo if memo is not None else PointMemo()
-    ctx = Ctx(expect, recipe, published, policy)
     same_point = memo.expect_id(expect)
     workers: dict[str, list[Block]] = {}
     others: list[Block] = []
-    for block in ctx.blocks:
+    for block in published.blocks:
         if block.kind == "worker":
             workers.setdefault(block.role or "", []).append(block)
         else:
             others.append(block)
+    ctx = Ctx(expect, recipe, published, policy, memo.arg_index, workers=workers, others_key=(same_point, *memo.block_ids(others)))
     out = _unique(structure.check(ctx))
     for top, value in recipe.data.items():
         if top == "roles" and isinstance(value, dict) and value:
             for role, spec in value.items():
                 out += _role_findings(ctx, memo, str(role), spec, same_point, workers.get(str(role), []))
         else:
-            out += memo.group(ctx, (top,), value, (same_point, *memo.block_ids(others)))
+            out += memo.group(ctx, (top,), value, ctx.others_key)
     for label, blocks in _by_label(ctx.blocks).items():
         added = [f for block in blocks for f in memo.extras(ctx, block, same_point)]
         out += added if len(blocks) == 1 else _unique(added)
@@ -149,9 +152,11 @@ def _role_findings(ctx: Ctx, memo: "PointMemo", role: str, spec: RawYaml, same_p
             path = prefix + (section,)
             if section == "env" and isinstance(value, dict):
                 out += memo.group(ctx, path, value, (same_point, *(memo.intern(tuple(b.env.items())) for b in blocks)))
+            elif section == "args" and isinstance(value, dict):
+                out += memo.args_section(ctx, path, value, blocks, same_point)
             else:
                 out += _group_findings(ctx, path, value, memo)
-        return _unique(out)
+        return out
     return memo.group(ctx, prefix, spec, whole, by_section)
 
 
@@ -161,26 +166,34 @@ def _unique(findings: Iterable[Finding]) -> list[Finding]:
 
 
 def _group_findings(ctx: Ctx, prefix: KeyPath, value: RawYaml, memo: "PointMemo | None" = None) -> list[Finding]:
-    """The findings of every recipe leaf under `prefix`."""
+    """The findings of every recipe leaf under `prefix` (each names its leaf's path, so only the
+    findings of one leaf can repeat: one per co-located worker block)."""
     out: list[Finding] = []
-    policy = ctx.policy
     for path, leaf_value in leaves(value, prefix):
         key = cast("tuple[str, ...]", path) if all(type(p) is str for p in path) else tuple(str(p) for p in path)
         shown_in = _shown_in(ctx, key, leaf_value) if memo is not None else None
         if shown_in is not None and memo is not None:
             out.extend(memo.leaf(ctx, path, key, leaf_value, shown_in))
         else:
-            out.extend(_leaf(ctx, Leaf(path, leaf_value, policy.first_match(key, leaf_value), ctx.where(path)), key))
-    return _unique(out)
+            out.extend(_leaf_once(ctx, path, key, leaf_value, ctx.where(path)))
+    return out
+
+
+def _leaf_once(ctx: Ctx, path: KeyPath, key: tuple[str, ...], value: RawYaml, where: str) -> list[Finding]:
+    found = _leaf(ctx, Leaf(path, value, ctx.policy.first_match(key, value), where), key)
+    return found if len(found) < 2 else _unique(found)
 
 
 _ABSENT = object()
 
 
 def _shown_in(ctx: Ctx, key: tuple[str, ...], value: RawYaml) -> tuple[Any, ...] | None:
-    """For a role's arg or env leaf: what its worker blocks show for it (all its finding can depend
-    on, with the leaf itself, unless a check looks at the block's scope). None for other leaves."""
-    if len(key) != 4 or key[0] != "roles":
+    """What a leaf's findings can depend on besides the leaf itself (unless a check looks at a block's
+    scope): for a role's arg or env, what its worker blocks show for it; for a leaf outside roles and
+    services, the expectations and the non-worker blocks. None for the others (never shared alone)."""
+    if key[0] != "roles":
+        return None if key[0] == "services" else ("other", *ctx.others_key)
+    if len(key) != 4:
         return None
     check = recipe_check(key)
     kind = check["check"] if check else ""
@@ -210,6 +223,9 @@ class PointMemo:
     blocks: dict[int, tuple[Block, int]] = field(default_factory=dict)
     findings: dict[tuple[Any, ...], tuple[Any, list[Finding]]] = field(default_factory=dict)
     leaves: dict[tuple[Any, ...], tuple[Any, list[Finding]]] = field(default_factory=dict)
+    extras_of: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
+    last_args: dict[tuple[Any, ...], tuple[Any, ...]] = field(default_factory=dict)   # (args, indexes, findings, origins)
+    arg_index: dict[tuple[int, bool], tuple[Block, dict[str, list[Words]]]] = field(default_factory=dict)
 
     def intern(self, content: Any) -> int:
         return self.contents.setdefault(content, len(self.contents))
@@ -233,7 +249,7 @@ class PointMemo:
         """The findings of the leaves under `prefix` (by `compute`, default: leaf by leaf), shared by
         the points where the same subtree meets equal `inputs`."""
         if not isinstance(value, (dict, list)):
-            return _group_findings(ctx, prefix, value)
+            return _group_findings(ctx, prefix, value, self)
         key = (prefix, id(value), ctx.recipe.file, ctx.recipe.origins.get(prefix), inputs)
         hit = self.findings.get(key)
         if hit is None or hit[0] is not value:
@@ -250,21 +266,53 @@ class PointMemo:
         if hit is not None and hit[0] is value:
             return _at_point(hit[1], ctx.expect.point)
         used = len(ctx.scopes_used)
-        found = _leaf(ctx, Leaf(path, value, ctx.policy.first_match(key, value), where), key)
+        found = _leaf_once(ctx, path, key, value, where)
         if len(ctx.scopes_used) == used:
             self.leaves[mkey] = (value, found)
         return found
 
+    def args_section(self, ctx: Ctx, path: KeyPath, args: dict[str, RawYaml], blocks: list[Block], same_point: int) -> list[Finding]:
+        """The findings of a role's args, against the last point seen with the same role, file,
+        expectations and number of blocks: an arg whose YAML value (the same object, set at the same
+        line) and whose values in the blocks are unchanged keeps its findings; the others are compared.
+        An override changes a few args, so a point costs what its override changes."""
+        indexes = [ctx.args_by_key(b, True) for b in blocks]
+        ref_key = (path, ctx.recipe.file, same_point, len(blocks))
+        ref = self.last_args.get(ref_key)
+        changed: set[str] = set()
+        if ref is not None:
+            for new, old in zip(indexes, ref[1]):
+                changed.update(k for k, v in new.items() if old.get(k) != v)
+                changed.update(k for k in old if k not in new)
+        origins = ctx.recipe.origins
+        out: list[Finding] = []
+        by_key: dict[str, list[Finding]] = {}
+        for name, value in args.items():
+            leaf_path = path + (name,)
+            origin = origins.get(leaf_path)
+            if (ref is not None and origin is not None and ref[0].get(name, _ABSENT) is value and name in ref[2]
+                    and not isinstance(value, (dict, list)) and flag_key(_flag(str(name)), True) not in changed
+                    and ref[3].get(name) == origin):
+                found = _at_point(ref[2][name], ctx.expect.point)
+            else:
+                found = _group_findings(ctx, leaf_path, value, self)
+            by_key[name] = found
+            out += found
+        self.last_args[ref_key] = (args, indexes, by_key, {k: origins.get(path + (k,)) for k in args})
+        return out
+
     def extras(self, ctx: Ctx, block: Block, same_point: int) -> list[Finding]:
         """What `block` adds to the recipe (a worker's: once per role spec, block and expectations)."""
         spec = (ctx.recipe.data.get("roles") or {}).get(block.role) if block.kind == "worker" else None
-        if not isinstance(spec, dict):
+        args, env = (spec.get("args") or {}, spec.get("env") or {}) if isinstance(spec, dict) else (None, None)
+        if not isinstance(args, dict) or not isinstance(env, dict):
             return _unique(_extras(ctx, block))
-        key = (("extras", block.role), id(spec), "", None, (same_point, *self.block_ids((block,))))
-        hit = self.findings.get(key)
-        if hit is None or hit[0] is not spec:
-            hit = self.findings[key] = (spec, _unique(_extras(ctx, block)))
-        return _at_point(hit[1], ctx.expect.point)
+        # `structure.covered` reads only the names of the role's args and env
+        key = (("extras", block.role), tuple(args), tuple(env), (same_point, *self.block_ids((block,))))
+        hit = self.extras_of.get(key)
+        if hit is None:
+            hit = self.extras_of[key] = _unique(_extras(ctx, block))
+        return _at_point(hit, ctx.expect.point)
 
 
 def _block_content(block: Block) -> tuple[Any, ...]:

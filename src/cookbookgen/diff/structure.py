@@ -235,21 +235,21 @@ def _workers(ctx: "Ctx") -> list[Finding]:
     return out
 
 
-def _has(block: Block, flag: str) -> bool:
-    key = flag_key(flag, block.kind == "worker")
-    return any(flag_key(a[0], block.kind == "worker") == key for a in block.args)
+def _has(ctx: "Ctx", block: Block, flag: str) -> bool:
+    worker = block.kind == "worker"
+    return flag_key(flag, worker) in ctx.args_by_key(block, worker)
 
 
 def _worker_must_have(ctx: "Ctx", block: Block) -> list[Finding]:
     role = block.role or "agg"
     out = []
-    if not _has(block, "--model-path"):
+    if not _has(ctx, block, "--model-path"):
         out.append(ctx.finding(role, "arg", "--model-path", "mismatch", detail=MISSING, recipe=ctx.expect.model_id, path="model.path"))
     else:
         out.append(ctx.finding(role, "setting", "model.path", "placeholder", detail="the command uses the model id",
                                recipe=ctx.expect.model_id, reason="cluster alias of the weights; --model-path is the Hugging Face id", path="model.path"))
     spec = (ctx.recipe.data.get("roles") or {}).get(role) or {}
-    if ctx.expect.kv_events.get(role) and "kv-events-config" not in (spec.get("args") or {}) and not _has(block, "--kv-events-config"):
+    if ctx.expect.kv_events.get(role) and "kv-events-config" not in (spec.get("args") or {}) and not _has(ctx, block, "--kv-events-config"):
         out.append(ctx.finding(role, "arg", "--kv-events-config", "mismatch", detail=MISSING, recipe="(from kv_events)",
                                path=f"roles.{role}.kv_events"))
     return out
@@ -257,7 +257,7 @@ def _worker_must_have(ctx: "Ctx", block: Block) -> list[Finding]:
 
 def _request_plane(ctx: "Ctx", block: Block) -> list[Finding]:
     plane = ctx.expect.request_plane
-    if not ctx.expect.dynamo or plane is None or _has(block, "--request-plane") or "DYN_REQUEST_PLANE" in block.env:
+    if not ctx.expect.dynamo or plane is None or _has(ctx, block, "--request-plane") or "DYN_REQUEST_PLANE" in block.env:
         return []
     return [ctx.finding(_label(block), "arg", "--request-plane", "mismatch", detail=MISSING, recipe=str(plane),
                         path="dynamo.request_plane")]

@@ -66,10 +66,17 @@ def _classify_node(node: RawYaml, path: tuple[str, ...], dotted_path: str, polic
         for i, value in enumerate(node):
             out.extend(_classify_node(value, path + (str(i),), f"{dotted_path}[{i}]", policy))
         return out
+    key = (id(node), dotted_path)     # a leaf: the same object at the same path classifies the same
+    hit = policy.memo.get(key)
+    if hit is not None and hit[0] is node:
+        return hit[1]  # type: ignore[no-any-return]
     rule = policy.first_match(path, node)
     if rule is None:
-        return [Setting(dotted_path, node, "unclassified", "no rule matches; add one to the policy file")]
-    return [Setting(dotted_path, node, rule.cls, rule.reason, rule.text, rule.replacement)]
+        out = [Setting(dotted_path, node, "unclassified", "no rule matches; add one to the policy file")]
+    else:
+        out = [Setting(dotted_path, node, rule.cls, rule.reason, rule.text, rule.replacement)]
+    policy.memo[key] = (node, out)
+    return out
 
 
 def _path_of(dotted_path: str, recipe: EffectiveRecipe) -> KeyPath:

@@ -60,8 +60,9 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
     blocks.extend(FRONTENDS[kind](recipe, typed, ctx, layouts))
     for role, layout in layouts.items():
         spec = typed.roles[role]  # type: ignore[index]
+        raw = (recipe.data.get("roles") or {}).get(role)
         for slot in layout.slots:
-            blocks.append(_worker(recipe, typed, ctx, kind, layout, slot, spec, cluster_env))
+            blocks.append(_shared_worker(raw, typed, ctx, kind, layout, slot, spec, cluster_env))
     order = {k: i for i, k in enumerate(tables().raw["launch_order"])}
     blocks.sort(key=lambda b: order[b.kind])
     gpus = sum(lay.workers * lay.gpus_per_worker for lay in layouts.values())
@@ -103,7 +104,26 @@ def dynamo_env(typed: Recipe) -> dict[str, str]:
 
 # --- workers -------------------------------------------------------------------------------------
 
-def _worker(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
+def _shared_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
+                   slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
+    """`_worker`, once per run for each role subtree and slot: the points of a bundle share the role
+    subtrees their override leaves alone (the same object), and the block is a function of the
+    subtree (which `spec` validates), of the keyed values below, and of the policy that holds the memo."""
+    plane = typed.dynamo.get("request_plane")
+    mooncake = any(s.type == "mooncake-master" for s in typed.services or [])
+    key = ("worker", id(raw), kind, layout, slot, ctx.model_id, None if plane is None else word(plane), mooncake,
+           tuple(cluster_env.items()))
+    hit = ctx.policy.memo.get(key) if isinstance(raw, dict) else None
+    if hit is not None and hit[0] is raw:
+        block: Block = hit[1]
+        return block
+    block = _worker(typed, ctx, kind, layout, slot, spec, cluster_env)
+    if isinstance(raw, dict):
+        ctx.policy.memo[key] = (raw, block)
+    return block
+
+
+def _worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
             slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
     role = layout.role
     ports = tables().ports
