@@ -136,25 +136,36 @@ def text_config(renderer: TextRenderer, config: str, findings: list[Finding]) ->
 
 
 def _text_config(out: _Lines, config: str, findings: list[Finding]) -> None:
-    bad = sum(f.is_mismatch for f in findings)
+    # one pass: per point (in order of appearance), per role, the count of each class and the mismatches
+    by_point: dict[str, dict[str, tuple[Counter[str], list[Finding]]]] = {}
+    excluded: list[Finding] = []
+    checked: list[str] = []
+    for f in findings:
+        counts, bad = by_point.setdefault(f.point, {}).setdefault(f.role, (Counter(), []))
+        counts[f.cls] += 1
+        if f.cls == "mismatch":
+            bad.append(f)
+        elif f.cls in EXCLUDED:
+            excluded.append(f)
+        elif f.kind == "point" and f.cls == "match":
+            checked.append(f.point)
+    mismatches = sum(len(bad) for roles in by_point.values() for _, bad in roles.values())
     out.lines.append([])
-    out.print((config, "bold"), f": {len(_points(findings))} point(s), ",
-              (f"{bad} mismatch(es)", "bold red") if bad else ("parity", "green"))
-    for point, items in _by(findings, "point").items():
+    out.print((config, "bold"), f": {len(checked)} point(s), ",
+              (f"{mismatches} mismatch(es)", "bold red") if mismatches else ("parity", "green"))
+    for point, roles in by_point.items():
         out.print("  ", (point or "(config)", "bold"))
-        for role, role_items in sorted(_by(items, "role").items(), key=lambda kv: _role_key(kv[0])):
-            counts = Counter(f.cls for f in role_items)
+        for role, (counts, bad) in sorted(roles.items(), key=lambda kv: _role_key(kv[0])):
             spans: list[str | Span] = [f"    {role:<16} "]
             for i, c in enumerate(c for c in CLASSES if counts[c]):
                 spans += [" · "] * (i > 0) + [(f"{counts[c]} {c}", _STYLE[c])]
             out.print(*spans)
-            for f in role_items:
-                if f.is_mismatch:
-                    out.print("      ", ("✗", "bold red"), f" {_mismatch_line(f)}")
-    excluded = _exclusions([f for f in findings if f.cls in EXCLUDED], _points(findings))
-    if excluded:
+            for f in bad:
+                out.print("      ", ("✗", "bold red"), f" {_mismatch_line(f)}")
+    lines = _exclusions(excluded, checked)
+    if lines:
         out.print("  ", ("excluded", "yellow"))
-        for line in excluded:
+        for line in lines:
             out.print(f"    - {line}")
 
 
