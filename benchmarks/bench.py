@@ -1,6 +1,6 @@
 """Benchmark cookbookgen on a synthetic InferenceX-layout repository, in one run.
 
-    python benchmarks/bench.py [--quick | --configs N] [--json FILE] [--work DIR]
+    python benchmarks/bench.py [--quick | --configs N] [--diff-only] [--json FILE] [--work DIR] [--repeat N]
 
 Generates the repository (`synth.py`: 1,000 configs x 10 points, `--quick` a tenth of it), then
 runs each command as its own process (wall time, and peak memory from `os.wait4`):
@@ -35,6 +35,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
@@ -108,7 +109,7 @@ def change_one_recipe(manifest: Path) -> Path:
     return path
 
 
-def bench(configs: int, work: Path, repeat: int = 1) -> dict[str, object]:
+def bench(configs: int, work: Path, repeat: int = 1, diff_only: bool = False) -> dict[str, object]:
     repo, logs = work / "repo", work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     print(f"generating {configs} configs x {synth.POINTS} points under {repo}", flush=True)
@@ -131,6 +132,8 @@ def bench(configs: int, work: Path, repeat: int = 1) -> dict[str, object]:
         return result
 
     step("render", cookbookgen("render", "--source", str(repo / "inferencex"), "--config", key, "--point", "c16"))
+    if diff_only:
+        return _diff_only(step, manifest, cache, files, size, parse, repeat, configs, runs)
     step("export", cookbookgen("export", "--cookbook", str(manifest), "--out", str(work / "export.jsx")))
     for _ in range(repeat):      # the pairs a ratio divides run side by side, so machine noise hits both alike
         step("diff_cold", cookbookgen("diff", "--cookbook", str(manifest)))
@@ -160,14 +163,30 @@ def bench(configs: int, work: Path, repeat: int = 1) -> dict[str, object]:
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()}}
 
 
+def _diff_only(step: Callable[[str, list[str]], Run], manifest: Path, cache: Path, files: list[Path], size: int, parse: float,
+               repeat: int, configs: int, runs: dict[str, Run]) -> dict[str, object]:
+    """`--diff-only`: the diff ratio alone (no build, no bare MkDocs), for the full-size repository."""
+    for _ in range(repeat):
+        step("diff_cold", cookbookgen("diff", "--cookbook", str(manifest)))
+    step("diff_fill_cache", cookbookgen("diff", "--cookbook", str(manifest), "--cache", str(cache)))
+    for _ in range(repeat):
+        step("diff_warm", cookbookgen("diff", "--cookbook", str(manifest), "--cache", str(cache)))
+    return {"diff_vs_yaml_parse": runs["diff_cold"].seconds / parse, "warm": {"diff_vs_yaml_parse": runs["diff_warm"].seconds / parse},
+            "goals": {"diff_vs_yaml_parse": GOALS["diff_vs_yaml_parse"]},
+            "raw": {"configs": configs, "points": configs * synth.POINTS, "repeat": repeat, "yaml_files": len(files), "yaml_bytes": size,
+                    "yaml_parse_s": parse, "runs": {name: asdict(r) for name, r in runs.items()}},
+            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()}}
+
+
 def table(result: dict[str, object]) -> str:
     raw = result["raw"]
     assert isinstance(raw, dict)
     runs = raw["runs"]
     warm = result["warm"]
     assert isinstance(warm, dict)
+    site = f", site {raw['site_files']} files ({raw['site_bytes'] / 1e6:.0f} MB)" if "site_files" in raw else " (diff only)"
     lines = [f"{raw['configs']} configs x {synth.POINTS} points ({raw['points']} points), {raw['yaml_files']} YAML files "
-             f"({raw['yaml_bytes'] / 1e6:.1f} MB), site {raw['site_files']} files ({raw['site_bytes'] / 1e6:.0f} MB)"
+             f"({raw['yaml_bytes'] / 1e6:.1f} MB){site}"
              + (f"; cold build, bare MkDocs and diffs: best of {raw['repeat']}" if raw["repeat"] > 1 else ""),
              "",
              "| step | wall (s) | peak memory (MB) |", "|---|---:|---:|",
@@ -175,6 +194,8 @@ def table(result: dict[str, object]) -> str:
     lines += [f"| {name} | {r['seconds']:.2f} | {r['peak_mb']:.0f} |" for name, r in runs.items()]
     lines += ["", "| ratio | cold | warm | goal |", "|---|---:|---:|---:|"]
     for key, goal in GOALS.items():
+        if key not in result:
+            continue
         cold = float(result[key])  # type: ignore[arg-type]
         hot = warm.get(key)
         lines.append(f"| {key} | {cold:.3f} {'✓' if cold <= goal else '✗'} | "
@@ -189,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument("--configs", type=int, help="number of configs (default 1000)")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the ratios and raw figures as JSON")
     parser.add_argument("--work", type=Path, metavar="DIR", help="work folder (kept); default: a temporary folder, removed")
+    parser.add_argument("--diff-only", action="store_true",
+                        help="measure render and the diffs only (no export, build or bare MkDocs): the diff ratio at full size in minutes")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="run the cold build, bare MkDocs and the diffs N times each and keep the fastest (default 1)")
     args = parser.parse_args(argv)
@@ -198,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
     try:
-        result = bench(configs, work, max(1, args.repeat))
+        result = bench(configs, work, max(1, args.repeat), args.diff_only)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -35,6 +35,18 @@ def test_a_small_run_writes_every_ratio_and_figure(tmp_path: Path) -> None:
     assert "incremental: MkDocs processed" in (tmp_path / "work" / "logs" / "build_incremental.log").read_text()
 
 
+def test_diff_only_measures_the_diff_ratio_alone(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench.py"), "--configs", "2", "--diff-only", "--work", str(tmp_path / "work"),
+                           "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(out.read_text())
+    assert set(doc["raw"]["runs"]) == {"render", "diff_cold", "diff_fill_cache", "diff_warm"}
+    assert doc["diff_vs_yaml_parse"] == doc["raw"]["runs"]["diff_cold"]["seconds"] / doc["raw"]["yaml_parse_s"]
+    assert "build_vs_mkdocs" not in doc and "| diff_vs_yaml_parse |" in proc.stdout and "| build_vs_mkdocs |" not in proc.stdout
+    assert not (tmp_path / "work" / "site").exists()
+
+
 def test_the_synthetic_repository_has_the_shape_of_a_real_one(tmp_path: Path) -> None:
     manifest = synth.generate(tmp_path, 3)
     doc = yaml.safe_load(manifest.read_text())
