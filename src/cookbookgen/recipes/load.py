@@ -31,6 +31,7 @@ _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,10 @@ def parse_yaml(text: str, file: str) -> Document:
     if node is None:
         return Document(file, None, {(): 1})
     builder = _Builder(file)
-    data = builder.build(node, (), 0)
+    try:
+        data = builder.build(node, (), 0)
+    finally:
+        builder.close()
     return Document(file, data, builder.lines)
 
 
@@ -142,6 +146,12 @@ class _Builder:
         self.count = 0
         self.scalars = yaml.SafeLoader("")  # used only for its scalar constructors
 
+    def close(self) -> None:
+        """Drop the constructor's cache of every node it built and its parser state (a reference
+        cycle): without this, each file's nodes live until the cyclic garbage collector runs."""
+        self.scalars.constructed_objects.clear()
+        self.scalars.dispose()
+
     def fail(self, node: yaml.Node, path: KeyPath, message: str) -> CookbookError:
         return CookbookError.at(self.file, node.start_mark.line + 1, dotted(path), message)
 
@@ -161,6 +171,8 @@ class _Builder:
         return self.build_scalar(node, path)
 
     def build_scalar(self, node: yaml.Node, path: KeyPath) -> RawYaml:
+        if node.tag == _STR_TAG and isinstance(node, yaml.ScalarNode):
+            return node.value          # what the str constructor returns, without its bookkeeping
         try:
             value = self.scalars.construct_object(node, deep=True)
             if type(value) is float and isinstance(node, yaml.ScalarNode):
