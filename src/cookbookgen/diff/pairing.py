@@ -37,8 +37,11 @@ def _normal_recipe(path: str) -> str:
     return _RECIPES[1] + path[len(_RECIPES[0]):] if path.startswith(_RECIPES[0]) else path
 
 
-def candidates(point: PublishedPoint, resolved: Sequence[ResolvedPoint]) -> list[ResolvedPoint]:
+def candidates(point: PublishedPoint, resolved: Sequence[ResolvedPoint],
+               by_id: dict[str, list[ResolvedPoint]] | None = None) -> list[ResolvedPoint]:
     if point.point_id:
+        if by_id is not None:
+            return by_id.get(point.point_id, [])
         return [r for r in resolved if r.point_id == point.point_id]
     if point.override:
         hits = [r for r in resolved if r.recipe.selector == point.override]
@@ -53,8 +56,11 @@ def pair_config(config: str, published: Sequence[PublishedPoint], resolved: Sequ
     pairs: list[Pair] = []
     findings: list[Finding] = []
     claimed: set[str] = set()
+    by_id: dict[str, list[ResolvedPoint]] = {}
+    for r in resolved:
+        by_id.setdefault(r.point_id, []).append(r)
     for point in published:
-        cands = candidates(point, resolved)
+        cands = candidates(point, resolved, by_id)
         for conc in point.concs or (None,):
             hits = [r for r in cands if conc is None or r.conc == conc]
             hit = hits[0] if len(hits) == 1 and hits[0].point_id not in claimed else None

@@ -137,17 +137,25 @@ def text_config(renderer: TextRenderer, config: str, findings: list[Finding]) ->
 
 def _text_config(out: _Lines, config: str, findings: list[Finding]) -> None:
     # one pass: per point (in order of appearance), per role, the count of each class and the mismatches
-    by_point: dict[str, dict[str, tuple[Counter[str], list[Finding]]]] = {}
+    by_point: dict[str, dict[str, tuple[dict[str, int], list[Finding]]]] = {}
     excluded: list[Finding] = []
     checked: list[str] = []
+    roles: dict[str, tuple[dict[str, int], list[Finding]]] = {}
+    point: str | None = None
     for f in findings:
-        counts, bad = by_point.setdefault(f.point, {}).setdefault(f.role, (Counter(), []))
-        counts[f.cls] += 1
-        if f.cls == "mismatch":
-            bad.append(f)
-        elif f.cls in EXCLUDED:
+        if f.point != point:       # a point's findings mostly come together
+            point = f.point
+            roles = by_point.setdefault(point, {})
+        entry = roles.get(f.role)
+        if entry is None:
+            entry = roles[f.role] = ({}, [])
+        cls = f.cls
+        entry[0][cls] = entry[0].get(cls, 0) + 1
+        if cls == "mismatch":
+            entry[1].append(f)
+        elif cls in EXCLUDED:
             excluded.append(f)
-        elif f.kind == "point" and f.cls == "match":
+        elif cls == "match" and f.kind == "point":
             checked.append(f.point)
     mismatches = sum(len(bad) for roles in by_point.values() for _, bad in roles.values())
     out.lines.append([])
@@ -157,7 +165,7 @@ def _text_config(out: _Lines, config: str, findings: list[Finding]) -> None:
         out.print("  ", (point or "(config)", "bold"))
         for role, (counts, bad) in sorted(roles.items(), key=lambda kv: _role_key(kv[0])):
             spans: list[str | Span] = [f"    {role:<16} "]
-            for i, c in enumerate(c for c in CLASSES if counts[c]):
+            for i, c in enumerate(c for c in CLASSES if counts.get(c)):
                 spans += [" · "] * (i > 0) + [(f"{counts[c]} {c}", _STYLE[c])]
             out.print(*spans)
             for f in bad:
