@@ -176,7 +176,9 @@ def test_the_diff_in_workers_prints_what_one_process_prints(synthetic: Path, mon
     from cookbookgen.diff import sections as cached
 
     monkeypatch.setattr(cached.os, "cpu_count", lambda: 2)
-    assert len(cached._runs([f"k{i}" for i in range(16)])) == 2
+    configs = [f"k{i}" for i in range(16)]
+    workers, runs = cached._runs(configs)
+    assert workers == 2 and len(runs) == 4 and [c for run in runs for c in run] == configs
     parallel = [_diff(synthetic, fmt) for fmt in ("text", "markdown")]
     monkeypatch.setattr(cached, "MIN_PER_WORKER", 1000)
     assert [_diff(synthetic, fmt) for fmt in ("text", "markdown")] == parallel

@@ -4,8 +4,9 @@ checkout (through `recipes.workspace`) and, with `--cache`, the cache folder (`c
 The report of a manifest is a head, one section per config and a tail, and a config's section is a
 function of that config's findings alone (`diff.report`). So:
 - sections are computed config by config: with enough configs and cores, contiguous runs of configs
-  are checked in forked worker processes that inherit the parsed checkout, and the sections are put
-  together in config order (of several errors, the earliest config's is raised, as in one process);
+  (several per worker, handed out as workers free up) are checked in forked worker processes that
+  inherit the parsed checkout, and the sections are put together in config order (of several
+  errors, the earliest config's is raised, as in one process);
 - with `--cache`, the section of a config whose inputs are unchanged is reused. Its findings depend on:
   - the published points, which for a manifest are rendered from the config's render inputs: the
     `cells.cache` key (cookbookgen's code and data files, the policy, the checkout root, the manifest
@@ -95,11 +96,11 @@ def _check(path: Path, policy: Policy, ws: Workspace, workspaces: dict[Path, Wor
     With several cores and enough configs, contiguous runs of configs are checked in forked worker
     processes (the parsed checkout is inherited); the sections come back and are put in config order,
     and of several errors the one of the earliest config is raised, as a sequential run would."""
-    runs = _runs(configs)
-    if len(runs) == 1:
+    workers, runs = _runs(configs)
+    if workers < 2:
         out = _check_configs(_Job(path, policy, ws, workspaces, cache, only, fmt, color), configs)
     else:
-        out = _check_parallel(_Job(path, policy, ws, workspaces, cache, only, fmt, color), runs)
+        out = _check_parallel(_Job(path, policy, ws, workspaces, cache, only, fmt, color), workers, runs)
     for config, section in out.items():
         if config in keys and cache is not None and (only is None or config == only):
             cache.put("diff", keys[config], section)
@@ -107,6 +108,7 @@ def _check(path: Path, policy: Policy, ws: Workspace, workspaces: dict[Path, Wor
 
 
 MIN_PER_WORKER = 8        # configs; fewer are not worth a process
+RUNS_PER_WORKER = 4       # smaller runs than workers, handed out as workers free up, so none idles at the end
 
 
 @dataclass(frozen=True)
@@ -123,25 +125,25 @@ class _Job:
     color: bool
 
 
-def _runs(configs: list[str]) -> list[list[str]]:
+def _runs(configs: list[str]) -> tuple[int, list[list[str]]]:
+    """The number of worker processes (1: check in this process) and the contiguous runs of configs they take."""
     workers = min(os.cpu_count() or 1, 4, len(configs) // MIN_PER_WORKER)
     if workers < 2 or multiprocessing.get_start_method(allow_none=True) not in (None, "fork") or sys.platform != "linux":
-        return [configs]
-    size = -(-len(configs) // workers)
-    return [configs[i:i + size] for i in range(0, len(configs), size)]
+        return 1, [configs]
+    size = max(MIN_PER_WORKER // 2, -(-len(configs) // (workers * RUNS_PER_WORKER)))
+    return workers, [configs[i:i + size] for i in range(0, len(configs), size)]
 
 
 _FORKED: tuple[_Job, list[list[str]]] | None = None
 Outcome = tuple[dict[str, Section], tuple[Problem, ...] | None, list[tuple[str, str, bytes]]]
 
 
-def _check_parallel(job: _Job, runs: list[list[str]]) -> dict[str, Section]:
+def _check_parallel(job: _Job, workers: int, runs: list[list[str]]) -> dict[str, Section]:
     global _FORKED
     _FORKED = (job, runs)
     try:
-        with ProcessPoolExecutor(max_workers=len(runs) - 1, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = [pool.submit(_worker, i) for i in range(1, len(runs))]
-            results = [_worker(0, in_parent=True)] + [f.result() for f in futures]
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            results = list(pool.map(_worker, range(len(runs))))
     finally:
         _FORKED = None
     out: dict[str, Section] = {}
@@ -155,11 +157,11 @@ def _check_parallel(job: _Job, runs: list[list[str]]) -> dict[str, Section]:
     return out
 
 
-def _worker(index: int, in_parent: bool = False) -> Outcome:
+def _worker(index: int) -> Outcome:
     assert _FORKED is not None
     job, runs = _FORKED
     deferred: list[tuple[str, str, bytes]] = []
-    if job.cache is not None and not in_parent:
+    if job.cache is not None:
         job.cache.deferred = deferred
     try:
         return _check_configs(job, runs[index]), None, deferred

@@ -10,9 +10,9 @@ Type errors are reported at the line of the value that set them (`EffectiveRecip
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
 from ..errors import CookbookError
 from .bundle import EffectiveRecipe
@@ -20,7 +20,16 @@ from .load import KeyPath
 from .merge import Origins, deep_merge
 
 RawYaml = Any
-Scalar = str | int | float | bool
+
+
+def _keep_float(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """A float stays the object it is: a `YamlFloat` keeps its spelling (`0.90`), which pydantic's
+    float validation would drop (`0.9`)."""
+    return value if isinstance(value, float) else handler(value)
+
+
+Float = Annotated[float, WrapValidator(_keep_float)]
+Scalar = str | int | Float | bool
 ArgValue = Scalar | list[Scalar] | None
 RoleName = Literal["agg", "prefill", "decode"]
 SUPPORTED_ENGINES = ("sglang",)
@@ -97,7 +106,7 @@ def normalise(recipe: EffectiveRecipe) -> tuple[EffectiveRecipe, Recipe]:
     try:
         typed = Recipe.model_validate(data)
     except ValidationError as exc:
-        raise CookbookError([normal.problem(_loc(e["loc"]), _message(e)) for e in exc.errors()]) from None
+        raise CookbookError([normal.problem(_loc(e["loc"]), _message(dict(e))) for e in exc.errors()]) from None
     if not typed.roles:
         raise normal.error(("roles",), "no worker roles: expected roles.agg, or roles.prefill and roles.decode")
     return normal, typed
