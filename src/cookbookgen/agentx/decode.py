@@ -38,9 +38,10 @@ STORE_ONLY_ENV = (
 CACHE_ROLES = ("agg", "prefill")
 ENCODING_KEYS = ("from", "diff", "drop", "ref")
 NGINX_CMD = "nginx -c nginx.conf -g 'daemon off;'"
-ROLE_TITLE = {"agg": "Worker", "prefill": "Prefill worker", "decode": "Decode worker"}
-ROLE_HEAD = {"agg": "$AGG_HEAD_IP", "prefill": "$PREFILL_HEAD_IP", "decode": "$DECODE_HEAD_IP"}
-KIND_TITLE = {
+# Lookup tables keyed by a block's raw `role`/`kind` (None when the block has none).
+ROLE_TITLE: dict[str | None, str] = {"agg": "Worker", "prefill": "Prefill worker", "decode": "Decode worker"}
+ROLE_HEAD: dict[str | None, str] = {"agg": "$AGG_HEAD_IP", "prefill": "$PREFILL_HEAD_IP", "decode": "$DECODE_HEAD_IP"}
+KIND_TITLE: dict[str | None, str] = {
     "etcd": "etcd — Dynamo control plane",
     "nats": "NATS — Dynamo KV-event plane",
     "mooncake-master": "Mooncake master",
@@ -225,7 +226,7 @@ class Decoder:
         return CookbookError.at(self.file, _line_of_cell(self.module, key_path), key_path, message)
 
     def cell(self, index: Any, key_path: str) -> Json:
-        cells = self.module["cells"]
+        cells: list[Json] = self.module["cells"]
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(cells):
             raise self.fail(key_path, f"no cell {index!r} (module has {len(cells)})")
         return cells[index]
@@ -236,8 +237,8 @@ class Decoder:
             raise self.fail(key_path, f"cell {ci} has no router {router!r}")
         return routers[router].get("blocks") or []
 
-    def materialize(self, ci: int, router: str, key_path: str = "") -> list[Json]:
-        """Full blocks of point 0 of cell `ci` under `router` (section 3.1)."""
+    def materialize(self, ci: int, router: Any, key_path: str = "") -> list[Json]:
+        """Full blocks of point 0 of cell `ci` under `router` (section 3.1); `router_blocks` rejects a non-string router."""
         key = (ci, router)
         if key in self.memo:
             return self.memo[key]
@@ -301,7 +302,7 @@ class Decoder:
         return [self.env_ref(b, key_join(path, i)) for i, b in enumerate(apply_patch(base, patch))]
 
     def point(self, cell: Json, ci: int, pi: int) -> Json:
-        points = cell.get("points") or []
+        points: list[Json] = cell.get("points") or []
         if not 0 <= pi < len(points):
             raise self.fail(key_join(key_join("cells", ci), "points"), f"no point {pi} (cell has {len(points)})")
         return points[pi]
@@ -389,7 +390,7 @@ def _frontend_where(b: Json) -> str:
     return head + " It finds the workers through etcd, so it can start before them."
 
 
-_FIXED_WHERE = {
+_FIXED_WHERE: dict[str | None, str] = {
     "etcd": "Start once, before everything else, on $ETCD_IP.",
     "nats": "Start once on $NATS_IP, with nats.conf (below) in the working directory.",
     "mooncake-master": "Start once on $MOONCAKE_MASTER_IP before the workers.",

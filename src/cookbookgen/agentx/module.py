@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from ..errors import CookbookError
 
@@ -61,7 +62,7 @@ def _decode(body: str, offset: int, file: str) -> object:
     return data
 
 
-def _check_shape(data: object, file: str) -> dict:
+def _check_shape(data: object, file: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise CookbookError.at(file, 0, "", "the module must be a JSON object")
     if not isinstance(data.get("cells"), list):
@@ -69,7 +70,7 @@ def _check_shape(data: object, file: str) -> dict:
     return data
 
 
-def read_module_text(text: str, file: str) -> dict:
+def read_module_text(text: str, file: str) -> dict[str, Any]:
     """The module object of a JSX envelope or plain JSON text; `file` only names it in errors."""
     body, offset = _split_envelope(text, file)
     data = ModuleData(_check_shape(_decode(body, offset, file), file))
@@ -78,14 +79,14 @@ def read_module_text(text: str, file: str) -> dict:
     return data
 
 
-class ModuleData(dict):  # type: ignore[type-arg]
+class ModuleData(dict[str, Any]):
     """A decoded module (a plain dict) that remembers the line of each cell in its text, so
     reference errors found while decoding can name `file:line`."""
 
     cell_lines: tuple[int, ...] = ()
 
 
-def _check_cell_ids(data: dict, text: str, file: str) -> None:
+def _check_cell_ids(data: dict[str, Any], text: str, file: str) -> None:
     """Cell ids are what `ref`s, anchors and `show --cell` name: each must be a unique string."""
     lines = data.cell_lines if isinstance(data, ModuleData) else tuple(cell_lines(text))
     seen: dict[str, int] = {}
@@ -138,7 +139,7 @@ def _comment(line: str) -> str:
     return line if line.startswith("//") else "// " + line
 
 
-def write_module_text(data: dict, header_lines: list[str], trailing_newline: bool = True) -> str:
+def write_module_text(data: dict[str, Any], header_lines: list[str], trailing_newline: bool = True) -> str:
     """The published JSX envelope: comment lines, `export const agentx = <JSON>;`.
 
     `trailing_newline` says whether the text ends with `\\n` after the `;` (the published files do).

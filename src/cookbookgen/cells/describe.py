@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from importlib import resources
+from typing import cast
 
 from ..recipes.load import parse_yaml
 from ..render.model import Block, Deployment
@@ -121,7 +122,7 @@ def _short(value: object, limit: int = 120) -> str:
 @lru_cache(maxsize=1)
 def _notes_table() -> dict[str, str]:
     text = resources.files("cookbookgen").joinpath("rules/notes.yaml").read_text(encoding="utf-8")
-    return parse_yaml(text, "cookbookgen/rules/notes.yaml").data["notes"]
+    return cast(dict[str, str], parse_yaml(text, "cookbookgen/rules/notes.yaml").data["notes"])
 
 
 def notes(deps: list[Deployment]) -> tuple[str, ...]:

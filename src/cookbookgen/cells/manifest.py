@@ -28,7 +28,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import CookbookError
-from ..recipes.load import Document, read_yaml_file
+from ..recipes.load import Document, KeyPath, read_yaml_file
 
 Status = Literal["verified", "verified-pr", "in-progress", "derived"]
 
@@ -91,7 +91,7 @@ def read_manifest(path: Path) -> tuple[Manifest, Document]:
             msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"].removeprefix("Value error, ")
             problems.append(doc.problem(loc, msg))
         raise CookbookError(problems) from None
-    seen: dict[str, tuple] = {}
+    seen: dict[str, KeyPath] = {}
     for p, page in enumerate(manifest.pages):
         for c, config in enumerate(page.configs):
             where = ("pages", p, "configs", c, "key")

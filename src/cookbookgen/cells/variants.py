@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, cast, overload
 
 from ..agentx.decode import LINKER_FLAGS, kv_transform, to_block
 from ..errors import CookbookError
@@ -49,7 +49,7 @@ VARIANT_FILE = "derived variant"
 def kv_tables() -> Json:
     """`rules/kv_tiers.yaml` as plain data."""
     text = resources.files("cookbookgen").joinpath("rules/kv_tiers.yaml").read_text(encoding="utf-8")
-    return parse_yaml(text, "cookbookgen/rules/kv_tiers.yaml").data
+    return cast(Json, parse_yaml(text, "cookbookgen/rules/kv_tiers.yaml").data)
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ def donors_for(cell: Cell, cookbook: Cookbook) -> Donors:
 # ---- router switch ----
 
 def _router_rules(target: str) -> Json:
-    return kv_tables()["routers"][f"to_{target}"]
+    return cast(Json, kv_tables()["routers"][f"to_{target}"])
 
 
 def _no_policy_context(model: str) -> deploy.RenderContext:
@@ -289,13 +289,19 @@ def _flag(b: Block, name: str) -> str | None:
     return next((a[1] for a in b.args if a[0] == name and len(a) > 1), None)
 
 
+@overload
+def _int(text: str | None, default: int) -> int: ...
+@overload
+def _int(text: str | None, default: None = None) -> int | None: ...
+
+
 def _int(text: str | None, default: int | None = None) -> int | None:
     m = re.search(r"(\d+)\s*$", text or "")
     return int(m.group(1)) if m else default
 
 
 def _defaults() -> Json:
-    return kv_tables()["consistency"]["defaults"]
+    return cast(Json, kv_tables()["consistency"]["defaults"])
 
 
 def _kv_event_ports(b: Block) -> list[int]:
@@ -310,7 +316,7 @@ def _kv_event_ports(b: Block) -> list[int]:
 
 def _worker_ports(b: Block) -> list[int]:
     d = _defaults()
-    ports = [_int(_flag(b, "--port"), d["worker_port"])]
+    ports: list[int | None] = [_int(_flag(b, "--port"), d["worker_port"])]
     if b.role == "prefill":
         ports.append(_int(_flag(b, "--disaggregation-bootstrap-port"), d["bootstrap_port"]))
     if (b.nodes_per_worker or 1) > 1:
@@ -323,7 +329,7 @@ def _master_ports(b: Block) -> list[int | None]:
     return [_int(_flag(b, "--port")), _int(_flag(b, "--http_metadata_server_port")) if http else None]
 
 
-_SERVICE_PORTS = {
+_SERVICE_PORTS: dict[str, Callable[[Block, Json], list[int | None]]] = {
     "sglang-router": lambda b, d: [_int(_flag(b, "--port"), d["router_port"])],
     "dynamo-frontend": lambda b, d: [_int(_flag(b, "--http-port"), d["frontend_port"])],
     "nginx": lambda b, d: [int(p) for p in re.findall(r"listen\s+(\d+)", "".join(b.files.values()))] or [d["frontend_port"]],
@@ -414,8 +420,10 @@ def _router_problems(dep: Deployment) -> list[str]:
     for b in (b for b in dep.blocks if b.kind == "sglang-router"):
         for arg in b.args:
             role = _URL_ROLE.get(arg[0])
+            if role is None:
+                continue
             urls = arg[1:] if arg[0] == "--worker-urls" else arg[1:2]
-            for url in urls if role else ():
+            for url in urls:
                 problems += _url_problems(url, role, arg, workers)
     return problems
 

@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-from ..errors import CookbookError, key_join
+from ..errors import CookbookError, Problem, key_join
 from ..recipes.load import Document, KeyPath, parse_yaml, read_yaml_file
 
 MAX_NESTING = 64
@@ -317,7 +317,7 @@ def find_server_args(text: str, file: str) -> list[tuple[int, ServerArgsDict]]:
 
 def _collect(lines: Iterable[str], file: str) -> list[tuple[int, ServerArgsDict]]:
     found: list[tuple[int, ServerArgsDict]] = []
-    problems = []
+    problems: list[Problem] = []
     for number, line in enumerate(lines, 1):
         if "ServerArgs(" not in line or not _SERVER_ARGS.search(line):
             continue

@@ -115,7 +115,7 @@ def _log_bound(value: float, down: bool) -> float:
 
 def _nice_step(span: float) -> float:
     raw = span / 5
-    mag = 10 ** math.floor(math.log10(raw))
+    mag: float = 10 ** math.floor(math.log10(raw))  # int ** int is typed Any
     return next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
 
 

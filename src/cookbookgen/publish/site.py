@@ -42,7 +42,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from mkdocs.commands.build import build as mkdocs_build
 from mkdocs.config import load_config
@@ -154,12 +154,12 @@ def _mkdocs_problems(where: str) -> Iterator[None]:
         logger.removeHandler(handler)
 
 
-def mkdocs_config(root: Path, docs: Path, site: Path, cookbook: Cookbook, strict: bool = True, **extra: object) -> MkDocsConfig:
+def mkdocs_config(root: Path, docs: Path, site: Path, cookbook: Cookbook, strict: bool = True, **extra: Any) -> MkDocsConfig:
     return _config(root, docs, site, safe_title(cookbook.title), nav(cookbook), strict, **extra)
 
 
 def _config(root: Path, docs: Path, site: Path, site_name: str, pages_nav: list[dict[str, object]], strict: bool = True,
-            **extra: object) -> MkDocsConfig:
+            **extra: Any) -> MkDocsConfig:
     return load_config(config_file=str(root / "mkdocs.yml"), docs_dir=str(docs), site_dir=str(site),
                        site_name=site_name, nav=pages_nav, strict=strict, **extra)
 
@@ -312,7 +312,7 @@ def generate_docs(cookbook: Cookbook, templates: dict[str, str], generated_on: d
 
 def _keep_docs(docs: Path, keep: Path, root: Path, title: str, pages_nav: list[dict[str, object]]) -> None:
     """Copy the docs to `keep/docs` with a `keep/mkdocs.yml` that builds them as `cookbookgen build` does."""
-    import yaml  # type: ignore[import-untyped]
+    import yaml
 
     keep = keep.absolute()
     if (keep / "docs").exists():

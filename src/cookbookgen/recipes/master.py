@@ -94,7 +94,7 @@ def _rows(doc: Document, key: str, entry: dict[str, RawYaml], scenario: str, g: 
     if not isinstance(group, dict) or not isinstance(group.get("search-space"), list):
         raise doc.error(base, "expected a mapping with a `search-space` list")
     extra = {k: v for k, v in group.items() if k != "search-space"}
-    out = []
+    out: list[Row] = []
     for r, row in enumerate(group["search-space"]):
         path = base + ("search-space", r)
         if not isinstance(row, dict):
@@ -133,8 +133,9 @@ def _side(row: dict[str, RawYaml], side: str) -> dict[str, RawYaml]:
 
 def _tp(row: dict[str, RawYaml]) -> int | None:
     for holder in (row, _side(row, "worker"), _side(row, "prefill")):
-        if isinstance(holder.get("tp"), int):
-            return holder["tp"]
+        tp = holder.get("tp")
+        if isinstance(tp, int):
+            return tp
     return None
 
 

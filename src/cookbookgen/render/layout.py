@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..recipes.bundle import EffectiveRecipe
 from ..recipes.schema import Recipe, RoleSpec
+from .model import ROLES, Role
 
 _TP_KEYS = ("tensor-parallel-size", "tp-size", "tp")
 _PP_KEYS = ("pipeline-parallel-size", "pp-size")
@@ -29,14 +30,14 @@ class Slot:
 
 @dataclass(frozen=True)
 class RoleLayout:
-    role: str
+    role: Role
     workers: int
     gpus_per_worker: int
     nodes_per_worker: int
     nodes: int
     slots: tuple[Slot, ...]
     dp_size: int
-    shares_nodes_with: str | None = None
+    shares_nodes_with: Role | None = None
 
     @property
     def colocated(self) -> bool:
@@ -55,8 +56,8 @@ def plan(recipe: EffectiveRecipe, typed: Recipe) -> dict[str, RoleLayout]:
     gpn = typed.resources.gpus_per_node
     out: dict[str, RoleLayout] = {}
     previous: RoleLayout | None = None
-    for role in ("prefill", "decode", "agg"):
-        spec = typed.roles.get(role)  # type: ignore[call-overload]
+    for role in ROLES:
+        spec = typed.roles.get(role)
         if spec is None:
             continue
         layout = _plan_role(recipe, role, spec, gpn, previous)
@@ -68,7 +69,7 @@ def plan(recipe: EffectiveRecipe, typed: Recipe) -> dict[str, RoleLayout]:
     return out
 
 
-def _plan_role(recipe: EffectiveRecipe, role: str, spec: RoleSpec, gpn: int, previous: RoleLayout | None) -> RoleLayout:
+def _plan_role(recipe: EffectiveRecipe, role: Role, spec: RoleSpec, gpn: int, previous: RoleLayout | None) -> RoleLayout:
     gpus = spec.gpus or int_arg(spec, _TP_KEYS) * int_arg(spec, _PP_KEYS)
     workers = spec.workers or 1
     dp = int_arg(spec, _DP_KEYS)
@@ -91,7 +92,7 @@ def _plan_role(recipe: EffectiveRecipe, role: str, spec: RoleSpec, gpn: int, pre
     return RoleLayout(role, workers, gpus, 1, nodes, pins, dp)
 
 
-def _share_nodes(recipe: EffectiveRecipe, role: str, workers: int, gpus: int, gpn: int, dp: int,
+def _share_nodes(recipe: EffectiveRecipe, role: Role, workers: int, gpus: int, gpn: int, dp: int,
                  previous: RoleLayout | None) -> RoleLayout:
     if previous is None or previous.nodes_per_worker > 1:
         raise recipe.error(("roles", role, "nodes"), "nodes: 0 shares the previous role's nodes, but there is no single-node role before it")

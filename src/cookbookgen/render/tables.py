@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 from ..recipes.load import parse_yaml
 
@@ -17,7 +17,7 @@ class Tables:
 
     @property
     def ports(self) -> dict[str, int]:
-        return self.raw["ports"]
+        return cast(dict[str, int], self.raw["ports"])
 
     @property
     def lead_flags(self) -> dict[str, int]:
@@ -25,14 +25,14 @@ class Tables:
 
     def command(self, kind: str, frontend: str | None = None) -> str:
         value = self.raw["commands"][kind]
-        return value[frontend] if isinstance(value, dict) else value
+        return cast(str, value[frontend] if isinstance(value, dict) else value)
 
     def title(self, kind: str, role: str | None = None) -> str:
         value = self.raw["titles"][kind]
-        return value[role] if isinstance(value, dict) else value
+        return cast(str, value[role] if isinstance(value, dict) else value)
 
     def describe_placeholder(self, name: str) -> str | None:
-        fixed = self.raw["placeholders"].get(name)
+        fixed: str | None = self.raw["placeholders"].get(name)
         if fixed:
             return fixed
         for item in self.raw["placeholder_patterns"]:
@@ -40,7 +40,7 @@ class Tables:
             if m:
                 groups = m.groups()
                 role = groups[0].lower() if len(groups) == 2 else ""
-                return item["description"].format(role=role, n=groups[-1])
+                return cast(str, item["description"].format(role=role, n=groups[-1]))
         return None
 
 
