@@ -7,7 +7,8 @@ Output: the module object (`write_module_text` prints it); nothing is returned u
 
 Compactness (each choice is the smallest one that decodes back exactly):
 - a base block is written in full, as `ref` to a block of an earlier cell, or (derived router) as
-  `from` a block of the cell's submitted router, each with key overrides, `drop` and an args/env `diff`;
+  `from` a block of the cell's submitted router, each with key overrides, `drop` and an args/env `diff`
+  (tried against the `NEAREST` most similar earlier blocks, so the search stays linear in the cells);
 - env dicts used by more than one full block go to the top-level `envs` (`envRef`);
 - point *i* is a per-block patch of point 0 (`null`, an args/env diff or `{block}`), or `{replace}`.
 Deterministic: the same input gives the same object, byte for byte once printed.
@@ -92,8 +93,8 @@ def _relative_forms(head: Json, src: Json, dst: Json) -> list[Json]:
 def relative(head: Json, src: Json, dst: Json, below: int | None = None) -> Json | None:
     """The smallest `head`-relative entry that decodes to `dst` (and is smaller than `below`), or None."""
     forms = [f for f in _relative_forms(head, src, dst) if below is None or _lower_bound(f) < below]
-    for form in sorted(forms, key=size):
-        if below is not None and size(form) >= below:
+    for n, form in sorted(((size(f), f) for f in forms), key=lambda t: t[0]):
+        if below is not None and n >= below:
             break
         if same_block(derive_block(src, form), dst):
             return form
@@ -184,27 +185,63 @@ def _candidates(ci: int, router: str, src: CellSource, bases: list[dict[str, lis
             yield from (({"ref": [cj, r, i]}, b) for i, b in enumerate(blocks))
 
 
-def _entry(dst: Json, options: Iterable[tuple[Json, Json]], shared: dict[EnvKey, int]) -> Json:
+NEAREST = 6   # source blocks tried per block: the most similar ones (else a cookbook of n cells costs n² tries)
+Signature = tuple[str, frozenset[str], frozenset[tuple[str, Any]], frozenset[str]]
+
+
+def _entry(dst: Json, options: Iterable[tuple[Json, Json]], shared: dict[EnvKey, int], signatures: dict[int, tuple[Json, Signature]]) -> Json:
     best = _full(dst, shared)
     best_size = size(best)
-    for head, src in options:
-        if src.get("kind") != dst.get("kind"):
-            continue
+    for head, src in _nearest(dst, options, signatures):
         entry = relative(head, src, dst, below=best_size)
         if entry is not None:
             best, best_size = entry, size(entry)
     return best
 
 
+def _nearest(dst: Json, options: Iterable[tuple[Json, Json]], signatures: dict[int, tuple[Json, Signature]]) -> list[tuple[Json, Json]]:
+    """The `NEAREST` candidate sources of the same kind that differ from `dst` in the fewest args, env
+    entries and other keys; of several equal sources only the first (the smallest head), ties in order."""
+    mine = _signature(dst, signatures)
+    seen: set[str] = set()
+    scored: list[tuple[int, int, Json, Json]] = []
+    for n, (head, src) in enumerate(options):
+        if src.get("kind") != dst.get("kind"):
+            continue
+        theirs = _signature(src, signatures)
+        if theirs[0] in seen:
+            continue
+        seen.add(theirs[0])
+        distance = len(mine[1] ^ theirs[1]) + len(mine[2] ^ theirs[2]) + len(mine[3] ^ theirs[3])
+        scored.append((distance, n, head, src))
+    scored.sort(key=lambda t: (t[0], t[1]))
+    return [(head, src) for _, _, head, src in scored[:NEAREST]]
+
+
+def _signature(block: Json, signatures: dict[int, tuple[Json, Signature]]) -> Signature:
+    """The block's text (equality, env order included), and its args, env and other keys as sets (distance)."""
+    hit = signatures.get(id(block))
+    if hit is not None and hit[0] is block:
+        return hit[1]
+    text = json.dumps(block, ensure_ascii=False, separators=(",", ":"))
+    others = frozenset(json.dumps([k, v], separators=(",", ":")) for k, v in block.items() if k not in RELATIVE_KEYS)
+    env = block.get("env") or {}
+    sig: Signature = (text, frozenset(json.dumps(a, separators=(",", ":")) for a in block.get("args") or []),
+                      frozenset((k, json.dumps(v)) for k, v in env.items()) if isinstance(env, dict) else frozenset(), others)
+    signatures[id(block)] = (block, sig)
+    return sig
+
+
 def _compact_pass(sources: list[CellSource], shared: dict[EnvKey, int]) -> Compacted:
     out = Compacted()
     bases: list[dict[str, list[Json]]] = []
+    signatures: dict[int, tuple[Json, Signature]] = {}
     for ci, src in enumerate(sources):
         bases.append({})
         entries: dict[str, list[Json]] = {}
         for router in sorted(src.routers, key=lambda r: r != src.submitted):
             base = src.routers[router][0]
-            entries[router] = [_entry(b, _candidates(ci, router, src, bases), shared) for b in base]
+            entries[router] = [_entry(b, _candidates(ci, router, src, bases), shared, signatures) for b in base]
             bases[ci][router] = base
         out.blocks.append({r: entries[r] for r in src.routers})
         npoints = len(next(iter(src.routers.values())))
