@@ -15,7 +15,7 @@ from ..recipes.master import check_framework
 from ..recipes.workspace import ResolvedPoint, Workspace
 from .compare import PointMemo, compare_point
 from .expect import point_expect
-from .model import Finding, Published
+from .model import Finding, Published, PublishedPoint
 from .pairing import Pair, pair_config, variant_findings
 
 
@@ -52,17 +52,21 @@ def check(published: Published, ws: Workspace, policy: Policy, only: str | None 
     pairs: list[Pair] = []
     compared: list[str] = []
     absent: list[tuple[str, tuple[str, ...], str]] = []
+    by_config: dict[str, list[PublishedPoint]] = {}
+    for point in published.points:
+        by_config.setdefault(point.config, []).append(point)
     for key in configs:
-        cells = tuple(dict.fromkeys(p.cell for p in published.points if p.config == key))
+        cells = tuple(dict.fromkeys(p.cell for p in by_config.get(key, ())))
         why = _absence(ws, key)
         if why:
             absent.append((key, cells, why))
             continue
         compared.append(key)
-        got_pairs, got = _check_config(published, ws, policy, key)
+        got_pairs, got = _check_config(by_config.get(key, []), ws, policy, key)
         pairs.extend(got_pairs)
         findings.extend(got)
-    findings.extend(variant_findings([v for v in published.variants if v.config in compared]))
+    shown = set(compared)
+    findings.extend(variant_findings([v for v in published.variants if v.config in shown]))
     return DiffResult(published.source, published.kind, str(ws.checkout.root), tuple(compared), tuple(findings),
                       tuple(absent), published.notes, tuple(pairs))
 
@@ -80,12 +84,11 @@ def _absence(ws: Workspace, key: str) -> str:
     return ""
 
 
-def _check_config(published: Published, ws: Workspace, policy: Policy, key: str) -> tuple[list[Pair], list[Finding]]:
+def _check_config(points: list[PublishedPoint], ws: Workspace, policy: Policy, key: str) -> tuple[list[Pair], list[Finding]]:
     try:
         check_framework(ws.entry(key))
     except CookbookError as exc:
         return [], [Finding(key, "", "cell", "point", key, "unverified", detail="not compared", reason=exc.problems[0].message)]
-    points = [p for p in published.points if p.config == key]
     pairs, findings = pair_config(key, points, resolve_config(ws, key))
     memo = PointMemo()
     for pair in pairs:
