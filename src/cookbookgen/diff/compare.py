@@ -295,14 +295,19 @@ class PointMemo:
                     and ref[3].get(name) == origin):
                 found = _at_point(ref[2][name], ctx.expect.point)
             else:
+                used = len(ctx.scopes_used)
                 found = _group_findings(ctx, leaf_path, value, self)
+                if len(ctx.scopes_used) != used:   # a check looked at the block: not shared (as in `leaf`)
+                    out += found
+                    continue
             by_key[name] = found
             out += found
         self.last_args[ref_key] = (args, indexes, by_key, {k: origins.get(path + (k,)) for k in args})
         return out
 
     def extras(self, ctx: Ctx, block: Block, same_point: int) -> list[Finding]:
-        """What `block` adds to the recipe (a worker's: once per role spec, block and expectations)."""
+        """What `block` adds to the recipe (a worker's: once per block, expectations and names of the
+        role's args and env, which are all `structure.covered` reads of the recipe)."""
         spec = (ctx.recipe.data.get("roles") or {}).get(block.role) if block.kind == "worker" else None
         args, env = (spec.get("args") or {}, spec.get("env") or {}) if isinstance(spec, dict) else (None, None)
         if not isinstance(args, dict) or not isinstance(env, dict):
