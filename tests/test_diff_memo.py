@@ -90,3 +90,22 @@ def test_drift_in_a_later_point_is_caught_after_the_memo_saw_the_same_subtrees(d
             else:
                 assert bad and all(f.point == expect.point and f.role == roles[0] for f in bad), drift
                 assert bad == [f for f in compare_point(expect, pair.resolved.recipe, published, policy) if f.is_mismatch]
+
+
+@pytest.mark.parametrize("which", ["bundled", "synthetic"])
+def test_worker_blocks_shared_between_points_are_the_fresh_ones(which: str, synthetic: Path) -> None:
+    """`render.deploy` reuses a worker block for the points that share its role subtree: each point's
+    deployment equals one rendered with a fresh policy (no memo), and blocks are in fact shared."""
+    from cookbookgen.pipeline import render_all_points, render_point
+
+    manifest = DATA / "cookbook.yaml" if which == "bundled" else synthetic
+    ws = Workspace(manifest.parent / "inferencex")
+    shared_policy = load_policy()
+    reused = 0
+    for key in ws.entries():
+        rendered = render_all_points(ws, shared_policy, key)
+        for rp in rendered:
+            assert rp.deployment == render_point(rp.point, load_policy()), rp.point.point_id
+        first = {id(b) for b in rendered[0].deployment.blocks}
+        reused += sum(id(b) in first for rp in rendered[1:] for b in rp.deployment.blocks if b.kind == "worker")
+    assert reused > 0 or which == "bundled"    # the bundled overrides touch every role

@@ -111,8 +111,8 @@ def _shared_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, l
     subtree (which `spec` validates), of the keyed values below, and of the policy that holds the memo."""
     plane = typed.dynamo.get("request_plane")
     mooncake = any(s.type == "mooncake-master" for s in typed.services or [])
-    key = ("worker", id(raw), kind, layout, slot, ctx.model_id, None if plane is None else word(plane), mooncake,
-           tuple(cluster_env.items()))
+    plane_key = None if plane is None else (type(plane).__name__, word(plane), bool(plane))   # as `_worker` reads it
+    key = ("worker", id(raw), kind, layout, slot, ctx.model_id, plane_key, mooncake, tuple(cluster_env.items()))
     hit = ctx.policy.memo.get(key) if isinstance(raw, dict) else None
     if hit is not None and hit[0] is raw:
         block: Block = hit[1]
