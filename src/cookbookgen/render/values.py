@@ -54,21 +54,30 @@ def _kept(policy: Policy, path: tuple[str, ...], value: RawYaml) -> tuple[bool, 
 def kept_args(policy: Policy, prefix: KeyPath, args: dict[str, RawYaml]) -> list[tuple[str, ...]]:
     out = []
     base = tuple(map(str, prefix))
+    memo = policy.memo     # per run: the points of a bundle share most values (the same objects)
     for name, value in args.items():
-        keep, shown = _kept(policy, base + (str(name),), value)
-        arg = arg_tuple(name, shown) if keep else None
-        if arg is not None:
-            out.append(arg)
+        key = ("kept_arg", base, name, id(value))
+        hit = memo.get(key)
+        if hit is None or hit[0] is not value:
+            keep, shown = _kept(policy, base + (str(name),), value)
+            hit = memo[key] = (value, arg_tuple(name, shown) if keep else None)
+        if hit[1] is not None:
+            out.append(hit[1])
     return out
 
 
 def kept_env(policy: Policy, prefix: KeyPath, env: dict[str, RawYaml]) -> dict[str, str]:
     out = {}
     base = tuple(map(str, prefix))
+    memo = policy.memo
     for name, value in env.items():
-        keep, shown = _kept(policy, base + (str(name),), value)
-        if keep and shown is not None:
-            out[name] = word(shown)
+        key = ("kept_env", base, name, id(value))
+        hit = memo.get(key)
+        if hit is None or hit[0] is not value:
+            keep, shown = _kept(policy, base + (str(name),), value)
+            hit = memo[key] = (value, word(shown) if keep and shown is not None else None)
+        if hit[1] is not None:
+            out[name] = hit[1]
     return out
 
 
