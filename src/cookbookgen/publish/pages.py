@@ -86,12 +86,14 @@ def md(value: object) -> Markup:
 
 def fence(text: str, anchor: str, title: str, where: str = "", data: Mapping[str, str] | None = None) -> Markup:
     """A fenced ```bash block with a stable id, a title and `data-*` attributes, carrying `text`
-    byte for byte (one final newline aside: the code element always ends with one)."""
+    byte for byte (one final newline aside: the code element always ends with one). Commands stay
+    out of the search index (`data-search-exclude`): every page repeats them per point and variant,
+    which made the index tens of megabytes; flags are found through the flag index page."""
     check_code(text, where or anchor)
     ticks = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
     attrs = "".join(f' data-{k}="{_attr(v)}"' for k, v in (data or {}).items())
     body = text[:-1] if text.endswith("\n") else text
-    return Markup(f'{ticks}{{ .bash #{anchor} title="{_attr(title)}"{attrs} }}\n{body}\n{ticks}')
+    return Markup(f'{ticks}{{ .bash #{anchor} title="{_attr(title)}"{attrs} data-search-exclude }}\n{body}\n{ticks}')
 
 
 def _attr(value: str) -> str:
