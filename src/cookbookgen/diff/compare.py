@@ -216,7 +216,9 @@ class PointMemo:
     origin of the path and the file confirm), the policy, the point's expectations but its name, and
     the blocks those leaves are compared with (a role's worker blocks for `roles.<role>`, the other
     blocks for the rest; explanations see one block and the expectations, never the sibling blocks).
-    Equal keys give the stored findings with the point's name put in. Scalars are not shared.
+    Equal keys give the stored findings with the point's name put in. Below a changed subtree, leaves
+    are shared one by one (`leaf`, `args_section`): keyed by the value object, its line, and what the
+    blocks show for it. Findings whose check looked at a block's scope are never shared.
     """
 
     contents: dict[Any, int] = field(default_factory=dict)
