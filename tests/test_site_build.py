@@ -293,8 +293,11 @@ def test_run_build_missing_manifest(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
-def test_serve_previews_the_site(tmp_path: Path) -> None:
-    """`cookbookgen serve` answers with the home page (run as a child process, stopped by its pid)."""
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_serve_previews_the_site_and_stops_cleanly(stop: str, tmp_path: Path) -> None:
+    """`cookbookgen serve` answers with the home page; Ctrl-C (SIGINT) or `kill` (SIGTERM) stops it with
+    exit status 0 and no temporary folder left behind."""
+    import os
     import signal
     import socket
     import sys
@@ -306,7 +309,11 @@ def test_serve_previews_the_site(tmp_path: Path) -> None:
         port = s.getsockname()[1]
     code = ("import argparse, pathlib; from cookbookgen.commands.site import run_serve; "
             f"run_serve(argparse.Namespace(cookbook=pathlib.Path({str(MANIFEST)!r}), host='127.0.0.1', port={port}, date=None))")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    # SIGINT as a terminal delivers it, even when this test runs where it is ignored (a background job)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "TMPDIR": str(scratch)}, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         body = ""
         for _ in range(100):
@@ -317,6 +324,9 @@ def test_serve_previews_the_site(tmp_path: Path) -> None:
             except OSError:
                 time.sleep(0.2)
         assert "DeepSeek-V4.1-Flash cookbook" in body
+        assert list(scratch.iterdir()), "serve works in temporary folders"
     finally:
-        proc.send_signal(signal.SIGINT)        # like Ctrl-C: the server shuts down and removes its temp folders
-        proc.wait(timeout=20)
+        proc.send_signal(getattr(signal, stop))
+        output = proc.communicate(timeout=30)[0]
+    assert proc.returncode == 0, output
+    assert list(scratch.iterdir()) == []

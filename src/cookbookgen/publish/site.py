@@ -35,6 +35,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -571,11 +572,29 @@ def serve_site(manifest: Path, host: str, port: int, dates: Dates = Dates(), rep
         stop = threading.Event()
         threading.Thread(target=_watch, args=(manifest, root, docs, dates, report, stop), daemon=True).start()
         try:
-            with _mkdocs_problems(str(root / "mkdocs.yml")):
+            with _mkdocs_problems(str(root / "mkdocs.yml")), _terminate_as_interrupt():
                 mkdocs_serve(config_file=str(root / "mkdocs.yml"), livereload=True, docs_dir=str(docs),
                              site_name=safe_title(cookbook.title), nav=nav(cookbook), strict=False, dev_addr=f"{host}:{port}")
         finally:
             stop.set()
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (how service managers and `kill` stop a process) ends the preview as Ctrl-C does: MkDocs
+    shuts its server down and the temporary folders are removed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class _Report(logging.Handler):
