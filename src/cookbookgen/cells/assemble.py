@@ -66,7 +66,7 @@ def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, prog
                 progress(source.key)
             latest = _latest_pr(changelog, source.key)
             changelog_pr = latest if latest != source.pr else None
-            key = cache.config_key(ws, ws.entry(source.key), source, manifest.repo, changelog_pr, policy) if cache else None
+            key = _cache_key(cache, manifest, ws, source, changelog_pr, policy)
             config_cells = cells_cached(cache, key, lambda: group_cells(manifest, source, render_all_points(ws, policy, source.key), changelog_pr))
             if cache is not None and key is not None:
                 cache.keys[source.key] = key
@@ -88,13 +88,16 @@ def render_keys(manifest: Manifest, ws: Workspace, policy: Policy, cache: Render
     out: dict[str, str | None] = {}
     for spec in manifest.pages:
         for source in spec.configs:
-            if source.key not in entries:
-                out[source.key] = None
-                continue
             latest = _latest_pr(changelog, source.key)
-            out[source.key] = cache.config_key(ws, entries[source.key], source, manifest.repo,
-                                               latest if latest != source.pr else None, policy)
+            out[source.key] = (_cache_key(cache, manifest, ws, source, latest if latest != source.pr else None, policy)
+                               if source.key in entries else None)
     return out
+
+
+def _cache_key(cache: RenderCache | None, manifest: Manifest, ws: Workspace, source: ConfigSource,
+               changelog_pr: int | None, policy: Policy) -> str | None:
+    """The `cells.cache` key of one config of the manifest (None without a cache)."""
+    return cache.config_key(ws, ws.entry(source.key), source, manifest.repo, changelog_pr, policy) if cache else None
 
 
 def workspace_for(root: Path, workspaces: dict[Path, Workspace] | None) -> Workspace:

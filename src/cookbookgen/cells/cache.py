@@ -32,9 +32,10 @@ import pickle
 import shutil
 import sys
 import tempfile
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..errors import CookbookError
 from ..policy.rules import Policy
@@ -251,6 +252,22 @@ class RenderCache:
                 except OSError:
                     pass
         return removed
+
+
+@contextmanager
+def cache_run(root: Path | None) -> Iterator[RenderCache | None]:
+    """A run through the cache at `root` (None: no cache): what it wrote is committed, and entries no
+    run used for a week are pruned, when the run succeeds; discarded when it fails."""
+    cache = RenderCache(root) if root is not None else None
+    try:
+        yield cache
+    except BaseException:
+        if cache is not None:
+            cache.discard()
+        raise
+    if cache is not None:
+        cache.commit()
+        cache.prune()
 
 
 @lru_cache(maxsize=16)

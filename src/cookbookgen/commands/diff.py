@@ -71,7 +71,8 @@ def run_diff(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """
     stream = out or sys.stdout
     fmt = getattr(args, "format", "text") or "text"
-    reports = _reports(args, fmt, _is_tty(stream))
+    color = _is_tty(stream)
+    reports = _reports(args, fmt, color)
     from ..diff.report import as_markdown, as_text, json_doc
 
     if fmt == "json":
@@ -85,34 +86,21 @@ def run_diff(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if isinstance(report, tuple):
             text, code = report
         else:
-            text, code = (as_markdown(report) if fmt == "markdown" else as_text(report, color=_is_tty(stream))), report.exit_code
+            text, code = (as_markdown(report) if fmt == "markdown" else as_text(report, color=color)), report.exit_code
         stream.write(text)
         codes.append(code)
     return max(codes)
 
 
-def _results(args: argparse.Namespace) -> list[DiffResult]:
-    """Every cookbook's full check (no report reuse)."""
-    return [r for r in _reports(args, "json", False) if not isinstance(r, tuple)]
-
-
 def _reports(args: argparse.Namespace, fmt: str, color: bool) -> list[DiffResult | tuple[str, int]]:
     """A full check (DiffResult) or a ready report (text, exit status) per cookbook."""
-    from ..cells.cache import RenderCache
+    from ..cells.cache import cache_run
 
     reports: list[DiffResult | tuple[str, int]] = []
     # One Workspace per checkout: a manifest's points are resolved once, for rendering and for checking.
     workspaces: dict[Path, Workspace] = {}
-    cache = RenderCache(args.cache) if getattr(args, "cache", None) else None
-    try:
+    with cache_run(getattr(args, "cache", None)) as cache:
         _check_each(args, fmt, color, reports, workspaces, cache)
-    except BaseException:
-        if cache is not None:
-            cache.discard()
-        raise
-    if cache is not None:
-        cache.commit()
-        cache.prune()
     return reports
 
 

@@ -52,7 +52,7 @@ from mkdocs.exceptions import MkDocsException
 from mkdocs.plugins import BasePlugin
 
 from ..cells.assemble import load_cookbook
-from ..cells.cache import RenderCache, code_fingerprint, with_variants_cached
+from ..cells.cache import RenderCache, cache_run, code_fingerprint, with_variants_cached
 from ..cells.manifest import read_manifest, source_root
 from ..cells.model import Cookbook
 from ..cells.variants import with_variants
@@ -204,23 +204,14 @@ def build_site(manifest: Path, out: Path, dates: Dates = Dates(), show_progress:
     started = time.perf_counter()
     root = project_root()
     check_out(out)
-    renders = RenderCache(cache) if cache is not None else None
-    try:
-        with _progress(sys.stderr.isatty() if show_progress is None else show_progress) as step:
-            step("reading recipes")
-            cookbook = load_cookbook(manifest, progress=lambda key: step(f"rendering {key}"), cache=renders)
-            step("deriving router and KV-tier variants")
-            box = [with_variants_cached(cookbook, renders) if renders is not None else with_variants(cookbook)]
-            del cookbook                       # `publish` holds the only reference, and drops it before MkDocs runs
-            generated_on = dates.pick(box[0], manifest)
-            result = publish(box.pop(), out, generated_on, root, step, cache=cache, keep_docs=keep_docs, pages=renders)
-    except BaseException:
-        if renders is not None:
-            renders.discard()
-        raise
-    if renders is not None:
-        renders.commit()
-        renders.prune()
+    with cache_run(cache) as renders, _progress(sys.stderr.isatty() if show_progress is None else show_progress) as step:
+        step("reading recipes")
+        cookbook = load_cookbook(manifest, progress=lambda key: step(f"rendering {key}"), cache=renders)
+        step("deriving router and KV-tier variants")
+        box = [with_variants_cached(cookbook, renders) if renders is not None else with_variants(cookbook)]
+        del cookbook                       # `publish` holds the only reference, and drops it before MkDocs runs
+        generated_on = dates.pick(box[0], manifest)
+        result = publish(box.pop(), out, generated_on, root, step, cache=cache, keep_docs=keep_docs, pages=renders)
     return BuildResult(result.out, result.pages, result.scripts, result.files, time.perf_counter() - started, result.rebuilt)
 
 
