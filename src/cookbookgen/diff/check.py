@@ -8,12 +8,13 @@ checkout configs the cookbook does not show are not its business and are skipped
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from ..errors import CookbookError
 from ..policy.rules import Policy
 from ..recipes.master import check_framework
 from ..recipes.workspace import ResolvedPoint, Workspace
-from .compare import PointMemo, compare_point
+from .compare import PointMemo, point_findings, stamped
 from .expect import point_expect
 from .model import Finding, Published, PublishedPoint
 from .pairing import Pair, pair_config, variant_findings
@@ -44,13 +45,43 @@ def resolve_config(ws: Workspace, key: str) -> list[ResolvedPoint]:
     return [ws.point(entry, row, conc) for row in entry.rows for conc in row.concs]
 
 
+PointRun = tuple[str | None, list[Finding]]
+"""Findings of one compared point, which are all that point's whatever point they name (they may be
+shared with an earlier point of the config: `compare.point_findings`); or, with None, findings that
+each name their own point (pairing, variants)."""
+
+
+@dataclass(frozen=True)
+class ConfigChecks:
+    """The comparison of a cookbook's configs, before its findings are put in one list."""
+
+    compared: tuple[str, ...]
+    absent: tuple[tuple[str, tuple[str, ...], str], ...]
+    pairs: tuple[Pair, ...]
+    runs: dict[str, list[PointRun]]       # per compared config, in order
+    variants: dict[str, list[Finding]]    # per compared config: its derived variants (never run)
+
+
+def flatten(runs: Iterable[PointRun]) -> list[Finding]:
+    """The findings of `runs` in order, each naming its point."""
+    return [f for point, found in runs for f in (found if point is None else stamped(found, point))]
+
+
 def check(published: Published, ws: Workspace, policy: Policy, only: str | None = None) -> DiffResult:
+    checked = check_configs(published, ws, policy, only)
+    findings = [f for key in checked.compared for f in flatten(checked.runs[key])]
+    findings += [f for key in checked.compared for f in checked.variants.get(key, ())]
+    return DiffResult(published.source, published.kind, str(ws.checkout.root), checked.compared, tuple(findings),
+                      checked.absent, published.notes, checked.pairs)
+
+
+def check_configs(published: Published, ws: Workspace, policy: Policy, only: str | None = None) -> ConfigChecks:
+    """Pair and compare every config of `published` (or only `only`) with the checkout."""
     configs = [c for c in published.configs() if only is None or c == only]
     if only is not None and not configs:
         raise CookbookError.at(published.source, 0, only, f"the cookbook has no config {only!r}; it has: {', '.join(published.configs())}")
-    findings: list[Finding] = []
+    runs: dict[str, list[PointRun]] = {}
     pairs: list[Pair] = []
-    compared: list[str] = []
     absent: list[tuple[str, tuple[str, ...], str]] = []
     by_config: dict[str, list[PublishedPoint]] = {}
     for point in published.points:
@@ -61,14 +92,12 @@ def check(published: Published, ws: Workspace, policy: Policy, only: str | None 
         if why:
             absent.append((key, cells, why))
             continue
-        compared.append(key)
-        got_pairs, got = _check_config(by_config.get(key, []), ws, policy, key)
+        got_pairs, runs[key] = _check_config(by_config.get(key, []), ws, policy, key)
         pairs.extend(got_pairs)
-        findings.extend(got)
-    shown = set(compared)
-    findings.extend(variant_findings([v for v in published.variants if v.config in shown]))
-    return DiffResult(published.source, published.kind, str(ws.checkout.root), tuple(compared), tuple(findings),
-                      tuple(absent), published.notes, tuple(pairs))
+    variants: dict[str, list[Finding]] = {}
+    for f in variant_findings([v for v in published.variants if v.config in runs]):
+        variants.setdefault(f.config, []).append(f)
+    return ConfigChecks(tuple(runs), tuple(absent), tuple(pairs), runs, variants)
 
 
 def _absence(ws: Workspace, key: str) -> str:
@@ -84,14 +113,15 @@ def _absence(ws: Workspace, key: str) -> str:
     return ""
 
 
-def _check_config(points: list[PublishedPoint], ws: Workspace, policy: Policy, key: str) -> tuple[list[Pair], list[Finding]]:
+def _check_config(points: list[PublishedPoint], ws: Workspace, policy: Policy, key: str) -> tuple[list[Pair], list[PointRun]]:
     try:
         check_framework(ws.entry(key))
     except CookbookError as exc:
-        return [], [Finding(key, "", "cell", "point", key, "unverified", detail="not compared", reason=exc.problems[0].message)]
+        return [], [(None, [Finding(key, "", "cell", "point", key, "unverified", detail="not compared", reason=exc.problems[0].message)])]
     pairs, findings = pair_config(key, points, resolve_config(ws, key))
+    runs: list[PointRun] = [(None, findings)]
     memo = PointMemo()
     for pair in pairs:
         expect = point_expect(pair.resolved, policy)
-        findings.extend(compare_point(expect, pair.resolved.recipe, pair.published, policy, memo))
-    return pairs, findings
+        runs.append((expect.point, point_findings(expect, pair.resolved.recipe, pair.published, policy, memo)))
+    return pairs, runs

@@ -105,8 +105,21 @@ def role_label(block: Block) -> str:
 
 def compare_point(expect: PointExpect, recipe: EffectiveRecipe, published: PublishedPoint, policy: Policy,
                   memo: "PointMemo | None" = None) -> list[Finding]:
-    """Every finding of one point, in document order. `memo` (one per config) lets the points of a
-    config share the findings of the recipe subtrees and blocks they have in common."""
+    """Every finding of one point, in document order, each naming the point. `memo` (one per config)
+    lets the points of a config share the findings of the recipe subtrees and blocks they have in common."""
+    return stamped(point_findings(expect, recipe, published, policy, memo), expect.point)
+
+
+def stamped(findings: Iterable[Finding], point: str) -> list[Finding]:
+    """`findings` of one point, each naming it (copies of those that name another point)."""
+    return [f if f.point == point else f.at_point(point) for f in findings]
+
+
+def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: PublishedPoint, policy: Policy,
+                   memo: "PointMemo | None" = None) -> list[Finding]:
+    """Every finding of one point, in document order, as `compare_point`, but a finding shared with an
+    earlier point of the config (through `memo`) may still name that point: the caller counts them all
+    as this point's (`diff.report`) or names the point (`stamped`). No copies: points share most findings."""
     memo = memo if memo is not None else PointMemo()
     same_point = memo.expect_id(expect)
     workers: dict[str, list[Block]] = {}
@@ -126,7 +139,7 @@ def compare_point(expect: PointExpect, recipe: EffectiveRecipe, published: Publi
             out += memo.group(ctx, (top,), value, ctx.others_key)
     for label, blocks in _by_label(ctx.blocks).items():
         added = [f for block in blocks for f in memo.extras(ctx, block, same_point)]
-        out += added if len(blocks) == 1 else _unique(added)
+        out += added if len(blocks) == 1 else _unique(stamped(added, expect.point))
     return out
 
 
@@ -216,7 +229,7 @@ class PointMemo:
     origin of the path and the file confirm), the policy, the point's expectations but its name, and
     the blocks those leaves are compared with (a role's worker blocks for `roles.<role>`, the other
     blocks for the rest; explanations see one block and the expectations, never the sibling blocks).
-    Equal keys give the stored findings with the point's name put in. Below a changed subtree, leaves
+    Equal keys give the stored findings (naming the point they were computed for). Below a changed subtree, leaves
     are shared one by one (`leaf`, `args_section`): keyed by the value object, its line, and what the
     blocks show for it. Findings whose check looked at a block's scope are never shared.
     """
@@ -256,7 +269,7 @@ class PointMemo:
         hit = self.findings.get(key)
         if hit is None or hit[0] is not value:
             hit = self.findings[key] = (value, compute() if compute else _group_findings(ctx, prefix, value, self))
-        return _at_point(hit[1], ctx.expect.point)
+        return hit[1]
 
     def leaf(self, ctx: Ctx, path: KeyPath, key: tuple[str, ...], value: RawYaml, shown_in: tuple[Any, ...]) -> list[Finding]:
         """The findings of one role arg/env leaf, shared by the points where the same YAML value (same
@@ -266,7 +279,7 @@ class PointMemo:
         mkey = (path, id(value), where, shown_in)
         hit = self.leaves.get(mkey)
         if hit is not None and hit[0] is value:
-            return _at_point(hit[1], ctx.expect.point)
+            return hit[1]
         used = len(ctx.scopes_used)
         found = _leaf_once(ctx, path, key, value, where)
         if len(ctx.scopes_used) == used:
@@ -295,7 +308,7 @@ class PointMemo:
             if (ref is not None and origin is not None and ref[0].get(name, _ABSENT) is value and name in ref[2]
                     and not isinstance(value, (dict, list)) and flag_key(_flag(str(name)), True) not in changed
                     and ref[3].get(name) == origin):
-                found = _at_point(ref[2][name], ctx.expect.point)
+                found = ref[2][name]
             else:
                 used = len(ctx.scopes_used)
                 found = _group_findings(ctx, leaf_path, value, self)
@@ -319,15 +332,11 @@ class PointMemo:
         hit = self.extras_of.get(key)
         if hit is None:
             hit = self.extras_of[key] = _unique(_extras(ctx, block))
-        return _at_point(hit, ctx.expect.point)
+        return hit
 
 
 def _block_content(block: Block) -> tuple[Any, ...]:
     return tuple(tuple(v.items()) if isinstance(v, dict) else v for v in block.__dict__.values())
-
-
-def _at_point(findings: list[Finding], point: str) -> list[Finding]:
-    return findings if not findings or findings[0].point == point else [f.at_point(point) for f in findings]
 
 
 # --- recipe leaves ---------------------------------------------------------------------------------
@@ -575,4 +584,4 @@ def mismatches(findings: Iterable[Finding]) -> list[Finding]:
     return [f for f in findings if f.is_mismatch]
 
 
-__all__ = ["compare_point", "mismatches", "role_label"]
+__all__ = ["compare_point", "mismatches", "point_findings", "role_label", "stamped"]

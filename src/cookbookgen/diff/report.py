@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from .model import CLASSES, Finding
 
-if TYPE_CHECKING:  # only the type: the report must stay light to import (`diff.sections` uses it alone)
-    from .check import DiffResult
+if TYPE_CHECKING:  # only the types: the report must stay light to import (`diff.sections` uses it alone)
+    from .check import DiffResult, PointRun
 
 EXCLUDED = ("harness-only", "default-equivalent")
 _STYLE = {"mismatch": "bold red", "match": "green", "harness-only": "yellow", "default-equivalent": "yellow",
@@ -116,7 +116,7 @@ class TextRenderer:
 def as_text(result: DiffResult, color: bool = False) -> str:
     renderer = TextRenderer(color)
     parts = [text_head(renderer, result.cookbook, result.kind, result.checkout)]
-    parts += [text_config(renderer, config, findings) for config, findings in _by(result.findings, "config").items()]
+    parts += [text_config(renderer, config, [(None, findings)]) for config, findings in _by(result.findings, "config").items()]
     parts.append(text_tail(renderer, result.not_in_checkout, result.notes, len(result.mismatches), len(result.pairs),
                            len(result.configs), result.exit_code))
     return "".join(parts)
@@ -128,35 +128,38 @@ def text_head(renderer: TextRenderer, cookbook: str, kind: str, checkout: str) -
     return renderer.render(lines)
 
 
-def text_config(renderer: TextRenderer, config: str, findings: list[Finding]) -> str:
-    """The section of one config (its findings, variants included)."""
+def text_config(renderer: TextRenderer, config: str, runs: Iterable[PointRun]) -> str:
+    """The section of one config (its findings, variants included), from its point runs
+    (`diff.check.PointRun`: the findings of a run are its point's, whatever point they name)."""
     lines = _Lines()
-    _text_config(lines, config, findings)
+    _text_config(lines, config, runs)
     return renderer.render(lines)
 
 
-def _text_config(out: _Lines, config: str, findings: list[Finding]) -> None:
+def _text_config(out: _Lines, config: str, runs: Iterable[PointRun]) -> None:
     # one pass: per point (in order of appearance), per role, the count of each class and the mismatches
     by_point: dict[str, dict[str, tuple[dict[str, int], list[Finding]]]] = {}
-    excluded: list[Finding] = []
+    excluded: list[tuple[str, Finding]] = []
     checked: list[str] = []
     roles: dict[str, tuple[dict[str, int], list[Finding]]] = {}
     point: str | None = None
-    for f in findings:
-        if f.point != point:       # a point's findings mostly come together
-            point = f.point
-            roles = by_point.setdefault(point, {})
-        entry = roles.get(f.role)
-        if entry is None:
-            entry = roles[f.role] = ({}, [])
-        cls = f.cls
-        entry[0][cls] = entry[0].get(cls, 0) + 1
-        if cls == "mismatch":
-            entry[1].append(f)
-        elif cls in EXCLUDED:
-            excluded.append(f)
-        elif cls == "match" and f.kind == "point":
-            checked.append(f.point)
+    for run_point, found in runs:
+        for f in found:
+            at = f.point if run_point is None else run_point
+            if at != point:       # a point's findings mostly come together
+                point = at
+                roles = by_point.setdefault(point, {})
+            entry = roles.get(f.role)
+            if entry is None:
+                entry = roles[f.role] = ({}, [])
+            cls = f.cls
+            entry[0][cls] = entry[0].get(cls, 0) + 1
+            if cls == "mismatch":
+                entry[1].append(f)
+            elif cls in EXCLUDED:
+                excluded.append((at, f))
+            elif cls == "match" and f.kind == "point":
+                checked.append(at)
     mismatches = sum(len(bad) for roles in by_point.values() for _, bad in roles.values())
     out.lines.append([])
     out.print((config, "bold"), f": {len(checked)} point(s), ",
@@ -208,12 +211,13 @@ class _Group:
     reason: str
 
 
-def _group(findings: list[Finding], label: Callable[[Finding], str]) -> list[_Group]:
+def _group(findings: Iterable[tuple[str, Finding]], label: Callable[[Finding], str]) -> list[_Group]:
+    """(point, finding) pairs with the same label and reason together."""
     merged: dict[tuple[str, str], tuple[dict[str, None], dict[str, None]]] = {}
-    for f in findings:
+    for point, f in findings:
         roles, points = merged.setdefault((label(f), f.reason), ({}, {}))
         roles[f.role] = None
-        points[f.point] = None
+        points[point] = None
     return [_Group(text, tuple(r), tuple(p), reason) for (text, reason), (r, p) in merged.items()]
 
 
@@ -230,7 +234,7 @@ def _excluded_label(f: Finding) -> str:
     return f"`{f.item}{value}`"
 
 
-def _exclusions(findings: list[Finding], all_points: list[str]) -> list[str]:
+def _exclusions(findings: list[tuple[str, Finding]], all_points: list[str]) -> list[str]:
     return [f"{g.text} ({_where(g, all_points)}): {g.reason}" for g in _group(findings, _excluded_label)]
 
 
@@ -257,7 +261,7 @@ def _md_config(config: str, findings: list[Finding]) -> list[str]:
     points = _points(findings)
     cells = list(dict.fromkeys(f.item for f in findings if f.kind == "point" and f.cls == "match"))
     lines = [f"- **{config}**", f"  - Points checked: {', '.join(points) or 'none'}" + (f" (cells {', '.join(cells)})." if cells else ".")]
-    bad = _group([f for f in findings if f.is_mismatch], _mismatch_label)
+    bad = _group([(f.point, f) for f in findings if f.is_mismatch], _mismatch_label)
     if bad:
         lines.append(f"  - Result: {len(bad)} mismatch(es); apart from them the only differences are {_differences(findings)}.")
         lines += [f"    - {g.text} ({_where(g, points)})" + (f": {g.reason}." if g.reason else ".") for g in bad]
@@ -265,7 +269,7 @@ def _md_config(config: str, findings: list[Finding]) -> list[str]:
         lines.append("  - Result: every recipe argument and environment variable of every role and point matches; "
                      f"the only differences are {_differences(findings)}.")
     for cls, title in (("default-equivalent", "Default-equivalent"), ("cluster-provided", "Cluster-provided"), ("unverified", "Not visible in a command")):
-        group = _group([f for f in findings if f.cls == cls], _excluded_label)
+        group = _group([(f.point, f) for f in findings if f.cls == cls], _excluded_label)
         if group:
             lines.append(f"  - {title}:")
             lines += [f"    - {g.text} ({_where(g, points)}): {g.reason}." for g in group]
@@ -275,7 +279,7 @@ def _md_config(config: str, findings: list[Finding]) -> list[str]:
     derived = [f for f in findings if f.cls == "derived"]
     if derived:
         lines.append(f"  - Not compared: {len(derived)} derived router / KV-tier variant(s), never run.")
-    excluded = _group([f for f in findings if f.cls == "harness-only"], _excluded_label)
+    excluded = _group([(f.point, f) for f in findings if f.cls == "harness-only"], _excluded_label)
     if excluded:
         lines.append("  - Excluded as InferenceX-only:")
         lines += [f"    - {g.text} ({_where(g, points)}): {g.reason}." for g in excluded]

@@ -170,8 +170,7 @@ def _worker(index: int) -> Outcome:
 
 
 def _check_configs(job: _Job, configs: list[str]) -> dict[str, Section]:
-    from .check import check
-    from .model import Finding
+    from .check import PointRun, check_configs, flatten
     from .report import TextRenderer, md_config, text_config
     from .sources import published_from_cookbook
 
@@ -179,23 +178,22 @@ def _check_configs(job: _Job, configs: list[str]) -> dict[str, Section]:
     cookbook = load_cookbook(job.path, policy=job.policy, workspaces=job.workspaces, cache=job.cache, only=set(configs))
     published = published_from_cookbook(cookbook, str(job.path), KIND)
     wanted = [c for c in configs if only is None or c == only]
-    result = check(published, job.ws, job.policy, only) if wanted else None
+    checked = check_configs(published, job.ws, job.policy, only) if wanted else None
     renderer = TextRenderer(job.color) if job.fmt == "text" else None
-    section: Callable[[str, list[Finding]], str] = ((lambda c, f: text_config(renderer, c, f)) if renderer is not None else md_config)
-    out: dict[str, Section] = {}
-    by_config: dict[str, list[Finding]] = {}
+    section: Callable[[str, list[PointRun]], str] = ((lambda c, r: text_config(renderer, c, r)) if renderer is not None
+                                                     else (lambda c, r: md_config(c, flatten(r))))
     points_of: dict[str, int] = {}
-    for f in result.findings if result is not None else ():
-        by_config.setdefault(f.config, []).append(f)
-    for pair in result.pairs if result is not None else ():
+    for pair in checked.pairs if checked is not None else ():
         points_of[pair.published.config] = points_of.get(pair.published.config, 0) + 1
+    out: dict[str, Section] = {}
     for config in configs:
-        if result is None or config not in wanted:
+        if checked is None or config not in wanted:
             out[config] = ("", 0, 0)      # rendered (so its errors surface) but not shown
             continue
-        findings = by_config.get(config, [])
-        points = points_of.get(config, 0)
-        out[config] = (section(config, findings) if findings else "", points, sum(f.is_mismatch for f in findings))
+        runs = checked.runs.get(config, []) + [(None, checked.variants.get(config, []))]
+        mismatches = sum(f.is_mismatch for _, found in runs for f in found)
+        has_findings = any(found for _, found in runs)
+        out[config] = (section(config, runs) if has_findings else "", points_of.get(config, 0), mismatches)
     return out
 
 
