@@ -71,6 +71,10 @@ DRIFTS = {
     "arg dropped": lambda b: b.model_copy(update={"args": tuple(a for a in b.args if a[0] != "--synthetic-option-1")}),
     "env value": lambda b: b.model_copy(update={"env": {**b.env, "SGLANG_SYNTH_0": "-1"}}),
     "env added": lambda b: b.model_copy(update={"env": {**b.env, "MY_TUNING": "1"}}),
+    # what the cookbook adds (`synthesized.yaml`), explained once per name, words and role
+    "added arg value": lambda b: b.model_copy(update={"args": tuple(
+        (a[0], "org/other-model") if a[0] == "--model-path" else a for a in b.args)}),
+    "added arg unexplained": lambda b: b.model_copy(update={"args": (*b.args, ("--my-tuning", "1"))}),
 }
 
 
@@ -109,3 +113,23 @@ def test_worker_blocks_shared_between_points_are_the_fresh_ones(which: str, synt
         first = {id(b) for b in rendered[0].deployment.blocks}
         reused += sum(id(b) in first for rp in rendered[1:] for b in rp.deployment.blocks if b.kind == "worker")
     assert reused > 0 or which == "bundled"    # the bundled overrides touch every role
+
+
+def test_a_check_that_reads_the_blocks_args_is_recorded_so_its_verdict_is_not_shared() -> None:
+    """`PointMemo.explained` shares a verdict only when the check read nothing of the block but its
+    role: the router checks count the block's `--prefill` entries, and the scope records that."""
+    from cookbookgen.diff.explain import Scope, explain
+    from cookbookgen.render.model import Block
+
+    policy = load_policy()
+    pairs = _pairs(DATA / "cookbook.yaml")[0]
+    expect = point_expect(pairs[0].resolved, policy)
+    router = Block(kind="sglang-router", title="router", cmd="python -m sglang_router.launch_router",
+                   args=(("--prefill", "http://p0:30000", "8998"),))
+    scope = Scope(expect, router)
+    explain("args", "sglang-router", "--prefill", ("http://p0:30000", "8998"), scope)
+    assert scope.read_args == ["--prefill"]
+    worker = Block(kind="worker", role="decode", title="decode", cmd="python3 -m sglang.launch_server", args=(("--host", "0.0.0.0"),))
+    quiet = Scope(expect, worker)
+    explain("args", "worker", "--host", ("0.0.0.0",), quiet)
+    assert quiet.read_args == []

@@ -239,7 +239,10 @@ class PointMemo:
     findings: dict[tuple[Any, ...], tuple[Any, list[Finding]]] = field(default_factory=dict)
     leaves: dict[tuple[Any, ...], tuple[Any, list[Finding]]] = field(default_factory=dict)
     extras_of: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
-    last_args: dict[tuple[Any, ...], tuple[Any, ...]] = field(default_factory=dict)   # (args, indexes, findings, origins)
+    covered: dict[tuple[Any, ...], tuple[set[str], set[str]]] = field(default_factory=dict)
+    explanations: dict[tuple[Any, ...], Finding] = field(default_factory=dict)
+    last_args: dict[tuple[Any, ...], "_ArgsSeen"] = field(default_factory=dict)
+    arg_layouts: dict[tuple[Any, ...], tuple[tuple[KeyPath, ...], tuple[str, ...]]] = field(default_factory=dict)  # leaf paths, flag keys
     arg_index: dict[tuple[int, bool], tuple[Block, dict[str, list[Words]]]] = field(default_factory=dict)
 
     def intern(self, content: Any) -> int:
@@ -288,51 +291,82 @@ class PointMemo:
 
     def args_section(self, ctx: Ctx, path: KeyPath, args: dict[str, RawYaml], blocks: list[Block], same_point: int) -> list[Finding]:
         """The findings of a role's args, against the last point seen with the same role, file,
-        expectations and number of blocks: an arg whose YAML value (the same object, set at the same
-        line) and whose values in the blocks are unchanged keeps its findings; the others are compared.
-        An override changes a few args, so a point costs what its override changes."""
+        expectations, arg names and number of blocks: an arg whose YAML value (the same object, set at
+        the same line) and whose values in the blocks are unchanged keeps its findings; the others are
+        compared. An override changes a few args, so a point costs what its override changes."""
+        names = tuple(args)
+        layout = self.arg_layouts.get((path, names))
+        if layout is None:
+            layout = self.arg_layouts[(path, names)] = (tuple(path + (n,) for n in names), tuple(flag_key(_flag(str(n)), True) for n in names))
+        paths, flags = layout
+        values = tuple(args.values())
+        origins = tuple(map(ctx.recipe.origins.get, paths))
         indexes = [ctx.args_by_key(b, True) for b in blocks]
-        ref_key = (path, ctx.recipe.file, same_point, len(blocks))
-        ref = self.last_args.get(ref_key)
+        ref_key = (path, ctx.recipe.file, same_point, len(blocks), names)
+        ref: _ArgsSeen | None = self.last_args.get(ref_key)
         changed: set[str] = set()
         if ref is not None:
-            for new, old in zip(indexes, ref[1]):
-                changed.update(k for k, v in new.items() if old.get(k) != v)
-                changed.update(k for k in old if k not in new)
-        origins = ctx.recipe.origins
+            for new, old in zip(indexes, ref.indexes):
+                if new is not old:
+                    changed.update(k for k, v in new.items() if old.get(k) != v)
+                    changed.update(k for k in old if k not in new)
         out: list[Finding] = []
-        by_key: dict[str, list[Finding]] = {}
-        for name, value in args.items():
-            leaf_path = path + (name,)
-            origin = origins.get(leaf_path)
-            if (ref is not None and origin is not None and ref[0].get(name, _ABSENT) is value and name in ref[2]
-                    and not isinstance(value, (dict, list)) and flag_key(_flag(str(name)), True) not in changed
-                    and ref[3].get(name) == origin):
-                found = ref[2][name]
-            else:
-                used = len(ctx.scopes_used)
-                found = _group_findings(ctx, leaf_path, value, self)
-                if len(ctx.scopes_used) != used:   # a check looked at the block: not shared (as in `leaf`)
-                    out += found
-                    continue
-            by_key[name] = found
+        found_by_arg: list[list[Finding] | None] = []
+        for i, value in enumerate(values):
+            kept = ref.found[i] if ref is not None else None
+            if (kept is not None and ref is not None and value is ref.values[i] and origins[i] is not None
+                    and origins[i] == ref.origins[i] and flags[i] not in changed):
+                out += kept
+                found_by_arg.append(kept)
+                continue
+            used = len(ctx.scopes_used)
+            found = _group_findings(ctx, paths[i], value, self)
             out += found
-        self.last_args[ref_key] = (args, indexes, by_key, {k: origins.get(path + (k,)) for k in args})
+            shared = len(ctx.scopes_used) == used and not isinstance(value, (dict, list))   # as in `leaf`
+            found_by_arg.append(found if shared else None)
+        self.last_args[ref_key] = _ArgsSeen(values, origins, indexes, found_by_arg)
         return out
 
     def extras(self, ctx: Ctx, block: Block, same_point: int) -> list[Finding]:
         """What `block` adds to the recipe (a worker's: once per block, expectations and names of the
-        role's args and env, which are all `structure.covered` reads of the recipe)."""
+        role's args and env, which are all `structure.covered` reads of the recipe). Below a changed
+        block, each addition is explained once per name, words, role and expectations (`explained`)."""
         spec = (ctx.recipe.data.get("roles") or {}).get(block.role) if block.kind == "worker" else None
         args, env = (spec.get("args") or {}, spec.get("env") or {}) if isinstance(spec, dict) else (None, None)
         if not isinstance(args, dict) or not isinstance(env, dict):
-            return _unique(_extras(ctx, block))
+            return _unique(_extras(ctx, block, structure.covered(ctx.recipe.data, block, ctx.blocks)))
         # `structure.covered` reads only the names of the role's args and env
-        key = (("extras", block.role), tuple(args), tuple(env), (same_point, *self.block_ids((block,))))
+        names = (tuple(args), tuple(env))
+        key = (("extras", block.role), names, (same_point, *self.block_ids((block,))))
         hit = self.extras_of.get(key)
         if hit is None:
-            hit = self.extras_of[key] = _unique(_extras(ctx, block))
+            covered = self.covered.get((block.role, names))
+            if covered is None:
+                covered = self.covered[(block.role, names)] = structure.covered(ctx.recipe.data, block, ctx.blocks)
+            hit = self.extras_of[key] = _unique(_extras(ctx, block, covered, lambda *item: self.explained(ctx, block, same_point, *item)))
         return hit
+
+    def explained(self, ctx: Ctx, block: Block, same_point: int, section: str, name: str, words: Words) -> Finding:
+        """The finding of one addition of a worker block, shared by the points where the role, the
+        expectations, the name and the words are equal, unless its check read the block's other args."""
+        key = (block.kind, block.role, section, name, words, same_point)
+        hit = self.explanations.get(key)
+        if hit is None:
+            scope = Scope(ctx.expect, block)
+            hit = _explain_addition(ctx, block, section, name, words, scope)
+            if not scope.read_args:
+                self.explanations[key] = hit
+        return hit
+
+
+@dataclass(frozen=True)
+class _ArgsSeen:
+    """A role's args at the last point compared (`PointMemo.args_section`), by position in the args."""
+
+    values: tuple[RawYaml, ...]
+    origins: tuple[Any, ...]
+    indexes: list[dict[str, list[Words]]]   # per block: values by flag key
+    found: list[list[Finding] | None]       # None: not to be shared
 
 
 def _block_content(block: Block) -> tuple[Any, ...]:
@@ -542,33 +576,35 @@ LEAF_HANDLERS: dict[str, Callable[[Ctx, Leaf, RawYaml], list[Finding]]] = {
 
 # --- what the cookbook adds -------------------------------------------------------------------------
 
-def _extras(ctx: Ctx, block: Block) -> list[Finding]:
-    """The args and env of `block` that no recipe leaf covers, each explained or a mismatch."""
+Addition = Callable[[str, str, Words], Finding]   # (section, name, words) -> its finding
+
+
+def _extras(ctx: Ctx, block: Block, covered: tuple[set[str], set[str]], addition: Addition | None = None) -> list[Finding]:
+    """The args and env of `block` that no recipe leaf covers (`covered`: flag keys, env names), each
+    explained or a mismatch (by `addition`; default: `_explain_addition` in the block's scope)."""
+    find: Addition = addition or (lambda section, name, words: _explain_addition(ctx, block, section, name, words, ctx.scope(block)))
     out: list[Finding] = []
-    covered_args, covered_env = structure.covered(ctx.recipe.data, block, ctx.blocks)
+    covered_args, covered_env = covered
     worker = block.kind == "worker"
     for arg in block.args:
         if flag_key(arg[0], worker) not in covered_args:
-            out.append(_extra(ctx, block, "args", arg[0], tuple(arg[1:])))
+            out.append(find("args", arg[0], tuple(arg[1:])))
     for name, value in block.env.items():
         if name not in covered_env:
-            out.append(_extra_env(ctx, block, name, value))
+            out.append(find("env", name, (value,)))
     return out
 
 
-def _extra(ctx: Ctx, block: Block, section: str, name: str, words: Words) -> Finding:
-    kind = "worker" if block.kind == "worker" else block.kind
-    verdict = explain(section, kind, name, words, ctx.scope(block))
-    return _explained(ctx, block, "arg" if section == "args" else "env", name, words, verdict)
-
-
-def _extra_env(ctx: Ctx, block: Block, name: str, value: str) -> Finding:
-    if block.kind == "worker" and name in ctx.expect.cluster_env:
+def _explain_addition(ctx: Ctx, block: Block, section: str, name: str, words: Words, scope: Scope) -> Finding:
+    """One arg or env entry the cookbook adds: the cluster's env (a worker's), or `synthesized.yaml`."""
+    if section == "env" and block.kind == "worker" and name in ctx.expect.cluster_env:
         want, reason = ctx.expect.cluster_env[name]
         verdict: Explanation | Miss = (Explanation("cluster-provided", reason, "policy clusters")
-                                       if words_equal((want,), (value,)) else Miss(DIFFERENT, f"the cluster exports {name}={want}"))
-        return _explained(ctx, block, "env", name, (value,), verdict)
-    return _extra(ctx, block, "env", name, (value,))
+                                       if words_equal((want,), words) else Miss(DIFFERENT, f"the cluster exports {name}={want}"))
+        return _explained(ctx, block, "env", name, words, verdict)
+    kind = "worker" if block.kind == "worker" else block.kind
+    verdict = explain(section, kind, name, words, scope)
+    return _explained(ctx, block, "arg" if section == "args" else "env", name, words, verdict)
 
 
 def _explained(ctx: Ctx, block: Block, kind: str, name: str, words: Words, verdict: Explanation | Miss) -> Finding:

@@ -8,7 +8,7 @@ or a sentence saying why it is not. Checks are looked up by name in `CHECKS` (a 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Callable
@@ -35,10 +35,12 @@ def table() -> dict[str, RawYaml]:
 @dataclass(frozen=True)
 class Scope:
     """Where a cookbook setting sits: the point's expectations and the block. Checks see nothing
-    else (not the sibling blocks): `compare.PointMemo` relies on it."""
+    else (not the sibling blocks): `compare.PointMemo` relies on it. `read_args` lists the flags a
+    check looked up among the block's args (a verdict that read none depends on the block's role only)."""
 
     expect: "PointExpect"
     block: Block
+    read_args: list[str] = field(default_factory=list, compare=False, hash=False)
 
     @property
     def role(self) -> str | None:
@@ -49,6 +51,7 @@ class Scope:
         return topo.workers if topo else 0
 
     def args_named(self, flag: str) -> list[tuple[str, ...]]:
+        self.read_args.append(flag)
         return [a for a in self.block.args if a[0] == flag]
 
 
