@@ -49,17 +49,30 @@ def classify(recipe: EffectiveRecipe, policy: Policy) -> list[Setting]:
 
 
 def _classify_node(node: RawYaml, path: tuple[str, ...], dotted_path: str, policy: Policy) -> list[Setting]:
-    # Merged recipes share untouched subtrees, so a subtree's settings are computed once per run.
+    # Merged recipes share untouched subtrees, so a subtree's settings are computed once per run; and
+    # a changed mapping (an override made it anew) reuses the settings of every key whose value is the
+    # same object as in the mapping last classified at the same path.
     if isinstance(node, dict) and node:
         key = (id(node), dotted_path)
         hit = policy.memo.get(key)
         if hit is not None and hit[0] is node:
             settings: list[Setting] = hit[1]
             return settings
+        last_key = ("classified at", path)
+        last = policy.memo.get(last_key)
+        before: dict[str, tuple[RawYaml, list[Setting]]] = last[1] if last is not None else {}
         out: list[Setting] = []
+        by_key: dict[str, tuple[RawYaml, list[Setting]]] = {}
         for k, value in node.items():
-            out.extend(_classify_node(value, path + (str(k),), f"{dotted_path}.{k}" if dotted_path else str(k), policy))
+            prev = before.get(k)
+            if prev is not None and prev[0] is value and not isinstance(value, list):
+                found = prev[1]
+            else:
+                found = _classify_node(value, path + (str(k),), f"{dotted_path}.{k}" if dotted_path else str(k), policy)
+            by_key[k] = (value, found)
+            out.extend(found)
         policy.memo[key] = (node, out)
+        policy.memo[last_key] = (node, by_key)
         return out
     if _is_table(node):
         out = []

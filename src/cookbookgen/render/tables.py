@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 from importlib import resources
 from typing import Any, cast
 
@@ -53,4 +54,5 @@ def tables() -> Tables:
 def order_worker_args(args: list[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
     """Lead flags first in table order, then the rest alphabetically; stable for repeated flags."""
     lead = tables().lead_flags
-    return tuple(sorted(args, key=lambda a: (0, lead[a[0]], "") if a[0] in lead else (1, 0, a[0])))
+    first = sorted((a for a in args if a[0] in lead), key=lambda a: lead[a[0]])
+    return (*first, *sorted((a for a in args if a[0] not in lead), key=itemgetter(0)))
