@@ -47,6 +47,12 @@ def load_cookbook(manifest_path: Path, progress: Progress | None = None, policy:
             policy.memo.clear()   # the classification memo holds every recipe tree: free them with the run
 
 
+def load_configs(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, cache: RenderCache | None,
+                 only: Collection[str]) -> Cookbook:
+    """`load_cookbook` of a manifest already read, for just the configs `only`."""
+    return _load(manifest, doc, ws, policy, None, cache, only)
+
+
 def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, progress: Progress | None,
           cache: RenderCache | None, only: Collection[str] | None) -> Cookbook:
     from ..pipeline import render_all_points

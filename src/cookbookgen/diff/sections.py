@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..cells.assemble import load_cookbook, render_keys, workspace_for
+from ..cells.assemble import load_configs, render_keys, workspace_for
 from ..cells.cache import RenderCache, canonical
-from ..cells.manifest import read_manifest, source_root
+from ..cells.manifest import Manifest, read_manifest, source_root
 from ..errors import CookbookError, Problem
 from ..policy.rules import Policy, load_policy
 from ..recipes.load import Document
@@ -77,7 +77,7 @@ def manifest_report(path: Path, cache: RenderCache | None, extra_policy: Path | 
             sections[config] = hit
     missing = [c for c in render if c not in sections]
     if missing:
-        sections.update(_check(path, policy, ws, workspaces, cache, missing, only, fmt, color, keys))
+        sections.update(_check(path, manifest, doc, policy, ws, cache, missing, only, fmt, color, keys))
     configs = list(render)
     if only is not None and only not in configs:
         raise CookbookError.at(str(path), 0, only, f"the cookbook has no config {only!r}; it has: {', '.join(configs)}")
@@ -89,7 +89,7 @@ def manifest_report(path: Path, cache: RenderCache | None, extra_policy: Path | 
                      len(shown), exit_code, fmt, color), exit_code, root
 
 
-def _check(path: Path, policy: Policy, ws: Workspace, workspaces: dict[Path, Workspace], cache: RenderCache | None,
+def _check(path: Path, manifest: Manifest, doc: Document, policy: Policy, ws: Workspace, cache: RenderCache | None,
            configs: list[str], only: str | None, fmt: str, color: bool, keys: dict[str, str]) -> dict[str, Section]:
     """Render and check `configs` in full, as `cookbookgen diff` without a cache does; store their sections.
 
@@ -98,9 +98,9 @@ def _check(path: Path, policy: Policy, ws: Workspace, workspaces: dict[Path, Wor
     and of several errors the one of the earliest config is raised, as a sequential run would."""
     workers, runs = _runs(configs)
     if workers < 2:
-        out = _check_configs(_Job(path, policy, ws, workspaces, cache, only, fmt, color), configs)
+        out = _check_configs(_Job(path, manifest, doc, policy, ws, cache, only, fmt, color), configs)
     else:
-        out = _check_parallel(_Job(path, policy, ws, workspaces, cache, only, fmt, color), workers, runs)
+        out = _check_parallel(_Job(path, manifest, doc, policy, ws, cache, only, fmt, color), workers, runs)
     for config, section in out.items():
         if config in keys and cache is not None and (only is None or config == only):
             cache.put("diff", keys[config], section)
@@ -116,9 +116,10 @@ class _Job:
     """What every run of configs shares (forked workers inherit it; it is never pickled)."""
 
     path: Path
+    manifest: Manifest
+    doc: Document
     policy: Policy
     ws: Workspace
-    workspaces: dict[Path, Workspace]
     cache: RenderCache | None
     only: str | None
     fmt: str
@@ -170,31 +171,35 @@ def _worker(index: int) -> Outcome:
 
 
 def _check_configs(job: _Job, configs: list[str]) -> dict[str, Section]:
+    """The sections of `configs`, one config at a time: each is rendered, checked and reported, then
+    its recipes, points and memos are let go (a config's section needs nothing from the others)."""
+    out: dict[str, Section] = {}
+    for config in configs:
+        try:
+            out[config] = _check_config(job, config)
+        finally:
+            job.ws.release_points()
+            job.policy.memo.clear()
+    return out
+
+
+def _check_config(job: _Job, config: str) -> Section:
     from .check import PointRun, check_configs, flatten
     from .report import TextRenderer, md_config, text_config
     from .sources import published_from_cookbook
 
-    only = job.only
-    cookbook = load_cookbook(job.path, policy=job.policy, workspaces=job.workspaces, cache=job.cache, only=set(configs))
+    cookbook = load_configs(job.manifest, job.doc, job.ws, job.policy, job.cache, {config})
+    if job.only is not None and config != job.only:
+        return ("", 0, 0)      # rendered (so its errors surface) but not shown
     published = published_from_cookbook(cookbook, str(job.path), KIND)
-    wanted = [c for c in configs if only is None or c == only]
-    checked = check_configs(published, job.ws, job.policy, only) if wanted else None
-    renderer = TextRenderer(job.color) if job.fmt == "text" else None
-    section: Callable[[str, list[PointRun]], str] = ((lambda c, r: text_config(renderer, c, r)) if renderer is not None
-                                                     else (lambda c, r: md_config(c, flatten(r))))
-    points_of: dict[str, int] = {}
-    for pair in checked.pairs if checked is not None else ():
-        points_of[pair.published.config] = points_of.get(pair.published.config, 0) + 1
-    out: dict[str, Section] = {}
-    for config in configs:
-        if checked is None or config not in wanted:
-            out[config] = ("", 0, 0)      # rendered (so its errors surface) but not shown
-            continue
-        runs = checked.runs.get(config, []) + [(None, checked.variants.get(config, []))]
-        mismatches = sum(f.is_mismatch for _, found in runs for f in found)
-        has_findings = any(found for _, found in runs)
-        out[config] = (section(config, runs) if has_findings else "", points_of.get(config, 0), mismatches)
-    return out
+    if config not in published.configs():
+        return ("", 0, 0)      # no point to compare
+    checked = check_configs(published, job.ws, job.policy, config)
+    runs: list[PointRun] = checked.runs.get(config, []) + [(None, checked.variants.get(config, []))]
+    if not any(found for _, found in runs):
+        return ("", len(checked.pairs), 0)
+    text = text_config(TextRenderer(job.color), config, runs) if job.fmt == "text" else md_config(config, flatten(runs))
+    return (text, len(checked.pairs), sum(f.is_mismatch for _, found in runs for f in found))
 
 
 def _entry_lines(ws: Workspace) -> Callable[[Document, str], str]:

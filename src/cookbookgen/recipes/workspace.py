@@ -53,6 +53,7 @@ class Workspace:
         self._resolved: dict[Path, Path] = {}
         self._recipe_paths: dict[str, Path] = {}
         self._points: dict[tuple[int, int], tuple[Row, ResolvedPoint]] = {}
+        self._masters: set[Path] = set()
 
     def _resolve(self, path: Path) -> Path:
         hit = self._resolved.get(path)
@@ -66,6 +67,13 @@ class Workspace:
             self._docs[key] = read_yaml_file(path, self.checkout.shown(path))
         return self._docs[key]
 
+    def release_points(self) -> None:
+        """Forget the recipes read and the points resolved so far (the master configs stay): a caller
+        that is done with some configs frees their trees; a recipe asked for again is read again."""
+        self._docs = {k: v for k, v in self._docs.items() if k in self._masters}
+        self._selected.clear()
+        self._points.clear()
+
     def entries(self) -> dict[str, ConfigEntry]:
         if self._entries is None:
             found: dict[str, ConfigEntry] = {}
@@ -73,6 +81,7 @@ class Workspace:
             if not files:
                 raise CookbookError.at(str(self.checkout.root), 0, "", "no master config: expected configs/*-master.yaml (or inferencex-e2e/configs/)")
             for path in files:
+                self._masters.add(self._resolve(path))
                 doc = self.document(path)
                 for key, entry in read_entries(doc).items():
                     if key in found:
