@@ -97,6 +97,35 @@ def test_drift_in_a_later_point_is_caught_after_the_memo_saw_the_same_subtrees(d
 
 
 @pytest.mark.parametrize("which", ["bundled", "synthetic"])
+def test_an_addition_to_a_frontend_or_service_block_in_a_later_point_is_caught(which: str, synthetic: Path) -> None:
+    """`PointMemo.other_extras` shares what a non-worker block adds only between equal blocks."""
+    policy = load_policy()
+    manifest = DATA / "cookbook.yaml" if which == "bundled" else synthetic
+    caught = 0
+    for pairs in _pairs(manifest):
+        memo = PointMemo()
+        for i, pair in enumerate(pairs):
+            expect = point_expect(pair.resolved, policy)
+            published = pair.published
+            others = [b for b in published.blocks if b.kind != "worker"]
+            if i == len(pairs) - 1 and others:
+                target = others[-1]
+                blocks = tuple(b.model_copy(update={"args": (*b.args, ("--my-tuning", "1"))}) if b is target else b
+                               for b in published.blocks)
+                published = PublishedPoint(published.config, published.cell, published.concs, blocks,
+                                           point_id=published.point_id, image=published.image)
+            found = compare_point(expect, pair.resolved.recipe, published, policy, memo)
+            assert found == compare_point(expect, pair.resolved.recipe, published, policy)
+            bad = [f for f in found if f.is_mismatch]
+            if published is pair.published:
+                assert not bad
+            else:
+                assert [f.item for f in bad] == ["--my-tuning"]
+                caught += 1
+    assert caught >= 3
+
+
+@pytest.mark.parametrize("which", ["bundled", "synthetic"])
 def test_worker_blocks_shared_between_points_are_the_fresh_ones(which: str, synthetic: Path) -> None:
     """`render.deploy` reuses a worker block for the points that share its role subtree: each point's
     deployment equals one rendered with a fresh policy (no memo), and blocks are in fact shared."""

@@ -241,6 +241,7 @@ class PointMemo:
     extras_of: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
     covered: dict[tuple[Any, ...], tuple[set[str], set[str]]] = field(default_factory=dict)
     explanations: dict[tuple[Any, ...], Finding] = field(default_factory=dict)
+    others_of: dict[tuple[Any, ...], tuple[Any, Any, list[Finding]]] = field(default_factory=dict)
     last_args: dict[tuple[Any, ...], "_ArgsSeen"] = field(default_factory=dict)
     arg_layouts: dict[tuple[Any, ...], tuple[tuple[KeyPath, ...], tuple[str, ...]]] = field(default_factory=dict)  # leaf paths, flag keys
     arg_index: dict[tuple[int, bool], tuple[Block, dict[str, list[Words]]]] = field(default_factory=dict)
@@ -331,7 +332,9 @@ class PointMemo:
         """What `block` adds to the recipe (a worker's: once per block, expectations and names of the
         role's args and env, which are all `structure.covered` reads of the recipe). Below a changed
         block, each addition is explained once per name, words, role and expectations (`explained`)."""
-        spec = (ctx.recipe.data.get("roles") or {}).get(block.role) if block.kind == "worker" else None
+        if block.kind != "worker":
+            return self.other_extras(ctx, block)
+        spec = (ctx.recipe.data.get("roles") or {}).get(block.role)
         args, env = (spec.get("args") or {}, spec.get("env") or {}) if isinstance(spec, dict) else (None, None)
         if not isinstance(args, dict) or not isinstance(env, dict):
             return _unique(_extras(ctx, block, structure.covered(ctx.recipe.data, block, ctx.blocks)))
@@ -345,6 +348,19 @@ class PointMemo:
                 covered = self.covered[(block.role, names)] = structure.covered(ctx.recipe.data, block, ctx.blocks)
             hit = self.extras_of[key] = _unique(_extras(ctx, block, covered, lambda *item: self.explained(ctx, block, same_point, *item)))
         return hit
+
+    def other_extras(self, ctx: Ctx, block: Block) -> list[Finding]:
+        """What a frontend or service block adds, shared by the points with the same expectations and
+        non-worker blocks (`Ctx.others_key`) and the same `frontend` and `services` subtrees (all that
+        `structure.covered` reads for such a block)."""
+        data = ctx.recipe.data
+        frontend, services = data.get("frontend"), data.get("services")
+        key = (block.kind, self.block_ids((block,)), ctx.others_key, id(frontend), id(services))
+        hit = self.others_of.get(key)
+        if hit is None or hit[0] is not frontend or hit[1] is not services:
+            found = _unique(_extras(ctx, block, structure.covered(data, block, ctx.blocks)))
+            hit = self.others_of[key] = (frontend, services, found)
+        return hit[2]
 
     def explained(self, ctx: Ctx, block: Block, same_point: int, section: str, name: str, words: Words) -> Finding:
         """The finding of one addition of a worker block, shared by the points where the role, the
