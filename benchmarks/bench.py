@@ -8,7 +8,7 @@ runs each command as its own process (wall time, and peak memory from `os.wait4`
 - `diff` of the whole cookbook: cold (no cache) and warm (`--cache`, after one run filled it);
 - `build`: cold (empty cache), a bare `mkdocs build` of the very Markdown it generated (`--keep-docs`),
   warm (cache present, nothing changed), and incremental (one recipe changed, cache present);
-and parses every file the diff reads (master config, recipes, manifest) with PyYAML's C loader,
+and parses every file the diff reads (manifest, master config, perf-changelog, recipes) with PyYAML's C loader,
 in-process, after one warm-up read.
 
 `--repeat N` runs the cold build, the bare MkDocs build and the diffs N times, alternating, and keeps
@@ -76,11 +76,12 @@ def cookbookgen(*args: str) -> list[str]:
 
 
 def diff_inputs(manifest: Path) -> list[Path]:
-    """Every YAML file `cookbookgen diff` of the manifest reads: manifest, master configs, recipes."""
+    """Every YAML file `cookbookgen diff` of the manifest reads: manifest, master configs, changelog, recipes."""
     root = manifest.parent / "inferencex" / "inferencex-e2e"
     masters = sorted((root / "configs").glob("*master*.yaml"))
+    changelog = sorted(root.glob("perf-changelog*.yaml"))
     recipes = sorted((root / "benchmarks" / "multi_node" / "srt-slurm-recipes").rglob("*.yaml"))
-    return [manifest, *masters, *recipes]
+    return [manifest, *masters, *changelog, *recipes]
 
 
 def yaml_parse_seconds(files: list[Path], repeat: int = 3) -> float:

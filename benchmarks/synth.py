@@ -63,6 +63,15 @@ def recipe(rng: random.Random, kind: str, concs: list[int]) -> dict[str, object]
     return doc
 
 
+def _changelog(keys: list[str]) -> list[dict[str, object]]:
+    """An append-only perf-changelog as InferenceX keeps one: a few old entries naming keys by glob,
+    then one entry per config (the PR its manifest entry names)."""
+    old = [{"config-keys": [f"synth{k}*-fp4-gb300-*"], "description": ["Bump the image"], "pr-link": f"https://github.com/org/repo/pull/{900 + k}"}
+           for k in range(10)]
+    return old + [{"config-keys": [key], "description": [f"Add {key}"], "pr-link": f"https://github.com/org/repo/pull/{1000 + i}"}
+                  for i, key in enumerate(keys)]
+
+
 def generate(root: Path, configs: int, seed: int = 7) -> Path:
     """Write the repository under `root` and a cookbook manifest `root/cookbook.yaml`; return the manifest."""
     rng = random.Random(seed)
@@ -86,6 +95,7 @@ def generate(root: Path, configs: int, seed: int = 7) -> Path:
         pages[model].append({"key": key, "pr": 1000 + i, "commit": f"{i:040x}", "run": 30000000000 + i, "merged": i % 2 == 0,
                              "date": "2026-10-16"})
     (e2e / "configs" / "nvidia-master.yaml").write_text(yaml.safe_dump(master, sort_keys=False))
+    (e2e / "perf-changelog.yaml").write_text(yaml.safe_dump(_changelog(list(master)), sort_keys=False))
     manifest = {"title": "Synthetic cookbook", "source": "inferencex", "generated_on": "2026-11-29",
                 "pages": [{"model": m, "configs": cs} for m, cs in pages.items() if cs]}
     out = root / "cookbook.yaml"

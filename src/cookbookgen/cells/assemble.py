@@ -5,7 +5,6 @@ cells, attach provenance. I/O only through `recipes.workspace` and `read_manifes
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Collection
@@ -58,7 +57,7 @@ def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, prog
     from ..pipeline import render_all_points
     from .model import Cookbook, Page
 
-    changelog = _changelog(ws)
+    changelog = ws.changelog()
     pages = []
     warnings = []
     for p, spec in enumerate(manifest.pages):
@@ -70,7 +69,7 @@ def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, prog
                 raise doc.error(("pages", p, "configs", c, "key"), f"unknown config key {source.key!r} in {ws.checkout.root}")
             if progress:
                 progress(source.key)
-            latest = _latest_pr(changelog, source.key)
+            latest = changelog.latest_pr(source.key)
             changelog_pr = latest if latest != source.pr else None
             key = _cache_key(cache, manifest, ws, source, changelog_pr, policy)
             config_cells = cells_cached(cache, key, lambda: group_cells(manifest, source, render_all_points(ws, policy, source.key), changelog_pr))
@@ -89,12 +88,12 @@ def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, prog
 def render_keys(manifest: Manifest, ws: Workspace, policy: Policy, cache: RenderCache) -> dict[str, str | None]:
     """The `cells.cache` key of every config of the manifest (None: unknown key or recipes not found),
     as `load_cookbook` computes them, without rendering anything."""
-    changelog = _changelog(ws)
+    changelog = ws.changelog()
     entries = ws.entries()
     out: dict[str, str | None] = {}
     for spec in manifest.pages:
         for source in spec.configs:
-            latest = _latest_pr(changelog, source.key)
+            latest = changelog.latest_pr(source.key)
             out[source.key] = (_cache_key(cache, manifest, ws, source, latest if latest != source.pr else None, policy)
                                if source.key in entries else None)
     return out
@@ -179,29 +178,6 @@ def _check_metrics(doc: Document, at: tuple[int, int], source: ConfigSource, poi
         if key not in ids and labels.count(key) != 1:
             raise doc.error(("pages", at[0], "configs", at[1], "metrics", key),
                             f"no single point {key!r} in the config; use one of: {', '.join(sorted(ids))}")
-
-
-def _changelog(ws: Workspace) -> list[tuple[list[str], int | None]]:
-    path = ws.checkout.changelog()
-    if path is None:
-        return []
-    doc = ws.document(path)
-    if not isinstance(doc.data, list):
-        raise doc.error((), "perf-changelog must be a list of entries")
-    out = []
-    for i, entry in enumerate(doc.data):
-        if not isinstance(entry, dict) or not isinstance(entry.get("config-keys"), list):
-            raise doc.error((i,), "an entry needs a config-keys list")
-        m = re.search(r"/pull/(\d+)", str(entry.get("pr-link", "")))
-        out.append(([str(k) for k in entry["config-keys"]], int(m.group(1)) if m else None))
-    return out
-
-
-def _latest_pr(changelog: list[tuple[list[str], int | None]], key: str) -> int | None:
-    for keys, pr in reversed(changelog):
-        if any(fnmatch.fnmatchcase(key, k) for k in keys):
-            return pr
-    return None
 
 
 def cell_by_id(cookbook: Cookbook, cell_id: str) -> Cell:

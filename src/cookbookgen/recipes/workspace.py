@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import CookbookError, Problem
 from .bundle import EffectiveRecipe, apply_overrides, select, variant_names
+from .changelog import Changelog, read_changelog
 from .checkout import Checkout
 from .load import Document, read_yaml_file
 from .master import ConfigEntry, Row, read_entries
@@ -43,7 +44,8 @@ class ResolvedPoint:
 
 class Workspace:
     """One checkout for one run. Documents, selected variants and resolved points are cached: a
-    `build` or a `diff` resolves every point once, however many stages ask for it."""
+    `build` or a `diff` resolves every point once, however many stages ask for it. The master
+    configs and the changelog stay for the run; recipes and points can be released (`release_points`)."""
 
     def __init__(self, root: Path) -> None:
         self.checkout = Checkout(root.resolve())
@@ -54,6 +56,7 @@ class Workspace:
         self._recipe_paths: dict[str, Path] = {}
         self._points: dict[tuple[int, int], tuple[Row, ResolvedPoint]] = {}
         self._masters: set[Path] = set()
+        self._changelog: Changelog | None = None
 
     def _resolve(self, path: Path) -> Path:
         hit = self._resolved.get(path)
@@ -73,6 +76,13 @@ class Workspace:
         self._docs = {k: v for k, v in self._docs.items() if k in self._masters}
         self._selected.clear()
         self._points.clear()
+
+    def changelog(self) -> Changelog:
+        """The checkout's perf-changelog, indexed (empty when it has none); read once per run."""
+        if self._changelog is None:
+            path = self.checkout.changelog()
+            self._changelog = Changelog() if path is None else read_changelog(self.document(path))
+        return self._changelog
 
     def entries(self) -> dict[str, ConfigEntry]:
         if self._entries is None:
