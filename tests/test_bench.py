@@ -52,9 +52,12 @@ def test_the_synthetic_repository_has_the_shape_of_a_real_one(tmp_path: Path) ->
     doc = yaml.safe_load(manifest.read_text())
     assert [len(p["configs"]) for p in doc["pages"]] == [1, 1, 1]       # one model page per config, up to 20 models
     files = bench.diff_inputs(manifest)
-    assert len(files) == 1 + 1 + 3                                       # manifest, master, one recipe per config
+    assert files[0].name == "cookbook.yaml" and "master" in files[1].name and files[2].name == "perf-changelog.yaml"
+    assert len(files) == 1 + 1 + 1 + 3                                   # manifest, master, changelog, one recipe per config
+    changelog = yaml.safe_load(files[2].read_text())
+    assert len(changelog) > 3                                            # old glob entries and one exact entry per config
     recipe = yaml.safe_load(files[-1].read_text())
     assert len(recipe["base"]["roles"]["agg"]["args"]) >= 40 and len([k for k in recipe if k.startswith("override_")]) == synth.POINTS
-    before = files[2].read_text()
+    before = files[3].read_text()
     bench.change_one_recipe(manifest)
-    assert files[2].read_text() != before
+    assert files[3].read_text() != before
