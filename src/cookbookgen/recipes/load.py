@@ -11,6 +11,7 @@ I/O: `read_yaml_file` reads one file; `parse_yaml` works on text only.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -27,11 +28,48 @@ MAX_BYTES = 16 * 1024 * 1024
 MAX_NODES = 2_000_000
 MAX_DEPTH = 200
 
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _STR_TAG = "tag:yaml.org,2002:str"
+_DIRECT_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null")
+_Scalar, _Sequence, _Mapping = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
+_DEFAULT_TAGS = {_Scalar: _STR_TAG, _Sequence: _SEQ_TAG, _Mapping: _MAP_TAG}
+_PLAIN_TAGS: dict[str, str] = {}  # plain scalar text -> resolved tag, for `_FastTagLoader` only
+_PLAIN_TAGS_MAX = 50_000  # entries, each at most 64 characters of text
+
+
+class _FastTagLoader(_BaseLoader):  # type: ignore[misc]
+    """The safe loader with cheaper hooks for the composer, which calls `resolve` for every node and
+    `descend_resolver`/`ascend_resolver` around it (a quarter of `yaml.compose`'s time before).
+
+    Same tags as `Resolver.resolve` when the loader has no path resolvers and no wildcard implicit
+    resolvers (PyYAML registries this package never touches; otherwise `_Loader` is the plain loader):
+    then a collection, or a quoted or block scalar, always gets the default tag of its kind, and a
+    plain scalar's tag (from the implicit resolvers for its first character) depends on its text
+    alone, so it is memoized for short texts (`4`, `true`, `tp`: keys and values recur).
+    The path hooks do nothing without path resolvers: builtins that ignore their arguments stand in.
+    """
+
+    descend_resolver = operator.is_  # called as (parent, index); the result is ignored
+    ascend_resolver = tuple  # called with no arguments; the result is ignored
+
+    def resolve(self, kind: type, value: str, implicit: tuple[bool, bool]) -> str:
+        if kind is _Scalar and implicit[0]:
+            tag = _PLAIN_TAGS.get(value)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)
+                if len(value) <= 64:
+                    if len(_PLAIN_TAGS) >= _PLAIN_TAGS_MAX:
+                        _PLAIN_TAGS.clear()
+                    _PLAIN_TAGS[value] = tag
+            return tag
+        return _DEFAULT_TAGS[kind]
+
+
+_STANDARD_RESOLVERS = not _BaseLoader.yaml_path_resolvers and None not in _BaseLoader.yaml_implicit_resolvers
+_Loader: type = _FastTagLoader if _STANDARD_RESOLVERS else _BaseLoader
 
 
 @dataclass(frozen=True)
@@ -138,13 +176,30 @@ class YamlFloat(float):
 
 
 class _Builder:
-    """Turns a composed node graph into plain data, recording lines; applies merge keys."""
+    """Turns a composed node graph into plain data, recording lines; applies merge keys.
+
+    Fast paths, each giving what the generic route (`build` for every node, `construct_object` for
+    every non-str scalar) gives:
+    - The mapping and sequence loops do `build`'s node-count and depth checks inline for each child
+      and record its line by plain assignment (a mapping value's line is its key's): every key path
+      is built once (keys in one mapping are unique, a merged key is built only when it wins and no explicit key has it), so assignment
+      equals `build`'s `setdefault`. They also build `path + (key,)` once per key and find duplicate
+      keys in the result dict, whose first line is already in `lines`.
+    - A ScalarNode tagged str (most keys and values) is its `.value`, which is all the str constructor
+      returns; the loops take it inline, without a call.
+    - int/float/bool/null scalars call PyYAML's constructor for the tag directly, not through
+      `construct_object`, whose cache only returns an equal value again for an aliased node.
+    - Dispatch on the node's exact class (the composer makes only the three `yaml` node classes).
+    """
 
     def __init__(self, file: str) -> None:
         self.file = file
         self.lines: dict[KeyPath, int] = {}
         self.count = 0
         self.scalars = yaml.SafeLoader("")  # used only for its scalar constructors
+        constructors = self.scalars.yaml_constructors
+        self.direct: dict[str, Any] = {tag: constructors[tag] for tag in _DIRECT_TAGS if tag in constructors}
+        self.memos: dict[str, dict[str, Any]] = {tag: {} for tag in self.direct}  # tag -> text -> value
 
     def close(self) -> None:
         """Drop the constructor's cache of every node it built and its parser state (a reference
@@ -155,71 +210,149 @@ class _Builder:
     def fail(self, node: yaml.Node, path: KeyPath, message: str) -> CookbookError:
         return CookbookError.at(self.file, node.start_mark.line + 1, dotted(path), message)
 
-    def build(self, node: yaml.Node, path: KeyPath, depth: int) -> RawYaml:
-        self.count += 1
+    def over_limit(self, node: yaml.Node, path: KeyPath) -> CookbookError:
+        """The error for a node that broke MAX_NODES (checked first) or MAX_DEPTH."""
         if self.count > MAX_NODES:
-            raise self.fail(node, path, f"more than {MAX_NODES} values after alias expansion (alias bomb?)")
-        if depth > MAX_DEPTH:
-            raise self.fail(node, path, f"nesting deeper than {MAX_DEPTH} levels")
+            return self.fail(node, path, f"more than {MAX_NODES} values after alias expansion (alias bomb?)")
+        return self.fail(node, path, f"nesting deeper than {MAX_DEPTH} levels")
+
+    def build(self, node: yaml.Node, path: KeyPath, depth: int) -> RawYaml:
+        """Any node: the root, a merged value. Counts it, checks the limits, records its line if unset."""
+        self.count += 1
+        if self.count > MAX_NODES or depth > MAX_DEPTH:
+            raise self.over_limit(node, path)
         self.lines.setdefault(path, node.start_mark.line + 1)
+        return self.dispatch(node, path, depth)
+
+    def dispatch(self, node: yaml.Node, path: KeyPath, depth: int) -> RawYaml:
+        """Build a node already counted and checked."""
         if isinstance(node, yaml.MappingNode):
             return self.build_mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):
-            if node.tag != _SEQ_TAG:
-                raise self.fail(node, path, f"tag {node.tag!r} is not allowed")
-            return [self.build(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
+            return self.build_sequence(node, path, depth)
         return self.build_scalar(node, path)
 
     def build_scalar(self, node: yaml.Node, path: KeyPath) -> RawYaml:
-        if node.tag == _STR_TAG and isinstance(node, yaml.ScalarNode):
+        """A scalar (or a key node of any kind) as PyYAML constructs it; a float keeps its spelling."""
+        if not isinstance(node, yaml.ScalarNode):
+            return self.construct(node, path, None)
+        tag = node.tag
+        if tag == _STR_TAG:
             return node.value          # what the str constructor returns, without its bookkeeping
+        memo = self.memos.get(tag)
+        if memo is None:
+            value = self.construct(node, path, None)
+        else:
+            value = memo.get(node.value, memo)  # `memo` itself marks a miss: None is a real value
+            if value is memo:
+                value = memo[node.value] = self.construct(node, path, self.direct[tag])
+        return YamlFloat(value, node.value) if type(value) is float else value
+
+    def construct(self, node: yaml.Node, path: KeyPath, constructor: Any) -> RawYaml:
+        """`constructor(loader, node)`, or the loader's `construct_object`; errors name `path`."""
         try:
-            value = self.scalars.construct_object(node, deep=True)
-            if type(value) is float and isinstance(node, yaml.ScalarNode):
-                return YamlFloat(value, node.value)
-            return value
+            if constructor is None:
+                return self.scalars.construct_object(node, deep=True)
+            return constructor(self.scalars, node)
         except yaml.constructor.ConstructorError as exc:
             raise self.fail(node, path, f"unsupported value: {exc.problem}") from None
         except (ValueError, OverflowError) as exc:
             raise self.fail(node, path, f"bad scalar: {exc}") from None
 
+    def build_sequence(self, node: yaml.Node, path: KeyPath, depth: int) -> list[RawYaml]:
+        if node.tag != _SEQ_TAG:
+            raise self.fail(node, path, f"tag {node.tag!r} is not allowed")
+        lines = self.lines
+        out: list[RawYaml] = []
+        depth += 1
+        for i, item in enumerate(node.value):
+            child = path + (i,)
+            self.count += 1
+            if self.count > MAX_NODES or depth > MAX_DEPTH:
+                raise self.over_limit(item, child)
+            lines[child] = item.start_mark.line + 1
+            if type(item) is _Scalar:
+                out.append(item.value if item.tag == _STR_TAG else self.build_scalar(item, child))
+            else:
+                out.append(self.dispatch(item, child, depth))
+        return out
+
     def build_mapping(self, node: yaml.MappingNode, path: KeyPath, depth: int) -> dict[str, RawYaml]:
         if node.tag != _MAP_TAG:
             raise self.fail(node, path, f"tag {node.tag!r} is not allowed")
+        lines = self.lines
         explicit: dict[str, RawYaml] = {}
-        seen: dict[str, int] = {}
-        merged: list[yaml.MappingNode] = []
+        merges: list[yaml.Node] = []  # the values of this mapping's `<<` keys
+        depth += 1
         for key_node, value_node in node.value:
-            if key_node.tag == _MERGE_TAG:
-                merged.extend(self.merge_sources(value_node, path))
+            if key_node.tag == _STR_TAG and type(key_node) is _Scalar:
+                key = key_node.value
+            elif key_node.tag == _MERGE_TAG:
+                merges.append(value_node)
                 continue
-            key = self.build_scalar(key_node, path)
-            if isinstance(key, (dict, list)) or key is None:
-                raise self.fail(key_node, path, "mapping keys must be scalars")
-            key = key if isinstance(key, str) else str(key)
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                raise self.fail(key_node, path + (key,), f"duplicate key (first at line {seen[key]})")
-            seen[key] = line
-            self.lines[path + (key,)] = line
-            explicit[key] = self.build(value_node, path + (key,), depth + 1)
-        if not merged:
-            return explicit
-        # As PyYAML does: merged keys come first, explicit keys override them in place.
+            else:
+                key = self.build_key(key_node, path)
+            child = path + (key,)
+            if key in explicit:
+                raise self.fail(key_node, child, f"duplicate key (first at line {lines[child]})")
+            lines[child] = key_node.start_mark.line + 1
+            self.count += 1
+            if self.count > MAX_NODES or depth > MAX_DEPTH:
+                raise self.over_limit(value_node, child)
+            if type(value_node) is _Scalar:
+                explicit[key] = value_node.value if value_node.tag == _STR_TAG else self.build_scalar(value_node, child)
+            else:
+                explicit[key] = self.dispatch(value_node, child, depth)
+        return self.apply_merges(merges, explicit, path, depth) if merges else explicit
+
+    def build_key(self, key_node: yaml.Node, path: KeyPath) -> str:
+        """A key that is not a plain string: an int, float, bool... becomes its text."""
+        key = self.build_scalar(key_node, path)
+        if isinstance(key, (dict, list)) or key is None:
+            raise self.fail(key_node, path, "mapping keys must be scalars")
+        return key if isinstance(key, str) else str(key)
+
+    def apply_merges(self, merges: list[yaml.Node], explicit: dict[str, RawYaml], path: KeyPath, depth: int) -> dict[str, RawYaml]:
+        """The mapping PyYAML makes of merged pairs followed by the explicit ones: a key sits where it
+        first appears, and the last pair of a key gives its value (explicit keys win over merged ones).
+        Only the winning value of each key is built. `depth` is the depth of the values."""
+        winners: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        for key_node, value_node in self.merged_pairs(merges, path, 0):
+            winners[self.merged_key(key_node, path)] = (key_node, value_node)
         out: dict[str, RawYaml] = {}
-        for source in merged:
-            for key_node, value_node in source.value:
-                key = str(self.build_scalar(key_node, path))
-                if key in out or key in explicit or key_node.tag == _MERGE_TAG:
-                    continue
-                self.lines[path + (key,)] = key_node.start_mark.line + 1
-                out[key] = self.build(value_node, path + (key,), depth + 1)
-        out.update(explicit)
+        for key, (key_node, value_node) in winners.items():
+            if key in explicit:
+                out[key] = explicit[key]
+                continue
+            child = path + (key,)
+            self.lines[child] = key_node.start_mark.line + 1
+            out[key] = self.build(value_node, child, depth)
+        for key, value in explicit.items():
+            out.setdefault(key, value)
         return out
 
-    def merge_sources(self, value: yaml.Node, path: KeyPath) -> list[yaml.MappingNode]:
-        sources = value.value if isinstance(value, yaml.SequenceNode) else [value]
-        for src in sources:
-            if not isinstance(src, yaml.MappingNode):
-                raise self.fail(src, path, "merge key `<<` needs a mapping or a list of mappings")
-        return list(sources)
+    def merged_key(self, key_node: yaml.Node, path: KeyPath) -> str:
+        if key_node.tag == _STR_TAG and type(key_node) is _Scalar:
+            return str(key_node.value)
+        return self.build_key(key_node, path)
+
+    def merged_pairs(self, merges: list[yaml.Node], path: KeyPath, level: int) -> list[tuple[yaml.Node, yaml.Node]]:
+        """The key/value pairs the `<<` values bring, in PyYAML's order: each `<<` in turn; in a list
+        of mappings the last one first, so an earlier mapping's value is assigned later and wins.
+        A merged mapping's own `<<` keys are expanded first, the same way."""
+        if level > MAX_DEPTH:
+            raise self.fail(merges[0], path, f"merge keys nested deeper than {MAX_DEPTH} levels")
+        pairs: list[tuple[yaml.Node, yaml.Node]] = []
+        for value in merges:
+            sources = value.value if isinstance(value, yaml.SequenceNode) else [value]
+            for source in reversed(sources):
+                if not isinstance(source, yaml.MappingNode):
+                    raise self.fail(source, path, "merge key `<<` needs a mapping or a list of mappings")
+                own = [(k, v) for k, v in source.value if k.tag != _MERGE_TAG]
+                inner = [v for k, v in source.value if k.tag == _MERGE_TAG]
+                self.count += len(own)
+                if self.count > MAX_NODES:
+                    raise self.over_limit(source, path)
+                pairs.extend(self.merged_pairs(inner, path, level + 1) if inner else ())
+                pairs.extend(own)
+        return pairs
