@@ -59,6 +59,11 @@ CASES = {
                    "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
                    "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n", 0, "", "alias bomb"),
     "non-utf8": (b"schema: 2\nname: caf\xe9\n", 2, "(top)", "not UTF-8"),
+    # found by tests/test_fuzz_recipes.py: each crashed with a traceback, or printed one line per union member
+    "placement-list": (dump(minimal_recipe(frontend={"placement": {"node": []}})), 0, "frontend.placement.node", "valid string"),
+    "identity-not-mapping": (dump(minimal_recipe(identity={"container": True})), 0, "identity.container", "Input should be"),
+    "env-value-list": (dump(minimal_recipe(roles={"agg": {"env": {"X": [1]}}})), 0, "roles.agg.env.X",
+                       "a valid string, a valid integer, a valid number or a valid boolean (received list)"),
 }
 
 

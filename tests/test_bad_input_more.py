@@ -6,11 +6,13 @@ Each one: exit 2, exactly one line naming file, line and key, no traceback, noth
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from cookbookgen.cells.assemble import load_cookbook
+from cookbookgen.cli import main
 from cookbookgen.errors import CookbookError
 from cookbookgen.recipes.load import MAX_BYTES, parse_yaml, read_yaml_file
 
@@ -39,6 +41,12 @@ MASTER_EDITS = {
     "scenarios not a mapping": ("  scenarios:\n    agentic-coding:\n    - dram-utilization: 0.80\n      search-space:\n      - spec-decoding: dspark\n        conc-list: [1]\n",
                                 "  scenarios: [1]\n  ignored:\n    agentic-coding:\n    - dram-utilization: 0.80\n      search-space:\n      - spec-decoding: dspark\n        conc-list: [1]\n",
                                 "scenarios", "must be a mapping"),
+    # found by tests/test_fuzz_recipes.py: a traceback, and a message split over two lines
+    "additional-settings not a list": ("          tp: 4\n          ep: 1\n", "          tp: 4\n          ep: 1\n          additional-settings: true\n",
+                                       "worker.additional-settings", "must be a list of KEY=VALUE strings (received bool)"),
+    "newline in a recipe path": ("srt-recipe: recipes/dsv41flash/sglang/gb300-fp4/agentx/agg-variants.yaml:override_tp4_c1",
+                                 'srt-recipe: "recipes/line\\nbreak.yaml:override_tp4_c1"', "srt-recipe",
+                                 "recipe file not found: inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/line\\x0abreak.yaml"),
 }
 
 
@@ -52,6 +60,18 @@ def test_bad_master_config(tmp_path: Path, capsys, name: str) -> None:
     master.write_text(text.replace(old, new, 1))
     match = one_problem(capsys, ["render", "--source", str(root), "--config", AGG, "--point", "c1"])
     assert key_part in match["key"] and message in match["msg"]
+
+
+def test_a_model_name_with_a_newline_stays_in_its_comment(tmp_path: Path, capsys) -> None:
+    # The script's heading names the model: a newline in it must not end the comment and run the rest.
+    root = _checkout(tmp_path)
+    master = _master(root)
+    master.write_text(master.read_text().replace("model: deepseek-ai/DeepSeek-V4.1-Flash", 'model: "x\\n(touch /tmp/pwned)"', 1))
+    assert main(["render", "--source", str(root), "--config", AGG, "--point", "c1", "--format", "sh"]) == 0
+    script = capsys.readouterr().out
+    assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
+    assert "# dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg tp4/c1: x\\x0a(touch /tmp/pwned), 4 GPUs" in script
+    assert "\n(touch" not in script.replace("'x\n(touch /tmp/pwned)'", "")   # only inside the quoted --model-path value
 
 
 def test_unsupported_framework(tmp_path: Path, capsys) -> None:

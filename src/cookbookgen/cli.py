@@ -111,9 +111,9 @@ def _heading(rendered: RenderedPoint) -> list[str]:
 
 
 def _as_text(rendered: RenderedPoint, blocks: list[Block]) -> str:
-    from .render.shell import format_block
+    from .render.shell import block_comment, format_block
 
-    parts = [f"# {b.title}" + (f" -- {b.where}" if b.where else "") + "\n" + format_block(b) for b in blocks]
+    parts = [block_comment(b) + "\n" + format_block(b) for b in blocks]
     return "\n\n".join(parts) + "\n"
 
 

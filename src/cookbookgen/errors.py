@@ -7,7 +7,9 @@ them to exit status 2.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable, Mapping
+
+from .text import one_line
 
 
 @dataclass(frozen=True)
@@ -21,7 +23,7 @@ class Problem:
 
     def __str__(self) -> str:
         key = self.key_path or "(top)"
-        return f"{self.file}:{max(self.line, 1)}: {key}: {self.message}"
+        return one_line(f"{self.file}:{max(self.line, 1)}: {key}: {self.message}")
 
 
 class CookbookError(Exception):
@@ -41,3 +43,33 @@ def key_join(parent: str, key: object) -> str:
     if isinstance(key, int):
         return f"{parent}[{key}]"
     return f"{parent}.{key}" if parent else str(key)
+
+
+# Location parts pydantic adds for the member of a union or a validator it tried (`str`, `int`,
+# `list[...]`, `function-wrap[...]`): not keys of the input.
+_MEMBER_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none"})
+
+
+def schema_messages(errors: Iterable[Mapping[str, Any]]) -> list[tuple[tuple[str | int, ...], str]]:
+    """(key path, message) per bad value, from a pydantic `ValidationError.errors()`: one entry per
+    key path, however many members of a union the value failed ("should be a valid string, a valid
+    integer or a valid boolean (received list)")."""
+    grouped: dict[tuple[str | int, ...], list[Mapping[str, Any]]] = {}
+    for error in errors:
+        loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and ("[" in p or p in _MEMBER_TAGS)))
+        grouped.setdefault(loc, []).append(error)
+    return [(loc, _schema_message(found)) for loc, found in grouped.items()]
+
+
+def _schema_message(errors: list[Mapping[str, Any]]) -> str:
+    if any(e["type"] == "extra_forbidden" for e in errors):
+        return "unknown key"
+    if len(errors) == 1 and errors[0]["type"] == "value_error":   # a validator's own sentence
+        return str(errors[0]["msg"]).removeprefix("Value error, ")
+    got = errors[0].get("input")
+    shown = type(got).__name__ if isinstance(got, (dict, list)) else repr(got)
+    wants = list(dict.fromkeys(str(e["msg"]) for e in errors))
+    if len(wants) > 1:   # the members of a union, each "Input should be a valid ..."
+        alternatives = [w.removeprefix("Input should be ") for w in wants]
+        wants = ["Input should be " + ", ".join(alternatives[:-1]) + " or " + alternatives[-1]]
+    return f"{wants[0]} (received {shown})"

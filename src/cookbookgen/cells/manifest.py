@@ -27,7 +27,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import CookbookError
+from ..errors import CookbookError, schema_messages
 from ..recipes.load import Document, KeyPath, read_yaml_file
 
 Status = Literal["verified", "verified-pr", "in-progress", "derived"]
@@ -85,12 +85,7 @@ def read_manifest(path: Path) -> tuple[Manifest, Document]:
     try:
         manifest = Manifest.model_validate(doc.data)
     except ValidationError as exc:
-        problems = []
-        for e in exc.errors():
-            loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-            msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"].removeprefix("Value error, ")
-            problems.append(doc.problem(loc, msg))
-        raise CookbookError(problems) from None
+        raise CookbookError([doc.problem(loc, message) for loc, message in schema_messages(exc.errors())]) from None
     seen: dict[str, KeyPath] = {}
     for p, page in enumerate(manifest.pages):
         for c, config in enumerate(page.configs):

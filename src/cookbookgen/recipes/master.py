@@ -110,6 +110,8 @@ def _rows(doc: Document, key: str, entry: dict[str, RawYaml], scenario: str, g: 
 def _recipe_ref(doc: Document, entry: dict[str, RawYaml], row: dict[str, RawYaml], path: KeyPath) -> RecipeRef:
     for side in ("worker", "prefill", "decode"):
         settings = (row.get(side) or {}).get("additional-settings") if isinstance(row.get(side), dict) else None
+        if settings is not None and not isinstance(settings, list):
+            raise doc.error(path + (side, "additional-settings"), f"must be a list of KEY=VALUE strings (received {type(settings).__name__})")
         for i, item in enumerate(settings or []):
             if isinstance(item, str) and item.startswith("CONFIG_FILE="):
                 return _split_ref(item.removeprefix("CONFIG_FILE="), path + (side, "additional-settings", i))

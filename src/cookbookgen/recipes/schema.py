@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
-from ..errors import CookbookError
+from ..errors import CookbookError, schema_messages
 from .bundle import EffectiveRecipe
 from .load import KeyPath
 from .merge import Origins, deep_merge
@@ -55,12 +55,17 @@ class RoleSpec(_Closed):
     kv_events: bool | dict[str, RawYaml] | None = None
 
 
+class Placement(_Open):
+    node: str | None = None       # a named node of the job, e.g. a CPU node of its own
+
+
 class FrontendSpec(_Open):
     type: Literal["dynamo", "sglang", "sglang-router"] = "dynamo"
     enable_multiple_frontends: bool = False
     num_additional_frontends: int = Field(default=0, ge=0)
     args: dict[str, ArgValue] = Field(default_factory=dict)
     env: dict[str, Scalar | None] = Field(default_factory=dict)
+    placement: Placement | None = None
 
 
 class ServiceSpec(_Open):
@@ -70,6 +75,11 @@ class ServiceSpec(_Open):
     env: dict[str, Scalar | None] = Field(default_factory=dict)
     preamble: str | list[str] | None = None
     options: dict[str, RawYaml] = Field(default_factory=dict)
+    placement: Placement | None = None
+
+
+class InfraSpec(_Open):
+    etcd_nats_dedicated_node: bool = False
 
 
 class ResourcesSpec(_Open):
@@ -83,6 +93,20 @@ class ModelSpec(_Open):
     precision: str | None = None
 
 
+class IdentityModel(_Open):
+    repo: str | None = None       # the Hugging Face id
+    revision: str | None = None
+
+
+class IdentityContainer(_Open):
+    image: str | None = None
+
+
+class IdentitySpec(_Open):
+    model: IdentityModel = IdentityModel()
+    container: IdentityContainer = IdentityContainer()
+
+
 class Recipe(_Open):
     """The parts of a recipe that rendering reads; everything else stays in `data` for the policy."""
 
@@ -92,7 +116,8 @@ class Recipe(_Open):
     frontend: FrontendSpec = FrontendSpec()
     services: list[ServiceSpec] | None = None
     dynamo: dict[str, RawYaml] = Field(default_factory=dict)
-    identity: dict[str, RawYaml] = Field(default_factory=dict)
+    identity: IdentitySpec = IdentitySpec()
+    infra: InfraSpec = InfraSpec()
     roles: dict[RoleName, RoleSpec] = Field(default_factory=dict)
 
 
@@ -106,7 +131,7 @@ def normalise(recipe: EffectiveRecipe) -> tuple[EffectiveRecipe, Recipe]:
     try:
         typed = Recipe.model_validate(data)
     except ValidationError as exc:
-        raise CookbookError([normal.problem(_loc(e["loc"]), _message(dict(e))) for e in exc.errors()]) from None
+        raise CookbookError([normal.problem(loc, message) for loc, message in schema_messages(exc.errors())]) from None
     if not typed.roles:
         raise normal.error(("roles",), "no worker roles: expected roles.agg, or roles.prefill and roles.decode")
     return normal, typed
@@ -119,18 +144,6 @@ def _check_engine(recipe: EffectiveRecipe) -> None:
     if engine in KNOWN_ENGINES:
         raise recipe.error(("engine",), f"engine {engine!r} is not supported yet (supported: sglang)")
     raise recipe.error(("engine",), f"unknown engine {engine!r}; expected one of: {', '.join(KNOWN_ENGINES)}")
-
-
-def _loc(loc: tuple[int | str, ...]) -> KeyPath:
-    return tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in {"str", "int", "float", "bool", "list", "dict"})))
-
-
-def _message(error: dict[str, Any]) -> str:
-    got = error.get("input")
-    shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
-    if error["type"] == "extra_forbidden":
-        return "unknown key"
-    return f"{error['msg']} (received {shown})"
 
 
 def _from_v1(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawYaml], Origins]:

@@ -177,7 +177,7 @@ def model_id(point: ResolvedPoint) -> str:
     path = point.typed.model.path or ""
     if path.startswith("hf:"):
         return path[3:]
-    repo = ((point.typed.identity.get("model") or {}) if isinstance(point.typed.identity, dict) else {}).get("repo")
+    repo = point.typed.identity.model.repo
     if repo:
-        return str(repo)
+        return repo
     raise point.recipe.error(("model", "path"), f"cannot tell the model's Hugging Face id from {path!r}: use an hf: path, identity.model.repo, or a master config")

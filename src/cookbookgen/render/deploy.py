@@ -67,20 +67,17 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
     blocks.sort(key=lambda b: order[b.kind])
     gpus = sum(lay.workers * lay.gpus_per_worker for lay in layouts.values())
     nodes = sum(lay.nodes for lay in layouts.values())
-    identity_image = ((typed.identity.get("container") or {}) if isinstance(typed.identity, dict) else {}).get("image")
-    image = str(ctx.image or identity_image or typed.model.container or "")
-    cpu_nodes = 1 if kind != "direct" and _dedicated_infra(recipe.data) else 0
+    image = str(ctx.image or typed.identity.container.image or typed.model.container or "")
+    cpu_nodes = 1 if kind != "direct" and _dedicated_infra(typed) else 0
     return Deployment(blocks=tuple(blocks), settings=tuple(settings + cluster_settings), model=ctx.model_id,
                       image=image, gpus=gpus, nodes=nodes, cpu_nodes=cpu_nodes)
 
 
-def _dedicated_infra(data: dict[str, RawYaml]) -> bool:
+def _dedicated_infra(typed: Recipe) -> bool:
     """Whether the recipe puts the frontend or the control-plane services on a CPU node of their own."""
     names = set(tables().raw["dedicated_placements"])
-    holders = [data.get("frontend")] + list(data.get("services") or [])
-    if any(isinstance(h, dict) and isinstance(h.get("placement"), dict) and h["placement"].get("node") in names for h in holders):
-        return True
-    return bool((data.get("infra") or {}).get("etcd_nats_dedicated_node")) if isinstance(data.get("infra"), dict) else False
+    placements = [typed.frontend.placement] + [s.placement for s in typed.services or ()]
+    return typed.infra.etcd_nats_dedicated_node or any(p is not None and p.node in names for p in placements)
 
 
 def _cluster_env(ctx: RenderContext, typed: Recipe) -> tuple[dict[str, tuple[str, str]], list[Setting]]:

@@ -1,0 +1,151 @@
+"""Structural fuzzing of recipes and master configs: whatever they hold, `cookbookgen render` either renders it or
+refuses it the documented way. It never crashes with a traceback, never prints half an output.
+
+Each example takes a bundled recipe, makes one or two edits anywhere in it (a value replaced by
+one of another type or a hostile string, a key deleted, an unknown key added), renders one of its
+variants in every format and checks:
+- exit 0: the shell script passes `bash -n`, the JSON parses;
+- exit 2: stdout is empty and stderr holds one `file:line: key.path: problem` line per bad key
+  path (one line for a value that fails every member of a union, not one per member).
+
+`COOKBOOKGEN_FUZZ_EXAMPLES` (default 60 per recipe) runs more examples, e.g. 2000 before a release.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cookbookgen.cli import main
+
+from conftest import SOURCE
+
+RECIPES = SOURCE / "inferencex-e2e/benchmarks"
+BUNDLES = {
+    "multi_node/srt-slurm-recipes/dsv41flash/sglang/gb300-fp4/agentx/agg-variants.yaml": "override_tp4_c4",
+    "multi_node/srt-slurm-recipes/dsv41flash/sglang/gb300-fp4/agentx/disagg-variants.yaml": None,
+    "single_node/srt-slurm-recipes/dsv41flash/sglang/gb300-fp4-mtp/agentic.yaml": None,
+}
+LINE = re.compile(r"^cookbookgen: error: (?P<where>.+?:\d+: \S+): .+$")
+
+ODD_VALUES: list[Any] = [
+    None, True, False, 0, -1, 2**70, 1.5, float("inf"), "", " ", "a b", "$(touch /tmp/pwned)", "'; rm -rf / #",
+    "<script>alert(1)</script>", "../../etc/passwd", "line\nbreak", "\t", "x" * 5000, "ünïcödé", [], {},
+    [1, "two", None], [{"a": 1}], {"nested": {"deeper": [1, 2]}}, {"type": "unknown-kind"},
+]
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path in the tree (the root excluded), parents before children."""
+    out: list[tuple[Any, ...]] = []
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        out.append(prefix + (key,))
+        out.extend(_paths(value, prefix + (key,)))
+    return out
+
+
+def _parent(tree: Any, path: tuple[Any, ...]) -> Any:
+    for key in path[:-1]:
+        tree = tree[key]
+    return tree
+
+
+def _odd(data: st.DataObject) -> Any:
+    return copy.deepcopy(data.draw(st.sampled_from(ODD_VALUES), label="value"))   # a later edit may change it
+
+
+def _edit(tree: Any, data: st.DataObject) -> None:
+    paths = _paths(tree)
+    path = data.draw(st.sampled_from(paths), label="path")
+    parent = _parent(tree, path)
+    action = data.draw(st.sampled_from(["replace", "replace", "delete", "add"]), label="action")
+    if action == "replace":
+        parent[path[-1]] = _odd(data)
+    elif action == "delete":
+        del parent[path[-1]]
+    elif isinstance(parent, dict):
+        parent[data.draw(st.sampled_from(["unknown_key", "args", "env", "extra-flag", "0"]), label="key")] = _odd(data)
+    else:
+        parent.append(_odd(data))
+
+
+@pytest.mark.parametrize("relative", sorted(BUNDLES))
+@settings(max_examples=int(os.environ.get("COOKBOOKGEN_FUZZ_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_an_edited_recipe_renders_or_is_refused_in_one_line(relative: str, tmp_path: Path, capsys, data: st.DataObject) -> None:
+    tree = yaml.safe_load((RECIPES / relative).read_text())
+    for _ in range(data.draw(st.integers(1, 2), label="edits")):
+        _edit(tree, data)
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(yaml.safe_dump(tree, sort_keys=False, allow_unicode=True))
+    selector = BUNDLES[relative]
+    ref = f"{recipe}:{selector}" if selector else str(recipe)
+    capsys.readouterr()
+    for fmt in ("sh", "json", "text"):
+        code = main(["render", "--recipe", ref, "--format", fmt])
+        out, err = capsys.readouterr()
+        assert code in (0, 2), (code, err)
+        if code == 2:
+            _assert_problem_lines(out, err)
+            break
+        if fmt == "sh":
+            check = subprocess.run(["bash", "-n"], input=out, text=True, capture_output=True)
+            assert check.returncode == 0, check.stderr
+        elif fmt == "json":
+            assert json.loads(out)
+
+
+MASTER = "inferencex-e2e/configs/nvidia-master.yaml"
+POINTS = {   # a point of each master entry, rendered after the edit
+    "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg": "tp4/c1",
+    "dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg": "c1228",
+    "dsv41flash-fp4-gb300-sglang-agentic-dspark": "tp4/c1",
+}
+
+
+@pytest.mark.parametrize("config", sorted(POINTS))
+@settings(max_examples=int(os.environ.get("COOKBOOKGEN_FUZZ_EXAMPLES", "60")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_an_edited_master_entry_renders_or_is_refused_in_one_line(config: str, tmp_path: Path, capsys, data: st.DataObject) -> None:
+    # The same promise through the master config: a point of an edited entry (image, model, search
+    # space, recipe references) renders, or each bad key path gets its line.
+    source = tmp_path / "inferencex"
+    if not source.exists():
+        shutil.copytree(SOURCE, source)
+    master = yaml.safe_load((SOURCE / MASTER).read_text())
+    for _ in range(data.draw(st.integers(1, 2), label="edits")):
+        _edit(master[config], data)
+    (source / MASTER).write_text(yaml.safe_dump(master, sort_keys=False, allow_unicode=True))
+    capsys.readouterr()
+    for fmt in ("sh", "json"):
+        code = main(["render", "--source", str(source), "--config", config, "--point", POINTS[config], "--format", fmt])
+        out, err = capsys.readouterr()
+        assert code in (0, 2), (code, err)
+        if code == 2:
+            _assert_problem_lines(out, err)
+            break
+        if fmt == "sh":
+            check = subprocess.run(["bash", "-n"], input=out, text=True, capture_output=True)
+            assert check.returncode == 0, check.stderr
+        else:
+            assert json.loads(out)["config"] == config
+
+
+def _assert_problem_lines(out: str, err: str) -> None:
+    matches = [LINE.match(line) for line in err.strip().splitlines()]
+    assert out == "" and matches and all(matches), err
+    where = [m["where"] for m in matches if m]
+    assert len(where) == len(set(where)), err      # one line per bad key path
