@@ -64,6 +64,12 @@ CASES = {
     "identity-not-mapping": (dump(minimal_recipe(identity={"container": True})), 0, "identity.container", "Input should be"),
     "env-value-list": (dump(minimal_recipe(roles={"agg": {"env": {"X": [1]}}})), 0, "roles.agg.env.X",
                        "a valid string, a valid integer, a valid number or a valid boolean (received list)"),
+    # found by the parity fuzz test: the renderer and the checker read these differently
+    "request-plane-bool": (dump(minimal_recipe(dynamo={"request_plane": True})), 0, "dynamo.request_plane", "valid string"),
+    "fractional-tp": (dump(minimal_recipe(roles={"agg": {"args": {"tensor-parallel-size": 1.5}}})), 0,
+                      "roles.agg.args.tensor-parallel-size", "must be a positive whole number (received 1.5)"),
+    "idle-nodes": (dump(minimal_recipe(roles={"agg": {"nodes": 2, "workers": 1, "gpus": 2}})), 0, "roles.agg.nodes",
+                   "1 worker(s) of 2 GPUs, 1 per node, fill 1 node(s), not 2"),
 }
 
 

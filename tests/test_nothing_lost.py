@@ -11,7 +11,7 @@ from conftest import CORPUS, SOURCE
 from cookbookgen.pipeline import render_point
 from cookbookgen.policy.rules import CLASSES
 from cookbookgen.recipes.bundle import apply_overrides
-from cookbookgen.recipes.schema import normalise
+from cookbookgen.recipes.schema import PARALLEL_SIZE_ARGS, normalise
 from cookbookgen.recipes.workspace import ResolvedPoint, Workspace
 
 SOURCES = {"bundled": SOURCE, "corpus": CORPUS / "inferencex"}
@@ -64,6 +64,12 @@ def _mutations(point: ResolvedPoint, policy) -> list[str]:
     return out
 
 
+def _value_at(data: dict, dotted: str) -> object:
+    for key in dotted.split("."):
+        data = data[key]
+    return data
+
+
 @pytest.mark.parametrize("source", list(SOURCES))
 def test_changing_any_published_setting_changes_the_commands(policy, source: str) -> None:
     checked = 0
@@ -71,6 +77,8 @@ def test_changing_any_published_setting_changes_the_commands(policy, source: str
         before = _text(point, policy)
         for path in _mutations(point, policy):
             value = "mutated-value-42"
+            if path.rsplit(".", 1)[-1] in PARALLEL_SIZE_ARGS:       # must stay a whole number: 4 -> 04, same GPUs
+                value = f'"0{_value_at(point.recipe.data, path)}"'
             recipe = apply_overrides(point.recipe, [f"{path}={value}"], [])
             normal, typed = normalise(recipe)
             changed = ResolvedPoint(point.entry, point.row, point.conc, normal, typed, point.recipe_path)

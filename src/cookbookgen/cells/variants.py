@@ -30,7 +30,7 @@ from ..agentx.decode import LINKER_FLAGS, kv_transform, to_block
 from ..errors import CookbookError
 from ..policy.rules import Policy
 from ..recipes.load import parse_yaml
-from ..recipes.schema import FrontendSpec, Recipe
+from ..recipes.schema import DynamoSpec, FrontendSpec, Recipe
 from ..render import deploy
 from ..render.layout import RoleLayout, Slot
 from ..render.model import ROLES, Block, Deployment
@@ -204,7 +204,7 @@ def to_dynamo(blocks: list[Block], model: str) -> list[Block]:
     """SGLang -> Dynamo: etcd, NATS and a frontend built by render; workers on dynamo.sglang."""
     rules = _router_rules("dynamo")
     typed = Recipe(frontend=FrontendSpec(type="dynamo", args=rules["frontend_args"]),
-                   dynamo={"request_plane": rules["request_plane"]})
+                   dynamo=DynamoSpec(request_plane=rules["request_plane"]))
     ctx = _no_policy_context(model)
     env = deploy.dynamo_env(typed)
     infra = deploy.dynamo_infra_blocks(None, typed, ctx) + deploy.dynamo_frontend_blocks(None, typed, ctx, {})  # type: ignore[arg-type]

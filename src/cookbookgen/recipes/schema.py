@@ -35,6 +35,10 @@ RoleName = Literal["agg", "prefill", "decode"]
 SUPPORTED_ENGINES = ("sglang",)
 KNOWN_ENGINES = ("sglang", "vllm", "trtllm", "trt-llm")
 
+# Worker args that size a parallel group: GPUs, nodes and labels are computed from them.
+PARALLEL_SIZE_ARGS = ("tensor-parallel-size", "tp-size", "tp", "pipeline-parallel-size", "pp-size",
+                      "data-parallel-size", "dp-size", "dp", "expert-parallel-size", "ep-size", "ep")
+
 _V1_ROLES = {"prefill": "prefill", "decode": "decode", "aggregated": "agg", "agg": "agg"}
 
 
@@ -93,6 +97,10 @@ class ModelSpec(_Open):
     precision: str | None = None
 
 
+class DynamoSpec(_Open):
+    request_plane: str | None = None   # nats, tcp, ... (None: srt-slurm's default)
+
+
 class IdentityModel(_Open):
     repo: str | None = None       # the Hugging Face id
     revision: str | None = None
@@ -115,7 +123,7 @@ class Recipe(_Open):
     resources: ResourcesSpec = ResourcesSpec()
     frontend: FrontendSpec = FrontendSpec()
     services: list[ServiceSpec] | None = None
-    dynamo: dict[str, RawYaml] = Field(default_factory=dict)
+    dynamo: DynamoSpec = DynamoSpec()
     identity: IdentitySpec = IdentitySpec()
     infra: InfraSpec = InfraSpec()
     roles: dict[RoleName, RoleSpec] = Field(default_factory=dict)
@@ -134,7 +142,25 @@ def normalise(recipe: EffectiveRecipe) -> tuple[EffectiveRecipe, Recipe]:
         raise CookbookError([normal.problem(loc, message) for loc, message in schema_messages(exc.errors())]) from None
     if not typed.roles:
         raise normal.error(("roles",), "no worker roles: expected roles.agg, or roles.prefill and roles.decode")
+    _check_parallel_sizes(normal, typed)
     return normal, typed
+
+
+def _check_parallel_sizes(recipe: EffectiveRecipe, typed: Recipe) -> None:
+    """A parallel size is a positive whole number (`4` or `"4"`): never rounded, never ignored."""
+    problems = [recipe.problem(("roles", role, "args", key), f"must be a positive whole number (received {spec.args[key]!r})")
+                for role, spec in typed.roles.items() for key in PARALLEL_SIZE_ARGS
+                if key in spec.args and not _positive_whole(spec.args[key])]
+    if problems:
+        raise CookbookError(problems)
+
+
+def _positive_whole(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value > 0
+    return isinstance(value, str) and value.isdigit() and int(value) > 0
 
 
 def _check_engine(recipe: EffectiveRecipe) -> None:

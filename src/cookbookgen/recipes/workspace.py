@@ -163,11 +163,16 @@ class Workspace:
 
 
 def _matches(data: dict[str, RawYaml], tp: int | None, conc: int) -> bool:
-    roles = data.get("roles") or {}
-    args = ((roles.get("agg") or roles.get("prefill") or {}).get("args") or {}) if isinstance(roles, dict) else {}
+    """Whether a variant (not validated yet: any shape) has this TP and concurrency."""
+    roles = _mapping(data.get("roles"))
+    args = _mapping(_mapping(roles.get("agg") or roles.get("prefill")).get("args"))
     got_tp = next((args[k] for k in ("tensor-parallel-size", "tp-size") if k in args), None)
-    got_conc = ((data.get("benchmark") or {}).get("env") or {}).get("CONC")
+    got_conc = _mapping(_mapping(data.get("benchmark")).get("env")).get("CONC")
     return (tp is None or str(got_tp) == str(tp)) and str(got_conc) == str(conc)
+
+
+def _mapping(value: RawYaml) -> dict[str, RawYaml]:
+    return value if isinstance(value, dict) else {}
 
 
 def model_id(point: ResolvedPoint) -> str:

@@ -93,7 +93,7 @@ def _cluster_env(ctx: RenderContext, typed: Recipe) -> tuple[dict[str, tuple[str
 
 def dynamo_env(typed: Recipe) -> dict[str, str]:
     env = dict(tables().raw["dynamo_env"])
-    plane = typed.dynamo.get("request_plane")
+    plane = typed.dynamo.request_plane
     if plane:
         env["DYN_REQUEST_PLANE"] = word(plane)
     return env
@@ -106,10 +106,9 @@ def _shared_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, l
     """`_worker`, once per run for each role subtree and slot: the points of a bundle share the role
     subtrees their override leaves alone (the same object), and the block is a function of the
     subtree (which `spec` validates), of the keyed values below, and of the policy that holds the memo."""
-    plane = typed.dynamo.get("request_plane")
+    plane = typed.dynamo.request_plane
     mooncake = any(s.type == "mooncake-master" for s in typed.services or [])
-    plane_key = None if plane is None else (type(plane).__name__, word(plane), bool(plane))   # as `_worker` reads it
-    key = ("worker", id(raw), kind, layout, slot, ctx.model_id, plane_key, mooncake, tuple(cluster_env.items()))
+    key = ("worker", id(raw), kind, layout, slot, ctx.model_id, plane, mooncake, tuple(cluster_env.items()))
     hit = ctx.policy.memo.get(key) if isinstance(raw, dict) else None
     if hit is not None and hit[0] is raw:
         block: Block = hit[1]
@@ -133,8 +132,8 @@ def _worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
     if layout.nodes_per_worker > 1:
         lead += [("--dist-init-addr", f"${role.upper()}_HEAD_IP:{ports['dist_init']}"),
                  ("--nnodes", str(layout.nodes_per_worker)), ("--node-rank", "$NODE_RANK")]
-    if kind == "dynamo" and typed.dynamo.get("request_plane"):
-        lead.append(("--request-plane", word(typed.dynamo["request_plane"])))
+    if kind == "dynamo" and typed.dynamo.request_plane:
+        lead.append(("--request-plane", word(typed.dynamo.request_plane)))
     if spec.kv_events and "kv-events-config" not in spec.args:
         lead.append(("--kv-events-config", _kv_events(spec.kv_events, ports["kv_events"] + slot.index * layout.dp_size)))
     args = lead + kept_args(ctx.policy, ("roles", role, "args"), spec.args)

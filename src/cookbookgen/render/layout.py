@@ -85,6 +85,9 @@ def _plan_role(recipe: EffectiveRecipe, role: Role, spec: RoleSpec, gpn: int, pr
     slots = math.ceil(workers / nodes)
     if slots * gpus > gpn:
         raise recipe.error(("roles", role, "nodes"), f"{workers} workers of {gpus} GPUs do not fit on {nodes} node(s) of {gpn} GPUs")
+    if math.ceil(workers / slots) != nodes:   # a node with no worker: no command could show it
+        raise recipe.error(("roles", role, "nodes"), f"{workers} worker(s) of {gpus} GPUs, {slots} per node, fill "
+                                                     f"{math.ceil(workers / slots)} node(s), not {nodes}")
     if slots == 1:
         return RoleLayout(role, workers, gpus, 1, nodes, (Slot(0, workers, None),), dp)
     per_slot = [sum(1 for i in range(workers) if i % slots == s) for s in range(slots)]
