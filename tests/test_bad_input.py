@@ -70,6 +70,10 @@ CASES = {
                       "roles.agg.args.tensor-parallel-size", "must be a positive whole number (received 1.5)"),
     "idle-nodes": (dump(minimal_recipe(roles={"agg": {"nodes": 2, "workers": 1, "gpus": 2}})), 0, "roles.agg.nodes",
                    "1 worker(s) of 2 GPUs, 1 per node, fill 1 node(s), not 2"),
+    "decode-without-prefill": (dump({**minimal_recipe(), "roles": {"decode": minimal_recipe()["roles"]["agg"]}}), 0, "roles",
+                               "worker roles decode: expected roles.agg, or roles.prefill and roles.decode"),
+    "router-args-without-router": (dump(minimal_recipe(frontend={"type": "sglang", "args": {"policy": "round_robin"}})), 0,
+                                   "frontend.args", "starts no router"),
 }
 
 

@@ -182,3 +182,24 @@ def test_the_cookbook_of_an_edited_recipe_is_at_parity_with_it(relative: str, tm
 
 
 UNKNOWN_SETTING = "no check compares it with the cookbook"
+
+
+@settings(max_examples=int(os.environ.get("COOKBOOKGEN_FUZZ_EXAMPLES", "60")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_an_edited_manifest_is_checked_or_refused_in_one_line(tmp_path: Path, capsys, data: st.DataObject) -> None:
+    # The cookbook manifest (pages, provenance, metrics) carries no launch setting: an edit is either
+    # refused, or the cookbook is still at parity with the recipes.
+    root = tmp_path / "data"
+    if not root.exists():
+        shutil.copytree(DATA, root)
+    manifest = yaml.safe_load((DATA / "cookbook.yaml").read_text())
+    for _ in range(data.draw(st.integers(1, 2), label="edits")):
+        _edit(manifest, data)
+    (root / "cookbook.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True))
+    capsys.readouterr()
+    code = main(["diff", "--cookbook", str(root / "cookbook.yaml")])
+    out, err = capsys.readouterr()
+    assert code in (0, 2), out[-3000:] + err
+    if code == 2:
+        _assert_problem_lines(out, err)

@@ -140,8 +140,9 @@ def normalise(recipe: EffectiveRecipe) -> tuple[EffectiveRecipe, Recipe]:
         typed = Recipe.model_validate(data)
     except ValidationError as exc:
         raise CookbookError([normal.problem(loc, message) for loc, message in schema_messages(exc.errors())]) from None
-    if not typed.roles:
-        raise normal.error(("roles",), "no worker roles: expected roles.agg, or roles.prefill and roles.decode")
+    if set(typed.roles) not in ({"agg"}, {"prefill", "decode"}):
+        found = ", ".join(typed.roles) or "none"
+        raise normal.error(("roles",), f"worker roles {found}: expected roles.agg, or roles.prefill and roles.decode")
     _check_parallel_sizes(normal, typed)
     return normal, typed
 

@@ -225,6 +225,12 @@ def _worker_urls(layout: RoleLayout) -> list[tuple[str, int]]:
 
 
 def _direct(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout]) -> list[Block]:
+    """No frontend process: the one worker serves clients itself, so frontend args and env have
+    nowhere to go (never dropped silently)."""
+    for section in ("args", "env"):
+        if getattr(typed.frontend, section):
+            raise recipe.error(("frontend", section), "frontend type sglang with a single worker starts no router, so nothing "
+                                                      "would use these; set frontend.type: sglang-router to run one")
     return []
 
 
