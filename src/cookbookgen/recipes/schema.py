@@ -103,7 +103,6 @@ class DynamoSpec(_Open):
 
 class IdentityModel(_Open):
     repo: str | None = None       # the Hugging Face id
-    revision: str | None = None
 
 
 class IdentityContainer(_Open):
