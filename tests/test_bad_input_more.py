@@ -44,6 +44,8 @@ MASTER_EDITS = {
     # found by tests/test_fuzz_recipes.py: a traceback, and a message split over two lines
     "additional-settings not a list": ("          tp: 4\n          ep: 1\n", "          tp: 4\n          ep: 1\n          additional-settings: true\n",
                                        "worker.additional-settings", "must be a list of KEY=VALUE strings (received bool)"),
+    "recipe path too long for the system": ("srt-recipe: recipes/dsv41flash/sglang/gb300-fp4/agentx/agg-variants.yaml:override_tp4_c1",
+                                            "srt-recipe: " + "x" * 5000, "srt-recipe", "cannot be read: File name too long"),
     "newline in a recipe path": ("srt-recipe: recipes/dsv41flash/sglang/gb300-fp4/agentx/agg-variants.yaml:override_tp4_c1",
                                  'srt-recipe: "recipes/line\\nbreak.yaml:override_tp4_c1"', "srt-recipe",
                                  "recipe file not found: inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/line\\x0abreak.yaml"),

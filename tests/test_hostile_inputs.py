@@ -112,6 +112,7 @@ MANIFEST_CASES = {
     "bad commit": ("commit: 2bc599fc4149e0d960c65d4deb528fd55cf282af", "commit: 2BC599", "commit", "hex"),
     "unknown key in config": ("key: dsv41flash-fp4-gb300-sglang-agentic-dspark", "key: dsv41-nope", "key", "unknown config key"),
     "python tag": ("title: DeepSeek", "title: !!python/name:os.system", "title", "could not determine a constructor"),
+    "source name too long": ("source: inferencex", "source: " + "x" * 5000, "source", "cannot be read: File name too long"),
 }
 
 
@@ -191,3 +192,12 @@ def test_module_errors_name_the_line_of_the_cell(tmp_path: Path, capsys) -> None
 def test_module_with_a_duplicate_cell_id(tmp_path: Path, capsys) -> None:
     path = _module(tmp_path, lambda d: d["cells"][2].__setitem__("id", d["cells"][1]["id"]))
     _expect_one_line(capsys, ["show", str(path)], "bad.jsx", "cells[2].id", "duplicate cell id")
+
+
+def test_a_path_the_system_refuses_is_one_line(tmp_path: Path, capsys) -> None:
+    # A name longer than the file system allows: the OS error becomes one line naming the path, exit 2.
+    name = str(tmp_path / ("x" * 5000 + ".yaml"))
+    code = main(["diff", "--cookbook", name])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err.splitlines() == [f"cookbookgen: error: {name}: File name too long"]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from . import __version__
 from .commands import agentx, diff, site
 from .errors import CookbookError
+from .text import one_line
 
 if TYPE_CHECKING:  # the stages are imported by the handlers that use them, so `--help` and `diff` start fast
     from .pipeline import RenderedPoint
@@ -72,6 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return EXIT_OK
+    except OSError as exc:   # a path the input names that the system refuses (too long, unreadable): still one line
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"cookbookgen: error: {one_line(where + (exc.strerror or str(exc)))}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 def _cmd_render(args: argparse.Namespace) -> int:

@@ -97,7 +97,11 @@ def read_manifest(path: Path) -> tuple[Manifest, Document]:
 
 
 def source_root(manifest_path: Path, manifest: Manifest, doc: Document) -> Path:
-    root = (manifest_path.parent / manifest.source).resolve()
-    if not root.is_dir():
+    try:
+        root = (manifest_path.parent / manifest.source).resolve()
+        found = root.is_dir()
+    except OSError as exc:     # a name too long, a loop of links...
+        raise doc.error(("source",), f"checkout {manifest.source!r} cannot be read: {exc.strerror}") from None
+    if not found:
         raise doc.error(("source",), f"checkout not found: {root}")
     return root

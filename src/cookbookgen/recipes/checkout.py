@@ -49,11 +49,14 @@ class Checkout:
             rel = MULTI_NODE_RECIPES.joinpath(*rel.parts[1:])
         elif recipe_dir:
             rel = PurePosixPath(recipe_dir) / rel
-        path = (self.e2e / rel).resolve()
-        if not path.is_relative_to(self.root.resolve()):
-            raise CookbookError([_moved(where, f"recipe path {ref!r} leaves the checkout")])
-        if not path.is_file():
-            raise CookbookError([_moved(where, f"recipe file not found: {self.shown(self.e2e / rel)}")])
+        try:
+            path = (self.e2e / rel).resolve()
+            if not path.is_relative_to(self.root.resolve()):
+                raise CookbookError([_moved(where, f"recipe path {ref!r} leaves the checkout")])
+            if not path.is_file():
+                raise CookbookError([_moved(where, f"recipe file not found: {self.shown(self.e2e / rel)}")])
+        except OSError as exc:     # a name too long, a loop of links...
+            raise CookbookError([_moved(where, f"recipe path {ref!r} cannot be read: {exc.strerror}")]) from None
         return path
 
 
