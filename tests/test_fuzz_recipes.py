@@ -1,14 +1,18 @@
-"""Structural fuzzing of recipes and master configs: whatever they hold, `cookbookgen render` either renders it or
-refuses it the documented way. It never crashes with a traceback, never prints half an output.
+"""Structural fuzzing of the bundled recipes, master entries and manifest: whatever they hold,
+cookbookgen renders and checks it, or refuses it the documented way; never a traceback, never half
+an output.
 
-Each example takes a bundled recipe, makes one or two edits anywhere in it (a value replaced by
-one of another type or a hostile string, a key deleted, an unknown key added), renders one of its
-variants in every format and checks:
-- exit 0: the shell script passes `bash -n`, the JSON parses;
-- exit 2: stdout is empty and stderr holds one `file:line: key.path: problem` line per bad key
-  path (one line for a value that fails every member of a union, not one per member).
+Each example makes one or two edits anywhere in an input (a value replaced by one of another type
+or a hostile string, a key deleted, an unknown key added), then:
+- recipes and master entries: renders a point in every format. Exit 0: the script passes
+  `bash -n` and the JSON parses. Exit 2: stdout is empty and stderr holds one
+  `file:line: key.path: problem` line per bad key path (one for a value that fails every member
+  of a union, not one per member);
+- recipes: the cookbook built from the edited recipe passes its own `diff` (renderer and checker
+  read the recipe independently), unless it is refused;
+- the manifest: `diff` is at parity or refuses it.
 
-`COOKBOOKGEN_FUZZ_EXAMPLES` (default 60 per recipe) runs more examples, e.g. 2000 before a release.
+`COOKBOOKGEN_FUZZ_EXAMPLES` (default 60 per input) runs more examples, e.g. 2000 before a release.
 """
 
 from __future__ import annotations
@@ -32,11 +36,13 @@ from cookbookgen.cli import main
 from conftest import DATA, SOURCE
 
 RECIPES = SOURCE / "inferencex-e2e/benchmarks"
-BUNDLES = {
-    "multi_node/srt-slurm-recipes/dsv41flash/sglang/gb300-fp4/agentx/agg-variants.yaml": "override_tp4_c4",
-    "multi_node/srt-slurm-recipes/dsv41flash/sglang/gb300-fp4/agentx/disagg-variants.yaml": None,
-    "single_node/srt-slurm-recipes/dsv41flash/sglang/gb300-fp4-mtp/agentic.yaml": None,
-}
+BUNDLES = [
+    "multi_node/srt-slurm-recipes/dsv41flash/sglang/gb300-fp4/agentx/agg-variants.yaml",
+    "multi_node/srt-slurm-recipes/dsv41flash/sglang/gb300-fp4/agentx/disagg-variants.yaml",
+    "single_node/srt-slurm-recipes/dsv41flash/sglang/gb300-fp4-mtp/agentic.yaml",
+]
+FUZZ = settings(max_examples=int(os.environ.get("COOKBOOKGEN_FUZZ_EXAMPLES", "60")), deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture])
 LINE = re.compile(r"^cookbookgen: error: (?P<where>.+?:\d+: \S+): .+$")
 
 ODD_VALUES: list[Any] = [
@@ -81,30 +87,55 @@ def _edit(tree: Any, data: st.DataObject) -> None:
         parent.append(_odd(data))
 
 
-@pytest.mark.parametrize("relative", sorted(BUNDLES))
-@settings(max_examples=int(os.environ.get("COOKBOOKGEN_FUZZ_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_an_edited_recipe_renders_or_is_refused_in_one_line(relative: str, tmp_path: Path, capsys, data: st.DataObject) -> None:
-    tree = yaml.safe_load((RECIPES / relative).read_text())
-    for _ in range(data.draw(st.integers(1, 2), label="edits")):
-        _edit(tree, data)
-    recipe = tmp_path / "recipe.yaml"
-    recipe.write_text(yaml.safe_dump(tree, sort_keys=False, allow_unicode=True))
-    selector = BUNDLES[relative]
-    ref = f"{recipe}:{selector}" if selector else str(recipe)
+def _render_every_format(argv: list[str], capsys) -> int:
+    """Render in sh, json and text; the exit status (the same for all, or 2 at the first refusal)."""
     capsys.readouterr()
     for fmt in ("sh", "json", "text"):
-        code = main(["render", "--recipe", ref, "--format", fmt])
+        code = main([*argv, "--format", fmt])
         out, err = capsys.readouterr()
         assert code in (0, 2), (code, err)
         if code == 2:
             _assert_problem_lines(out, err)
-            break
+            return code
         if fmt == "sh":
             check = subprocess.run(["bash", "-n"], input=out, text=True, capture_output=True)
             assert check.returncode == 0, check.stderr
         elif fmt == "json":
             assert json.loads(out)
+    return 0
+
+
+def _assert_problem_lines(out: str, err: str) -> None:
+    matches = [LINE.match(line) for line in err.strip().splitlines()]
+    assert out == "" and matches and all(matches), err
+    where = [m["where"] for m in matches if m]
+    assert len(where) == len(set(where)), err      # one line per bad key path
+
+
+def _variants(tree: dict[str, Any]) -> list[str]:
+    return [k for k in tree if k.startswith("override_")]
+
+
+@pytest.mark.parametrize("relative", BUNDLES)
+def test_every_variant_of_an_unedited_recipe_renders(relative: str, capsys) -> None:
+    # The harness below can succeed: without edits, every variant renders in every format.
+    tree = yaml.safe_load((RECIPES / relative).read_text())
+    assert _variants(tree)
+    for variant in _variants(tree):
+        assert _render_every_format(["render", "--recipe", f"{RECIPES / relative}:{variant}"], capsys) == 0
+
+
+@pytest.mark.parametrize("relative", BUNDLES)
+@FUZZ
+@given(data=st.data())
+def test_an_edited_recipe_renders_or_is_refused_in_one_line(relative: str, tmp_path: Path, capsys, data: st.DataObject) -> None:
+    tree = yaml.safe_load((RECIPES / relative).read_text())
+    variant = data.draw(st.sampled_from(_variants(tree)), label="variant")
+    for _ in range(data.draw(st.integers(1, 2), label="edits")):
+        _edit(tree, data)
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(yaml.safe_dump(tree, sort_keys=False, allow_unicode=True))
+    _render_every_format(["render", "--recipe", f"{recipe}:{variant}"], capsys)
 
 
 MASTER = "inferencex-e2e/configs/nvidia-master.yaml"
@@ -116,8 +147,7 @@ POINTS = {   # a point of each master entry, rendered after the edit
 
 
 @pytest.mark.parametrize("config", sorted(POINTS))
-@settings(max_examples=int(os.environ.get("COOKBOOKGEN_FUZZ_EXAMPLES", "60")), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@FUZZ
 @given(data=st.data())
 def test_an_edited_master_entry_renders_or_is_refused_in_one_line(config: str, tmp_path: Path, capsys, data: st.DataObject) -> None:
     # The same promise through the master config: a point of an edited entry (image, model, search
@@ -129,31 +159,11 @@ def test_an_edited_master_entry_renders_or_is_refused_in_one_line(config: str, t
     for _ in range(data.draw(st.integers(1, 2), label="edits")):
         _edit(master[config], data)
     (source / MASTER).write_text(yaml.safe_dump(master, sort_keys=False, allow_unicode=True))
-    capsys.readouterr()
-    for fmt in ("sh", "json"):
-        code = main(["render", "--source", str(source), "--config", config, "--point", POINTS[config], "--format", fmt])
-        out, err = capsys.readouterr()
-        assert code in (0, 2), (code, err)
-        if code == 2:
-            _assert_problem_lines(out, err)
-            break
-        if fmt == "sh":
-            check = subprocess.run(["bash", "-n"], input=out, text=True, capture_output=True)
-            assert check.returncode == 0, check.stderr
-        else:
-            assert json.loads(out)["config"] == config
+    _render_every_format(["render", "--source", str(source), "--config", config, "--point", POINTS[config]], capsys)
 
 
-def _assert_problem_lines(out: str, err: str) -> None:
-    matches = [LINE.match(line) for line in err.strip().splitlines()]
-    assert out == "" and matches and all(matches), err
-    where = [m["where"] for m in matches if m]
-    assert len(where) == len(set(where)), err      # one line per bad key path
-
-
-@pytest.mark.parametrize("relative", sorted(BUNDLES))
-@settings(max_examples=int(os.environ.get("COOKBOOKGEN_FUZZ_EXAMPLES", "60")), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.parametrize("relative", BUNDLES)
+@FUZZ
 @given(data=st.data())
 def test_the_cookbook_of_an_edited_recipe_is_at_parity_with_it(relative: str, tmp_path: Path, capsys, data: st.DataObject) -> None:
     # Renderer and checker read the recipe independently: for any recipe the cookbook accepts, the
@@ -184,8 +194,7 @@ def test_the_cookbook_of_an_edited_recipe_is_at_parity_with_it(relative: str, tm
 UNKNOWN_SETTING = "no check compares it with the cookbook"
 
 
-@settings(max_examples=int(os.environ.get("COOKBOOKGEN_FUZZ_EXAMPLES", "60")), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@FUZZ
 @given(data=st.data())
 def test_an_edited_manifest_is_checked_or_refused_in_one_line(tmp_path: Path, capsys, data: st.DataObject) -> None:
     # The cookbook manifest (pages, provenance, metrics) carries no launch setting: an edit is either
