@@ -87,6 +87,21 @@ def _edit(tree: Any, data: st.DataObject) -> None:
         parent.append(_odd(data))
 
 
+def _write_edited(source: Path, target: Path, data: st.DataObject, part: str | None = None) -> None:
+    """`source` with one or two edits (inside its top-level `part` when given) written to `target`."""
+    tree = yaml.safe_load(source.read_text())
+    for _ in range(data.draw(st.integers(1, 2), label="edits")):
+        _edit(tree[part] if part else tree, data)
+    target.write_text(yaml.safe_dump(tree, sort_keys=False, allow_unicode=True))
+
+
+def _copy_once(source: Path, target: Path) -> Path:
+    """A copy of the `source` folder that the examples of one test share (each rewrites its edited file)."""
+    if not target.exists():
+        shutil.copytree(source, target)
+    return target
+
+
 def _render_every_format(argv: list[str], capsys) -> int:
     """Render in sh, json and text; the exit status (the same for all, or 2 at the first refusal)."""
     capsys.readouterr()
@@ -129,12 +144,9 @@ def test_every_variant_of_an_unedited_recipe_renders(relative: str, capsys) -> N
 @FUZZ
 @given(data=st.data())
 def test_an_edited_recipe_renders_or_is_refused_in_one_line(relative: str, tmp_path: Path, capsys, data: st.DataObject) -> None:
-    tree = yaml.safe_load((RECIPES / relative).read_text())
-    variant = data.draw(st.sampled_from(_variants(tree)), label="variant")
-    for _ in range(data.draw(st.integers(1, 2), label="edits")):
-        _edit(tree, data)
+    variant = data.draw(st.sampled_from(_variants(yaml.safe_load((RECIPES / relative).read_text()))), label="variant")
     recipe = tmp_path / "recipe.yaml"
-    recipe.write_text(yaml.safe_dump(tree, sort_keys=False, allow_unicode=True))
+    _write_edited(RECIPES / relative, recipe, data)
     _render_every_format(["render", "--recipe", f"{recipe}:{variant}"], capsys)
 
 
@@ -152,13 +164,8 @@ POINTS = {   # a point of each master entry, rendered after the edit
 def test_an_edited_master_entry_renders_or_is_refused_in_one_line(config: str, tmp_path: Path, capsys, data: st.DataObject) -> None:
     # The same promise through the master config: a point of an edited entry (image, model, search
     # space, recipe references) renders, or each bad key path gets its line.
-    source = tmp_path / "inferencex"
-    if not source.exists():
-        shutil.copytree(SOURCE, source)
-    master = yaml.safe_load((SOURCE / MASTER).read_text())
-    for _ in range(data.draw(st.integers(1, 2), label="edits")):
-        _edit(master[config], data)
-    (source / MASTER).write_text(yaml.safe_dump(master, sort_keys=False, allow_unicode=True))
+    source = _copy_once(SOURCE, tmp_path / "inferencex")
+    _write_edited(SOURCE / MASTER, source / MASTER, data, part=config)
     _render_every_format(["render", "--source", str(source), "--config", config, "--point", POINTS[config]], capsys)
 
 
@@ -170,14 +177,8 @@ def test_the_cookbook_of_an_edited_recipe_is_at_parity_with_it(relative: str, tm
     # commands it renders must pass its own diff. The one mismatch allowed is the designed one: a
     # setting no policy rule or check knows (the diff fails until someone classifies it). The text
     # report (config by config, with the memo shared by points) and JSON (whole cookbook) agree.
-    root = tmp_path / "data"
-    if not root.exists():
-        shutil.copytree(DATA, root)
-    recipe = root / "inferencex" / "inferencex-e2e/benchmarks" / relative
-    tree = yaml.safe_load((RECIPES / relative).read_text())
-    for _ in range(data.draw(st.integers(1, 2), label="edits")):
-        _edit(tree, data)
-    recipe.write_text(yaml.safe_dump(tree, sort_keys=False, allow_unicode=True))
+    root = _copy_once(DATA, tmp_path / "data")
+    _write_edited(RECIPES / relative, root / "inferencex/inferencex-e2e/benchmarks" / relative, data)
     capsys.readouterr()
     code = main(["diff", "--cookbook", str(root / "cookbook.yaml")])
     out, err = capsys.readouterr()
@@ -199,13 +200,8 @@ UNKNOWN_SETTING = "no check compares it with the cookbook"
 def test_an_edited_manifest_is_checked_or_refused_in_one_line(tmp_path: Path, capsys, data: st.DataObject) -> None:
     # The cookbook manifest (pages, provenance, metrics) carries no launch setting: an edit is either
     # refused, or the cookbook is still at parity with the recipes.
-    root = tmp_path / "data"
-    if not root.exists():
-        shutil.copytree(DATA, root)
-    manifest = yaml.safe_load((DATA / "cookbook.yaml").read_text())
-    for _ in range(data.draw(st.integers(1, 2), label="edits")):
-        _edit(manifest, data)
-    (root / "cookbook.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True))
+    root = _copy_once(DATA, tmp_path / "data")
+    _write_edited(DATA / "cookbook.yaml", root / "cookbook.yaml", data)
     capsys.readouterr()
     code = main(["diff", "--cookbook", str(root / "cookbook.yaml")])
     out, err = capsys.readouterr()
