@@ -208,3 +208,39 @@ def test_an_edited_manifest_is_checked_or_refused_in_one_line(tmp_path: Path, ca
     assert code in (0, 2), out[-3000:] + err
     if code == 2:
         _assert_problem_lines(out, err)
+
+
+@pytest.fixture(scope="module")
+def module_json(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The bundled cookbook encoded as an AgentX module's JSON (`export --format json`)."""
+    out = tmp_path_factory.mktemp("module") / "cookbook.json"
+    assert main(["export", "--format", "json", "--out", str(out)]) == 0
+    return out.read_text()
+
+
+@FUZZ
+@given(data=st.data())
+def test_an_edited_agentx_module_decodes_or_is_refused_in_one_line(module_json: str, tmp_path: Path, capsys,
+                                                                    data: st.DataObject) -> None:
+    # A published module is someone else's file: an edit anywhere (cells, refs, diffs, patches,
+    # envs, files) decodes and is compared with the recipes, or is refused with located lines.
+    tree = json.loads(module_json)
+    for _ in range(data.draw(st.integers(1, 2), label="edits")):
+        _edit(tree, data)
+    module = tmp_path / "module.json"
+    module.write_text(json.dumps(tree))
+    capsys.readouterr()
+    for fmt in ("json", "text"):
+        code = main(["show", str(module), "--format", fmt])
+        out, err = capsys.readouterr()
+        assert code in (0, 2), (code, err)
+        if code == 2:
+            _assert_problem_lines(out, err)
+            break
+        if fmt == "json":
+            json.loads(out)
+    code = main(["diff", "--cookbook", str(module), "--source", str(SOURCE)])   # an edit may be drift: exit 1
+    out, err = capsys.readouterr()
+    assert code in (0, 1, 2), (code, err)
+    if code == 2:
+        _assert_problem_lines(out, err)

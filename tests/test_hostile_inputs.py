@@ -57,6 +57,9 @@ MODULE_CASES = {
     "dangling from": (_set_block(1, "sglang", 2, {"from": 99}), "from", "block"),
     "self from": (_set_block(1, "dynamo", 0, {"from": 0}), "from", ""),
     "bad envRef": (_set_block(1, "dynamo", 3, {"kind": "worker", "cmd": "x", "args": [], "envRef": 999}), "envRef", ""),
+    # found by tests/test_fuzz_recipes.py: tracebacks before
+    "args not a list": (_set_block(1, "dynamo", 3, {"kind": "worker", "cmd": "x", "args": True}), "cells[1].points[0]", "malformed module data"),
+    "point without concurrencies": (lambda d: d["cells"][1]["points"][0].pop("concs"), "cells[1]", "malformed module data: missing key 'concs'"),
     "cyclic ref": (lambda d: (d["cells"][0]["routers"]["sglang"]["blocks"].__setitem__(0, {"ref": [1, "sglang", 0]}),
                               d["cells"][1]["routers"]["sglang"]["blocks"].__setitem__(0, {"ref": [0, "sglang", 0]})), "ref", "cycl"),
 }
@@ -201,3 +204,12 @@ def test_a_path_the_system_refuses_is_one_line(tmp_path: Path, capsys) -> None:
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and "Traceback" not in err
     assert err.splitlines() == [f"cookbookgen: error: {name}: File name too long"]
+
+
+def test_module_cell_field_of_the_wrong_type_in_diff(tmp_path: Path, capsys) -> None:
+    # Found by the module fuzzer: an image that is not text reached the image comparison and crashed.
+    path = _module(tmp_path, lambda d: d["cells"][1].__setitem__("image", True))
+    code = main(["diff", "--cookbook", str(path), "--source", str(CORPUS / "inferencex")])
+    _, err = capsys.readouterr()
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "cells[1].image: must be a string (received True)" in err

@@ -13,8 +13,9 @@ from __future__ import annotations
 import copy
 import json
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from pydantic import ValidationError
 
@@ -213,6 +214,9 @@ def _line_of_cell(module: Json, key_path: str) -> int:
     return lines[int(m.group(1))] if m and int(m.group(1)) < len(lines) else 0
 
 
+MALFORMED = (TypeError, AttributeError, KeyError, IndexError, ValueError)   # what raw access to bad data raises
+
+
 @dataclass
 class Decoder:
     """Decodes one module; memoises materialized (cell, router) block lists."""
@@ -224,6 +228,16 @@ class Decoder:
 
     def fail(self, key_path: str, message: str) -> CookbookError:
         return CookbookError.at(self.file, _line_of_cell(self.module, key_path), key_path, message)
+
+    @contextmanager
+    def guard(self, key_path: str) -> Iterator[None]:
+        """A published module is someone else's file: a value of an unexpected type or a missing key
+        anywhere under `key_path` is one located problem, not a traceback."""
+        try:
+            yield
+        except MALFORMED as exc:
+            detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise self.fail(key_path, f"malformed module data: {detail}") from None
 
     def cell(self, index: Any, key_path: str) -> Json:
         cells: list[Json] = self.module["cells"]
@@ -316,11 +330,12 @@ class Decoder:
         return [files[fid] for fid in ids]
 
     def decode_point(self, ci: int, pi: int, router: str, kv: str | None) -> list[Block]:
-        dicts = self.point_dicts(ci, pi, router, kv)
-        workers = sum(b.get("workers") or 1 for b in dicts if b.get("kind") == "worker")
-        files = self.router_files(ci, router)
-        path = f"cells[{ci}].routers.{router}"
-        return [to_block(b, router, workers, files, self.file, path) for b in dicts]
+        with self.guard(f"cells[{ci}].points[{pi}]"):
+            dicts = self.point_dicts(ci, pi, router, kv)
+            workers = sum(b.get("workers") or 1 for b in dicts if b.get("kind") == "worker")
+            files = self.router_files(ci, router)
+            path = f"cells[{ci}].routers.{router}"
+            return [to_block(b, router, workers, files, self.file, path) for b in dicts]
 
 
 def _paths(ci: int, router: str, n: int) -> list[str]:
@@ -563,9 +578,10 @@ def combinations(module: Json, file: str = DEFAULT_FILE) -> list[Json]:
     dec = Decoder(module, file)
     out: list[Json] = []
     for ci, cell in enumerate(module["cells"]):
-        for pi, point in enumerate(cell.get("points") or []):
-            for router in routers_of(cell):
-                out.extend(_combination(dec, ci, pi, router, kv) for kv in kv_tiers(cell, point))
+        with dec.guard(f"cells[{ci}]"):
+            for pi, point in enumerate(cell.get("points") or []):
+                for router in routers_of(cell):
+                    out.extend(_combination(dec, ci, pi, router, kv) for kv in kv_tiers(cell, point))
     return out
 
 

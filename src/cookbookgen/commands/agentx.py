@@ -170,12 +170,15 @@ def show_combinations(module: Json, args: argparse.Namespace, file: str) -> list
 
     dec = Decoder(module, file)
     out = []
-    for ci, pi, router, kv in _selected(module, args, file):
-        cell, point = module["cells"][ci], module["cells"][ci]["points"][pi]
-        blocks = dec.decode_point(ci, pi, router, kv)
-        out.append({"cell": cell["id"], "point": point_label(point), "router": router, "kv": kv,
-                    "status": status_of(cell, point, router, kv), "blocks": [b.to_json() for b in blocks],
-                    "copy_all": copy_all_runnable(blocks, dec.router_files(ci, router)), "_blocks": blocks})
+    with dec.guard("cells"):
+        selected = list(_selected(module, args, file))
+    for ci, pi, router, kv in selected:
+        with dec.guard(f"cells[{ci}].points[{pi}]"):
+            cell, point = module["cells"][ci], module["cells"][ci]["points"][pi]
+            blocks = dec.decode_point(ci, pi, router, kv)
+            out.append({"cell": cell["id"], "point": point_label(point), "router": router, "kv": kv,
+                        "status": status_of(cell, point, router, kv), "blocks": [b.to_json() for b in blocks],
+                        "copy_all": copy_all_runnable(blocks, dec.router_files(ci, router)), "_blocks": blocks})
     if not out:
         chosen = " ".join(f"--{k} {v}" for k, v in vars(args).items() if k in ("cell", "point", "router", "kv") and v)
         raise CookbookError.at(file, 0, "--point" if args.point else "--cell", f"no combination matches {chosen or 'the module'}")

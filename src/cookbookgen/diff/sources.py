@@ -30,6 +30,7 @@ from ..render.model import Block
 from .model import Published, PublishedPoint, Variant
 
 if TYPE_CHECKING:  # the AgentX decoder, HTML reader and log parsers load only for those inputs
+    from ..agentx.decode import Decoder
     from ..cells.cache import RenderCache
     from ..cells.model import Cookbook as CookbookModel
     from .logs import RoleSettings, ServerArgsDict
@@ -188,25 +189,45 @@ def blocks_from_json(items: list[Any], file: str, where: str) -> tuple[Block, ..
 
 def published_from_module(module: Json, file: str) -> Published:
     """Measured points (submitted router, the point's measured KV tier) and every derived variant."""
-    from ..agentx.decode import Decoder, kv_tiers, point_kv, routers_of, status_of
+    from ..agentx.decode import Decoder
 
     dec = Decoder(module, file)
     points: list[PublishedPoint] = []
     variants: list[Variant] = []
     for ci, cell in enumerate(module["cells"]):
-        for pi, point in enumerate(cell.get("points") or []):
-            label = f"c{point['concs'][0]}"
-            for router in routers_of(cell):
-                for kv in kv_tiers(cell, point):
-                    if status_of(cell, point, router, kv) == "derived":
-                        variants.append(Variant(cell["configKey"], cell["id"], label, router, kv))
-            blocks = dec.decode_point(ci, pi, cell["submitted"], None)
-            prov = cell.get("prov") or {}
-            points.append(PublishedPoint(
-                config=cell["configKey"], cell=cell["id"], concs=tuple(point.get("concs") or ()), blocks=tuple(blocks),
-                override=point.get("override"), recipe=point.get("recipe") or prov.get("recipe"),
-                image=cell.get("image"), model=cell.get("ckpt"), router=cell["submitted"], kv=point_kv(point)))
+        with dec.guard(f"cells[{ci}]"):
+            points += _module_cell(dec, ci, cell, variants)
     return Published(file, "AgentX module", tuple(points), tuple(variants))
+
+
+def _module_cell(dec: "Decoder", ci: int, cell: Json, variants: list[Variant]) -> list[PublishedPoint]:
+    """The measured points of one cell; its derived variants go to `variants`."""
+    from ..agentx.decode import kv_tiers, point_kv, routers_of, status_of
+
+    _check_texts(dec, f"cells[{ci}]", cell, required=("configKey", "submitted"), optional=("image", "ckpt"))
+    points: list[PublishedPoint] = []
+    for pi, point in enumerate(cell.get("points") or []):
+        _check_texts(dec, f"cells[{ci}].points[{pi}]", point, required=(), optional=("override", "recipe"))
+        label = f"c{point['concs'][0]}"
+        for router in routers_of(cell):
+            for kv in kv_tiers(cell, point):
+                if status_of(cell, point, router, kv) == "derived":
+                    variants.append(Variant(cell["configKey"], cell["id"], label, router, kv))
+        blocks = dec.decode_point(ci, pi, cell["submitted"], None)
+        prov = cell.get("prov") or {}
+        points.append(PublishedPoint(
+            config=cell["configKey"], cell=cell["id"], concs=tuple(point.get("concs") or ()), blocks=tuple(blocks),
+            override=point.get("override"), recipe=point.get("recipe") or prov.get("recipe"),
+            image=cell.get("image"), model=cell.get("ckpt"), router=cell["submitted"], kv=point_kv(point)))
+    return points
+
+
+def _check_texts(dec: "Decoder", where: str, item: Json, required: tuple[str, ...], optional: tuple[str, ...]) -> None:
+    """The fields a published point keeps as text (config key, router, image, model, recipe)."""
+    for key in (*required, *optional):
+        value = item.get(key)
+        if (value is None and key in required) or (value is not None and not isinstance(value, str)):
+            raise dec.fail(f"{where}.{key}", f"must be a string (received {value!r})")
 
 
 # --- a built site -----------------------------------------------------------------------------------
