@@ -94,6 +94,8 @@ def test_dsv4_disagg_c960_commands(corpus_ws: Workspace, policy) -> None:
     assert nats.files["nats.conf"].startswith("max_payload: 33554432\n")
     master = next(b for b in d.blocks if b.kind == "mooncake-master")
     assert master.args[-1] == ("--eviction_high_watermark_ratio", "0.90")
+    stores = [b for b in d.blocks if b.kind == "mooncake-store"]      # placement.node: decode -> every decode node
+    assert {(b.count_nodes, b.where) for b in stores} == {(4, "on each of the 4 decode nodes")}
 
 
 def test_single_node_bundle_selects_by_tp_and_conc(corpus_ws: Workspace, policy) -> None:

@@ -244,3 +244,11 @@ def test_an_edited_agentx_module_decodes_or_is_refused_in_one_line(module_json: 
     assert code in (0, 1, 2), (code, err)
     if code == 2:
         _assert_problem_lines(out, err)
+    again = tmp_path / "again.json"
+    again.unlink(missing_ok=True)
+    code = main(["export", "--from-module", str(module), "--format", "json", "--out", str(again)])
+    out, err = capsys.readouterr()
+    assert code in (0, 2), (code, err)
+    if code == 2:
+        _assert_problem_lines("", err)
+        assert not again.exists()          # nothing half written

@@ -485,16 +485,20 @@ def reencode(module: Json, file: str = "agentx") -> Json:
     """`module` written again by this encoder, same layout; raises unless every combination is unchanged."""
     cells = module["cells"]
     check_unique_ids([str(c.get("id")) for c in cells], file)
+    before = combinations(module, file)     # decodes all of it first: a malformed module fails here, located
     dec = Decoder(module, file)
-    sources = [CellSource(submitted=c["submitted"],
-                          routers={r: [dec.point_dicts(ci, pi, r, None) for pi in range(len(c["points"]))] for r in routers_of(c)})
-               for ci, c in enumerate(cells)]
-    compacted = compact(sources)
+    sources = []
+    for ci, c in enumerate(cells):
+        with dec.guard(f"cells[{ci}]"):
+            routers = {r: [dec.point_dicts(ci, pi, r, None) for pi in range(len(c["points"]))] for r in routers_of(c)}
+            sources.append(CellSource(submitted=c["submitted"], routers=routers))
+    with dec.guard("cells"):
+        compacted = compact(sources)
     out = {k: v for k, v in module.items() if k != "cells"}
     if compacted.envs or "envs" in module:
         out = _with_key(out, "envs", compacted.envs, before="kvMooncake")
     out["cells"] = [_recell(c, compacted.blocks[i], compacted.patches[i]) for i, c in enumerate(cells)]
-    before, after = combinations(module, file), combinations(out, file)
+    after = combinations(out, file)
     if before != after:
         bad = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
         where = before[bad] if bad < len(before) else after[bad]

@@ -277,7 +277,7 @@ def _mooncake(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layout
                                 args=tuple(replace_args(defaults, own)), env=dict(sorted({**env, **endpoints}.items())),
                                 count_nodes=1, ports=(str(tables().ports["mooncake_master"]),), where="on one node (MOONCAKE_MASTER_IP)"))
         elif svc.type == "mooncake-store":
-            node_role = str((svc.model_extra or {}).get("placement", {}).get("node", ""))
+            node_role = svc.placement.node or "" if svc.placement else ""
             nodes = layouts[node_role].nodes if node_role in layouts else 1
             env = {**tables().raw["mooncake_store_env"], **env, **endpoints}
             preamble = tuple(svc.preamble.splitlines()) if isinstance(svc.preamble, str) else tuple(svc.preamble or ())
