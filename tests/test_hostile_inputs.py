@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -213,3 +214,12 @@ def test_module_cell_field_of_the_wrong_type_in_diff(tmp_path: Path, capsys) -> 
     _, err = capsys.readouterr()
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert "cells[1].image: must be a string (received True)" in err
+
+
+def test_module_names_with_a_newline_stay_in_their_comments(tmp_path: Path, capsys) -> None:
+    # `show --format text` prints the module's cell ids in comment lines: a newline must not end one.
+    path = _module(tmp_path, lambda d: d["cells"][0].__setitem__("id", "cell\n(touch /tmp/pwned)"))
+    assert main(["show", str(path), "--format", "text"]) == 0
+    text = capsys.readouterr().out
+    assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
+    assert "# == cell\\x0a(touch /tmp/pwned) " in text
