@@ -256,3 +256,20 @@ def test_an_edited_agentx_module_decodes_or_is_refused_in_one_line(module_json: 
     if code == 2:
         _assert_problem_lines("", err)
         assert not again.exists()          # nothing half written
+
+
+def test_an_etcd_service_entry_reaches_the_etcd_block(tmp_path: Path, capsys) -> None:
+    # Found by the parity property: the env and args of an etcd entry under `services` were left out
+    # of the etcd command (the diff flagged them as missing); now they are in it and the diff is at parity.
+    root = _copy_once(DATA, tmp_path / "data")
+    relative = "multi_node/srt-slurm-recipes/dsv41flash/sglang/gb300-fp4/agentx/disagg-variants.yaml"
+    tree = yaml.safe_load((RECIPES / relative).read_text())
+    etcd = next(s for s in tree["base"]["services"] if s["type"] == "etcd")
+    etcd.update(env={"ETCD_QUOTA_BACKEND_BYTES": "8589934592"}, args={"max-txn-ops": 1024})
+    (root / "inferencex/inferencex-e2e/benchmarks" / relative).write_text(yaml.safe_dump(tree, sort_keys=False))
+    assert main(["diff", "--cookbook", str(root / "cookbook.yaml")]) == 0
+    capsys.readouterr()
+    assert main(["render", "--source", str(root / "inferencex"), "--config", "dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg",
+                 "--point", "c1228", "--role", "etcd", "--format", "json"]) == 0
+    (block,) = json.loads(capsys.readouterr().out)["blocks"]
+    assert block["env"] == {"ETCD_QUOTA_BACKEND_BYTES": "8589934592"} and ["--max-txn-ops", "1024"] in block["args"]

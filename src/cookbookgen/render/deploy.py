@@ -248,19 +248,34 @@ def _services(typed: Recipe) -> list[tuple[int, ServiceSpec]]:
 
 
 def dynamo_infra_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> list[Block]:
-    declared = {s.type: (i, s) for i, s in _services(typed)}
-    blocks = [Block(kind="etcd", title=tables().title("etcd"), cmd=tables().command("etcd"),
-                    args=tuple(tuple(a) for a in tables().raw["etcd_args"]), count_nodes=1, where="on one CPU node (ETCD_IP)")]
+    declared: dict[str, tuple[int, ServiceSpec]] = {s.type: (i, s) for i, s in _services(typed)}
+    etcd = Block(kind="etcd", title=tables().title("etcd"), cmd=tables().command("etcd"),
+                 args=tuple(tuple(a) for a in tables().raw["etcd_args"]), count_nodes=1, where="on one CPU node (ETCD_IP)")
     nats = declared.get("nats")
     payload = (nats[1].options or {}).get("max_payload_mb") if nats else None
     if payload:
         conf = f"max_payload: {int(payload) * 1024 * 1024}\njetstream {{ store_dir: \"/tmp/nats\" }}\n"
-        blocks.append(Block(kind="nats", title=tables().title("nats"), cmd=tables().command("nats_with_conf"),
-                            files={"nats.conf": conf}, count_nodes=1, where="on one CPU node (NATS_IP)"))
+        nats_block = Block(kind="nats", title=tables().title("nats"), cmd=tables().command("nats_with_conf"),
+                           files={"nats.conf": conf}, count_nodes=1, where="on one CPU node (NATS_IP)")
     else:
-        blocks.append(Block(kind="nats", title=tables().title("nats"), cmd=tables().command("nats"), count_nodes=1,
-                            where="on one CPU node (NATS_IP)"))
-    return blocks
+        nats_block = Block(kind="nats", title=tables().title("nats"), cmd=tables().command("nats"), count_nodes=1,
+                           where="on one CPU node (NATS_IP)")
+    return [_with_service(block, declared.get(block.kind), ctx) for block in (etcd, nats_block)]
+
+
+def _with_service(block: Block, declared: tuple[int, ServiceSpec] | None, ctx: RenderContext) -> Block:
+    """An etcd or NATS block with what the recipe's service entry adds: its args (over the defaults),
+    env and preamble, as for the other services (never dropped)."""
+    if declared is None:
+        return block
+    i, svc = declared
+    own = args_from_words(svc.args) if isinstance(svc.args, list) else args_from_mapping(svc.args)
+    env = kept_env(ctx.policy, ("services", i, "env"), svc.env)
+    preamble = tuple(svc.preamble.splitlines()) if isinstance(svc.preamble, str) else tuple(svc.preamble or ())
+    if not (own or env or preamble):
+        return block
+    return block.model_copy(update={"args": tuple(replace_args(list(block.args), own)),
+                                    "env": dict(sorted({**block.env, **env}.items())), "preamble": preamble or block.preamble})
 
 
 def _mooncake(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout], kind: str) -> list[Block]:
