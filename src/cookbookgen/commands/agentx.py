@@ -186,10 +186,9 @@ def show_combinations(module: Json, args: argparse.Namespace, file: str) -> list
 
 
 def _text(combo: Json) -> str:
-    from ..render.shell import block_comment, format_block
-    from ..text import one_line
+    from ..render.shell import block_comment, comment_line, format_block
 
-    head = "# " + one_line(f"== {combo['cell']} {combo['point']} router={combo['router']} kv={combo['kv']} [{combo['status']}] ==")
+    head = comment_line(f"== {combo['cell']} {combo['point']} router={combo['router']} kv={combo['kv']} [{combo['status']}] ==")
     parts = [block_comment(b) + "\n" + format_block(b) for b in combo["_blocks"]]
     return head + "\n\n" + "\n\n".join(parts) + "\n"
 

@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from ..text import printable
 from .model import CLASSES, Finding
 
 if TYPE_CHECKING:  # only the types: the report must stay light to import (`diff.sections` uses it alone)
@@ -78,14 +79,6 @@ class _Lines:
         self.lines.append([(s, "") if isinstance(s, str) else s for s in spans])
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7f) if c != 0x0a}
-
-
-def _printable(text: str) -> str:
-    """`text` with control characters (ESC, CR, ...) shown as `\\xNN`, so a hostile name cannot drive the terminal."""
-    return text if text.isprintable() else text.translate(_CONTROL)
-
-
 class TextRenderer:
     """Renders sections: plain text without colour; with colour, rich `Text` (styles only, never
     markup). A section is a function of its lines alone, so the report is the concatenation of its
@@ -98,7 +91,7 @@ class TextRenderer:
 
     def render(self, lines: _Lines) -> str:
         if not self.color:
-            return "".join(_printable("".join(text for text, _ in line)) + "\n" for line in lines.lines)
+            return "".join(printable("".join(text for text, _ in line)) + "\n" for line in lines.lines)
         if self.console is None:
             from rich.console import Console
 
@@ -106,7 +99,7 @@ class TextRenderer:
         from rich.text import Text
 
         for line in lines.lines:
-            self.console.print(Text.assemble(*((_printable(text), style) for text, style in line)))
+            self.console.print(Text.assemble(*((printable(text), style) for text, style in line)))
         text = self.out.getvalue()
         self.out.seek(0)
         self.out.truncate()

@@ -299,13 +299,10 @@ def where_text(block: Block) -> str:
     return "; ".join(parts)
 
 
-def _comment(text: str) -> str:
-    return re.sub(r"[\r\n]+", " ", text)
-
-
 def script_heading(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment, generated_on: dt.date,
                    derived: str | None = None) -> list[str]:
-    """The `# ...` lines at the top of a copy-all script: what it is and where it came from."""
+    """The `# ...` lines at the top of a copy-all script: what it is and where it came from
+    (`render.shell.copy_all` keeps each on its comment line)."""
     prov = cell.provenance
     run = f"run {prov.run} attempt {prov.attempt}" if prov.run else "no pinned run"
     lines = [f"{cell.config_key} {point.id}: {dep.model}, {dep.gpus} GPUs on {dep.nodes} node(s)",
@@ -316,7 +313,7 @@ def script_heading(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment
              f"{cookbook.title}, generated {generated_on.isoformat()} by cookbookgen"]
     if derived:
         lines.insert(0, f"DERIVED, NOT BENCHMARKED: {derived}")
-    return [_comment(line) for line in lines]
+    return lines
 
 
 def _blocks(dep: Deployment, anchor: str, data: Mapping[str, str]) -> tuple[BlockView, ...]:

@@ -93,7 +93,7 @@ def copy_all(blocks: list[Block], heading: list[str], describe: Callable[[str], 
     """
     texts = [format_block(b) for b in blocks]
     names = [n for n in placeholders_in("\n".join(texts)) if describe(n)]
-    lines = ["#!/usr/bin/env bash", *(_comment(h) for h in heading)]
+    lines = ["#!/usr/bin/env bash", *(comment_line(h) for h in heading)]
     if names:
         lines += ["", "# Set these for your cluster (per node where they differ) before running the commands below."]
         lines += [f'export {n}="${{{n}:?{_safe(describe(n) or n)}}}"' for n in names]
@@ -102,14 +102,14 @@ def copy_all(blocks: list[Block], heading: list[str], describe: Callable[[str], 
     return "\n".join(lines) + "\n"
 
 
-def _comment(text: str) -> str:
+def comment_line(text: str) -> str:
     """One comment line, whatever `text` holds (a model name with a newline must not become a command)."""
     return f"# {one_line(text)}"
 
 
 def block_comment(block: Block) -> str:
     """The comment line above a block's command: its title and where it runs."""
-    return _comment(block.title + (f" -- {block.where}" if block.where else ""))
+    return comment_line(block.title + (f" -- {block.where}" if block.where else ""))
 
 
 def _safe(text: str) -> str:
