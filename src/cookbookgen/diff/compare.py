@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import lru_cache
 from typing import Any, Callable, Iterable, cast
 
 from ..policy.classify import leaves
@@ -35,20 +35,28 @@ from .words import Words, flag_key, recipe_words, shown, word, words_equal
 RawYaml = Any
 
 
-@dataclass(frozen=True)
 class Leaf:
-    path: KeyPath
-    value: RawYaml
-    rule: Rule | None
-    where: str
+    """One recipe leaf under comparison: its path (and that path as text), value, policy rule and `file:line`."""
 
-    @cached_property
-    def dotted(self) -> str:
-        return dotted(self.path)
+    __slots__ = ("path", "value", "rule", "where", "dotted", "name")
 
-    @property
-    def name(self) -> str:
-        return str(self.path[-1])
+    def __init__(self, path: KeyPath, value: RawYaml, rule: Rule | None, where: str, dotted_path: str) -> None:
+        self.path, self.value, self.rule, self.where, self.dotted = path, value, rule, where, dotted_path
+        self.name = str(path[-1])
+
+
+@lru_cache(maxsize=65536)
+def _path_facts(path: KeyPath) -> tuple[tuple[str, ...], str, RawYaml | None]:
+    """A leaf path's key (its parts as text), dotted text and `recipe_checks` entry: the same paths
+    recur in every point and config, so they are worked out once per process."""
+    key = cast("tuple[str, ...]", path) if all(type(p) is str for p in path) else tuple(str(p) for p in path)
+    return key, dotted(path), recipe_check(key)
+
+
+def path_facts(path: KeyPath) -> tuple[tuple[str, ...], str, RawYaml | None]:
+    if all(type(p) is str or type(p) is int for p in path):   # True == 1 must not share a cache entry
+        return _path_facts(path)
+    return _path_facts.__wrapped__(path)
 
 
 @dataclass(frozen=True)
@@ -183,32 +191,36 @@ def _group_findings(ctx: Ctx, prefix: KeyPath, value: RawYaml, memo: "PointMemo 
     findings of one leaf can repeat: one per co-located worker block)."""
     out: list[Finding] = []
     for path, leaf_value in leaves(value, prefix):
-        key = cast("tuple[str, ...]", path) if all(type(p) is str for p in path) else tuple(str(p) for p in path)
-        shown_in = _shown_in(ctx, key, leaf_value) if memo is not None else None
+        facts = path_facts(path)
+        shown_in = _shown_in(ctx, facts, leaf_value) if memo is not None else None
         if shown_in is not None and memo is not None:
-            out.extend(memo.leaf(ctx, path, key, leaf_value, shown_in))
+            out.extend(memo.leaf(ctx, path, facts, leaf_value, shown_in))
         else:
-            out.extend(_leaf_once(ctx, path, key, leaf_value, ctx.where(path)))
+            out.extend(_leaf_once(ctx, path, facts, leaf_value, ctx.where(path)))
     return out
 
 
-def _leaf_once(ctx: Ctx, path: KeyPath, key: tuple[str, ...], value: RawYaml, where: str) -> list[Finding]:
-    found = _leaf(ctx, Leaf(path, value, ctx.policy.first_match(key, value), where), key)
+Facts = tuple[tuple[str, ...], str, RawYaml | None]   # `path_facts`: key, dotted text, recipe check
+
+
+def _leaf_once(ctx: Ctx, path: KeyPath, facts: Facts, value: RawYaml, where: str) -> list[Finding]:
+    key, dotted_path, check = facts
+    found = _leaf(ctx, Leaf(path, value, ctx.policy.first_match(key, value), where, dotted_path), check)
     return found if len(found) < 2 else _unique(found)
 
 
 _ABSENT = object()
 
 
-def _shown_in(ctx: Ctx, key: tuple[str, ...], value: RawYaml) -> tuple[Any, ...] | None:
+def _shown_in(ctx: Ctx, facts: Facts, value: RawYaml) -> tuple[Any, ...] | None:
     """What a leaf's findings can depend on besides the leaf itself (unless a check looks at a block's
     scope): for a role's arg or env, what its worker blocks show for it; for a leaf outside roles and
     services, the expectations and the non-worker blocks. None for the others (never shared alone)."""
+    key, _, check = facts
     if key[0] != "roles":
         return None if key[0] == "services" else ("other", *ctx.others_key)
     if len(key) != 4:
         return None
-    check = recipe_check(key)
     kind = check["check"] if check else ""
     if kind == "arg":
         flag = flag_key(_flag(key[3]), True)
@@ -275,7 +287,7 @@ class PointMemo:
             hit = self.findings[key] = (value, compute() if compute else _group_findings(ctx, prefix, value, self))
         return hit[1]
 
-    def leaf(self, ctx: Ctx, path: KeyPath, key: tuple[str, ...], value: RawYaml, shown_in: tuple[Any, ...]) -> list[Finding]:
+    def leaf(self, ctx: Ctx, path: KeyPath, facts: Facts, value: RawYaml, shown_in: tuple[Any, ...]) -> list[Finding]:
         """The findings of one role arg/env leaf, shared by the points where the same YAML value (same
         object, same line) meets the same shown values. A finding whose check looked at the block's
         scope is not shared."""
@@ -285,7 +297,7 @@ class PointMemo:
         if hit is not None and hit[0] is value:
             return hit[1]
         used = len(ctx.scopes_used)
-        found = _leaf_once(ctx, path, key, value, where)
+        found = _leaf_once(ctx, path, facts, value, where)
         if len(ctx.scopes_used) == used:
             self.leaves[mkey] = (value, found)
         return found
@@ -391,8 +403,7 @@ def _block_content(block: Block) -> tuple[Any, ...]:
 
 # --- recipe leaves ---------------------------------------------------------------------------------
 
-def _leaf(ctx: Ctx, leaf: Leaf, key: tuple[str, ...]) -> list[Finding]:
-    check = recipe_check(key)
+def _leaf(ctx: Ctx, leaf: Leaf, check: RawYaml | None) -> list[Finding]:
     name = str(check["check"]) if check else ""
     if name in ("arg", "env", "service_args"):
         return LEAF_HANDLERS[name](ctx, leaf, check)

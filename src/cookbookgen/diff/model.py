@@ -29,7 +29,7 @@ EXTRA = "extra in the cookbook"
 DIFFERENT = "different value"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Finding:
     """One compared setting of one role of one point.
 
@@ -52,6 +52,14 @@ class Finding:
     rule: str = ""
     path: str = ""
     where: str = ""
+
+    def __init__(self, config: str, point: str, role: str, kind: str, item: str, cls: FindingClass, detail: str = "",
+                 recipe: str | None = None, cookbook: str | None = None, reason: str = "", rule: str = "", path: str = "",
+                 where: str = "") -> None:
+        # The fields in one dict update: a diff makes a finding per setting per point, and a frozen
+        # dataclass's own __init__ sets them one `object.__setattr__` at a time (four times slower).
+        self.__dict__.update(config=config, point=point, role=role, kind=kind, item=item, cls=cls, detail=detail,
+                             recipe=recipe, cookbook=cookbook, reason=reason, rule=rule, path=path, where=where)
 
     @property
     def is_mismatch(self) -> bool:

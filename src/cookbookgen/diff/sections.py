@@ -142,6 +142,7 @@ Outcome = tuple[dict[str, Section], tuple[Problem, ...] | None, list[tuple[str, 
 
 def _check_parallel(job: _Job, workers: int, runs: list[list[str]]) -> dict[str, Section]:
     global _FORKED
+    _before_fork(job)
     _FORKED = (job, runs)
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
@@ -157,6 +158,16 @@ def _check_parallel(job: _Job, workers: int, runs: list[list[str]]) -> dict[str,
                 job.cache.put_bytes(kind, key, data)
         out.update(sections)
     return out
+
+
+def _before_fork(job: _Job) -> None:
+    """Do once, in this process, what every worker would otherwise do for itself: import the checking
+    and rendering modules, read the master configs and the perf-changelog (all inherited by the fork)."""
+    from . import check, report, sources  # noqa: F401
+    from ..recipes import schema  # noqa: F401
+
+    job.ws.entries()
+    job.ws.changelog()
 
 
 def _worker(index: int) -> Outcome:

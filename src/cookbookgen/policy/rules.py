@@ -34,9 +34,10 @@ class Rule:
     replacement: str | None = None
     source: str = ""
 
-    @property
-    def text(self) -> str:
-        return ".".join(self.pattern)
+    text: str = field(init=False, repr=False, compare=False)   # the pattern as written, for reports
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", ".".join(self.pattern))
 
 
 
