@@ -127,9 +127,9 @@ def _notes_table() -> dict[str, str]:
 
 def notes(deps: list[Deployment]) -> tuple[str, ...]:
     present: set[str] = set()
-    for dep in deps:
-        for b in dep.blocks:
-            present.update(a[0] for a in b.args)
-            present.update(b.env)
-            present.update(f"{k}={v}" for k, v in b.env.items())
+    blocks = {id(b): b for dep in deps for b in dep.blocks}    # the points of a cell share most blocks
+    for b in blocks.values():
+        present.update(a[0] for a in b.args)
+        present.update(b.env)
+        present.update(f"{k}={v}" for k, v in b.env.items())
     return tuple(text for key, text in _notes_table().items() if key in present)

@@ -82,8 +82,8 @@ class Ctx:
         hit = self.arg_index.get(key)
         if hit is None or hit[0] is not block:
             index: dict[str, list[Words]] = {}
-            for a in block.args:
-                index.setdefault(flag_key(a[0], worker), []).append(tuple(a[1:]))
+            for a in block.args:    # `Arg`s are tuples, so `a[1:]` is the words
+                index.setdefault(flag_key(a[0], worker), []).append(a[1:])
             hit = self.arg_index[key] = (block, index)
         return hit[1]
 

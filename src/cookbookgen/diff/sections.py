@@ -109,7 +109,7 @@ def _check(path: Path, manifest: Manifest, doc: Document, policy: Policy, ws: Wo
 
 
 MIN_PER_WORKER = 8        # configs; fewer are not worth a process
-RUNS_PER_WORKER = 4       # smaller runs than workers, handed out as workers free up, so none idles at the end
+RUNS_PER_WORKER = 16      # many small runs, handed out as workers free up, so none idles long at the end
 
 
 @dataclass(frozen=True)

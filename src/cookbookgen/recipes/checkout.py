@@ -10,6 +10,7 @@ A recipe path that leaves the checkout (`..`, absolute paths, symlinks out) is r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from ..errors import CookbookError, Problem
@@ -19,12 +20,18 @@ MULTI_NODE_RECIPES = PurePosixPath("benchmarks/multi_node/srt-slurm-recipes")
 
 @dataclass(frozen=True)
 class Checkout:
+    """One checkout as it is when first asked (its layout and real root are looked up once)."""
+
     root: Path
 
-    @property
+    @cached_property
     def e2e(self) -> Path:
         nested = self.root / "inferencex-e2e"
         return nested if nested.is_dir() else self.root
+
+    @cached_property
+    def real_root(self) -> Path:
+        return self.root.resolve()
 
     def master_files(self) -> list[Path]:
         configs = self.e2e / "configs"
@@ -51,7 +58,7 @@ class Checkout:
             rel = PurePosixPath(recipe_dir) / rel
         try:
             path = (self.e2e / rel).resolve()
-            if not path.is_relative_to(self.root.resolve()):
+            if not path.is_relative_to(self.real_root):
                 raise CookbookError([_moved(where, f"recipe path {ref!r} leaves the checkout")])
             if not path.is_file():
                 raise CookbookError([_moved(where, f"recipe file not found: {self.shown(self.e2e / rel)}")])

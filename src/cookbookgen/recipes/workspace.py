@@ -54,6 +54,7 @@ class Workspace:
         self._selected: dict[tuple[Path, str | None], EffectiveRecipe] = {}
         self._resolved: dict[Path, Path] = {}
         self._recipe_paths: dict[str, Path] = {}
+        self._shown: dict[Path, str] = {}
         self._points: dict[tuple[int, int], tuple[Row, ResolvedPoint]] = {}
         self._masters: set[Path] = set()
         self._changelog: Changelog | None = None
@@ -67,7 +68,7 @@ class Workspace:
     def document(self, path: Path) -> Document:
         key = self._resolve(path)
         if key not in self._docs:
-            self._docs[key] = read_yaml_file(path, self.checkout.shown(path))
+            self._docs[key] = read_yaml_file(path, self.shown(path))
         return self._docs[key]
 
     def release_points(self) -> None:
@@ -120,6 +121,14 @@ class Workspace:
         hit = self._recipe_paths.get(ref)
         if hit is None:
             hit = self._recipe_paths[ref] = self.checkout.recipe_path(ref, entry.doc.problem(row.recipe.where, ""))
+            self._resolved[hit] = hit              # `Checkout.recipe_path` resolved it
+        return hit
+
+    def shown(self, path: Path) -> str:
+        """How reports name `path` (relative to the checkout), worked out once per path."""
+        hit = self._shown.get(path)
+        if hit is None:
+            hit = self._shown[path] = self.checkout.shown(path)
         return hit
 
     def point(self, entry: ConfigEntry, row: Row, conc: int, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> ResolvedPoint:
@@ -135,7 +144,7 @@ class Workspace:
 
         recipe = apply_overrides(self.selected(path, selector), sets, unsets)
         normal, typed = normalise(recipe)
-        point = ResolvedPoint(entry, row, conc, normal, typed, self.checkout.shown(path))
+        point = ResolvedPoint(entry, row, conc, normal, typed, self.shown(path))
         if memo:
             self._points[key] = (row, point)
         return point
