@@ -17,7 +17,7 @@ recipe, so a renderer bug shows up as a mismatch.
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Iterable, cast
 
@@ -264,7 +264,9 @@ class PointMemo:
     def expect_id(self, expect: PointExpect) -> int:
         """Equal for two points whose expectations differ only in the point's name (pickled: `0.90`
         and `0.9` stay apart)."""
-        return self.intern(pickle.dumps(replace(expect, point=""), protocol=5))
+        fields = dict(expect.__dict__)
+        fields["point"] = ""
+        return self.intern(pickle.dumps(fields, protocol=5))
 
     def block_ids(self, blocks: Iterable[Block]) -> tuple[int, ...]:
         out = []

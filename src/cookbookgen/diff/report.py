@@ -15,6 +15,7 @@ import io
 import json
 from collections import Counter
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..text import printable
@@ -129,30 +130,31 @@ def text_config(renderer: TextRenderer, config: str, runs: Iterable[PointRun]) -
     return renderer.render(lines)
 
 
+Tally = dict[str, tuple[dict[str, int], list[Finding]]]   # per role: the count of each class, and the mismatches
+_ROLE_AND_CLASS = attrgetter("role", "cls")
+_NOTED = frozenset(("mismatch", *EXCLUDED))
+
+
 def _text_config(out: _Lines, config: str, runs: Iterable[PointRun]) -> None:
-    # one pass: per point (in order of appearance), per role, the count of each class and the mismatches
-    by_point: dict[str, dict[str, tuple[dict[str, int], list[Finding]]]] = {}
+    # per point (in order of appearance), per role, the count of each class and the mismatches
+    by_point: dict[str, Tally] = {}
     excluded: list[tuple[str, Finding]] = []
     checked: list[str] = []
-    roles: dict[str, tuple[dict[str, int], list[Finding]]] = {}
-    point: str | None = None
     for run_point, found in runs:
-        for f in found:
-            at = f.point if run_point is None else run_point
-            if at != point:       # a point's findings mostly come together
-                point = at
-                roles = by_point.setdefault(point, {})
-            entry = roles.get(f.role)
-            if entry is None:
-                entry = roles[f.role] = ({}, [])
-            cls = f.cls
-            entry[0][cls] = entry[0].get(cls, 0) + 1
-            if cls == "mismatch":
-                entry[1].append(f)
-            elif cls in EXCLUDED:
-                excluded.append((at, f))
-            elif cls == "match" and f.kind == "point":
-                checked.append(at)
+        if run_point is None:              # findings that each name their point
+            for f in found:
+                roles = by_point.setdefault(f.point, {})
+                counts = _role_entry(roles, f.role)[0]
+                counts[f.cls] = counts.get(f.cls, 0) + 1
+                _note(roles, f, f.point, excluded, checked)
+        elif found:                        # one point's findings: counted at C speed, then the few to list
+            roles = by_point.setdefault(run_point, {})
+            for (role, cls), n in Counter(map(_ROLE_AND_CLASS, found)).items():
+                counts = _role_entry(roles, role)[0]
+                counts[cls] = counts.get(cls, 0) + n
+            for f in found:
+                if f.cls in _NOTED or f.kind == "point":
+                    _note(roles, f, run_point, excluded, checked)
     mismatches = sum(len(bad) for roles in by_point.values() for _, bad in roles.values())
     out.lines.append([])
     out.print((config, "bold"), f": {len(checked)} point(s), ",
@@ -171,6 +173,23 @@ def _text_config(out: _Lines, config: str, runs: Iterable[PointRun]) -> None:
         out.print("  ", ("excluded", "yellow"))
         for line in lines:
             out.print(f"    - {line}")
+
+
+def _role_entry(roles: Tally, role: str) -> tuple[dict[str, int], list[Finding]]:
+    entry = roles.get(role)
+    if entry is None:
+        entry = roles[role] = ({}, [])
+    return entry
+
+
+def _note(roles: Tally, f: Finding, at: str, excluded: list[tuple[str, Finding]], checked: list[str]) -> None:
+    """Keep what the section lists besides the counts: mismatches, excluded settings, points checked."""
+    if f.cls == "mismatch":
+        _role_entry(roles, f.role)[1].append(f)
+    elif f.cls in EXCLUDED:
+        excluded.append((at, f))
+    elif f.cls == "match" and f.kind == "point":
+        checked.append(at)
 
 
 def _mismatch_line(f: Finding) -> str:
