@@ -17,6 +17,7 @@ recipe, so a renderer bug shows up as a mismatch.
 from __future__ import annotations
 
 import pickle
+from itertools import chain
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Iterable, cast
@@ -46,17 +47,16 @@ class Leaf:
 
 
 @lru_cache(maxsize=65536)
-def _path_facts(path: KeyPath) -> tuple[tuple[str, ...], str, RawYaml | None]:
-    """A leaf path's key (its parts as text), dotted text and `recipe_checks` entry: the same paths
-    recur in every point and config, so they are worked out once per process."""
-    key = cast("tuple[str, ...]", path) if all(type(p) is str for p in path) else tuple(str(p) for p in path)
+def _path_facts(path: KeyPath, types: tuple[type, ...]) -> tuple[tuple[str, ...], str, RawYaml | None]:
+    key = cast("tuple[str, ...]", path) if all(t is str for t in types) else tuple(str(p) for p in path)
     return key, dotted(path), recipe_check(key)
 
 
 def path_facts(path: KeyPath) -> tuple[tuple[str, ...], str, RawYaml | None]:
-    if all(type(p) is str or type(p) is int for p in path):   # True == 1 must not share a cache entry
-        return _path_facts(path)
-    return _path_facts.__wrapped__(path)
+    """A leaf path's key (its parts as text), dotted text and `recipe_checks` entry: the same paths
+    recur in every point and config, so they are worked out once per process (cached with the
+    types of the parts, so that `True` and `1`, which are equal, stay apart)."""
+    return _path_facts(path, tuple(map(type, path)))
 
 
 @dataclass(frozen=True)
@@ -101,10 +101,18 @@ class Ctx:
         """`file:line` of the setting (as `recipe.problem(path)` locates it), or the file alone."""
         origins = self.recipe.origins
         p = tuple(path)
-        while p and p not in origins:
+        found = origins.get(p)
+        while found is None and p:
             p = p[:-1]
-        file, line = origins.get(p, (self.recipe.file, 0))
-        return f"{file}:{line}" if line else file
+            found = origins.get(p)
+        return _where_text(found if found is not None else (self.recipe.file, 0))
+
+
+@lru_cache(maxsize=65536)
+def _where_text(origin: tuple[str, int]) -> str:
+    """`file:line` (the file alone without a line), one string per origin (report keys hash it once)."""
+    file, line = origin
+    return f"{file}:{line}" if line else file
 
 
 def role_label(block: Block) -> str:
@@ -319,26 +327,25 @@ class PointMemo:
         indexes = [ctx.args_by_key(b, True) for b in blocks]
         ref_key = (path, ctx.recipe.file, same_point, len(blocks), names)
         ref: _ArgsSeen | None = self.last_args.get(ref_key)
-        changed: set[str] = set()
-        if ref is not None:
-            for new, old in zip(indexes, ref.indexes):
-                if new is not old:
-                    changed.update(k for k, v in new.items() if old.get(k) != v)
-                    changed.update(k for k in old if k not in new)
-        out: list[Finding] = []
-        found_by_arg: list[list[Finding] | None] = []
-        for i, value in enumerate(values):
-            kept = ref.found[i] if ref is not None else None
-            if (kept is not None and ref is not None and value is ref.values[i] and origins[i] is not None
-                    and origins[i] == ref.origins[i] and flags[i] not in changed):
-                out += kept
-                found_by_arg.append(kept)
-                continue
+        if ref is None:
+            todo: Iterable[int] = range(len(values))
+            found_by_arg: list[list[Finding] | None] = [None] * len(values)
+        else:
+            # the args to compare again: a new value or line, findings not to share, or new words in a block
+            todo = [i for i, (value, seen, origin, seen_origin, kept) in enumerate(zip(values, ref.values, origins, ref.origins, ref.found))
+                    if kept is None or value is not seen or origin is None or origin != seen_origin]
+            changed = _changed_flags(indexes, ref.indexes)
+            if changed:
+                todo = sorted({*todo, *(i for i, flag in enumerate(flags) if flag in changed)})
+            found_by_arg = list(ref.found)
+        results = list(found_by_arg)
+        for i in todo:
+            value = values[i]
             used = len(ctx.scopes_used)
-            found = _group_findings(ctx, paths[i], value, self)
-            out += found
+            found = results[i] = _group_findings(ctx, paths[i], value, self)
             shared = len(ctx.scopes_used) == used and not isinstance(value, (dict, list))   # as in `leaf`
-            found_by_arg.append(found if shared else None)
+            found_by_arg[i] = found if shared else None
+        out = list(chain.from_iterable(cast("list[list[Finding]]", results)))
         self.last_args[ref_key] = _ArgsSeen(values, origins, indexes, found_by_arg)
         return out
 
@@ -397,6 +404,16 @@ class _ArgsSeen:
     origins: tuple[Any, ...]
     indexes: list[dict[str, list[Words]]]   # per block: values by flag key
     found: list[list[Finding] | None]       # None: not to be shared
+
+
+def _changed_flags(indexes: list[dict[str, list[Words]]], before: list[dict[str, list[Words]]]) -> set[str]:
+    """The flag keys whose words differ between two points' blocks (by position)."""
+    changed: set[str] = set()
+    for new, old in zip(indexes, before):
+        if new is not old:
+            changed.update(k for k, v in new.items() if old.get(k) != v)
+            changed.update(k for k in old if k not in new)
+    return changed
 
 
 def _block_content(block: Block) -> tuple[Any, ...]:

@@ -48,6 +48,8 @@ def flag_key(name: str, worker: bool) -> str:
 
 
 def words_equal(a: Sequence[str], b: Sequence[str]) -> bool:
+    if a == b:          # the usual case, at C speed
+        return True
     return len(a) == len(b) and all(word_equal(x, y) for x, y in zip(a, b))
 
 
