@@ -7,7 +7,8 @@ setting is an error naming the file and line that set it.
 
 from __future__ import annotations
 
-from typing import Any
+from itertools import chain
+from typing import Any, Iterable
 
 from ..errors import CookbookError
 from ..recipes.bundle import EffectiveRecipe
@@ -50,8 +51,8 @@ def classify(recipe: EffectiveRecipe, policy: Policy) -> list[Setting]:
 
 def _classify_node(node: RawYaml, path: tuple[str, ...], dotted_path: str, policy: Policy) -> list[Setting]:
     # Merged recipes share untouched subtrees, so a subtree's settings are computed once per run; and
-    # a changed mapping (an override made it anew) reuses the settings of every key whose value is the
-    # same object as in the mapping last classified at the same path.
+    # a changed mapping (an override made it anew) reuses the settings of every value that is the
+    # same object as in the mapping last classified at the same path, with the same keys.
     if isinstance(node, dict) and node:
         key = (id(node), dotted_path)
         hit = policy.memo.get(key)
@@ -60,19 +61,21 @@ def _classify_node(node: RawYaml, path: tuple[str, ...], dotted_path: str, polic
             return settings
         last_key = ("classified at", path)
         last = policy.memo.get(last_key)
-        before: dict[str, tuple[RawYaml, list[Setting]]] = last[1] if last is not None else {}
-        out: list[Setting] = []
-        by_key: dict[str, tuple[RawYaml, list[Setting]]] = {}
-        for k, value in node.items():
-            prev = before.get(k)
-            if prev is not None and prev[0] is value and not isinstance(value, list):
-                found = prev[1]
-            else:
-                found = _classify_node(value, path + (str(k),), f"{dotted_path}.{k}" if dotted_path else str(k), policy)
-            by_key[k] = (value, found)
-            out.extend(found)
+        keys, values = tuple(node), tuple(node.values())
+        layout = (keys, tuple(map(type, keys)))      # with the types: `True` and `1` are equal keys
+        todo: Iterable[int]
+        if last is not None and last[0] == layout:
+            found: list[list[Setting]] = list(last[2])
+            todo = [i for i, (value, seen) in enumerate(zip(values, last[1])) if value is not seen or isinstance(value, list)]
+        else:
+            found = [[] for _ in keys]
+            todo = range(len(keys))
+        for i in todo:
+            k = keys[i]
+            found[i] = _classify_node(values[i], path + (str(k),), f"{dotted_path}.{k}" if dotted_path else str(k), policy)
+        out = list(chain.from_iterable(found))
         policy.memo[key] = (node, out)
-        policy.memo[last_key] = (node, by_key)
+        policy.memo[last_key] = (layout, values, found)
         return out
     if _is_table(node):
         out = []

@@ -149,6 +149,8 @@ def _listing(names: list[str], limit: int = 12) -> str:
 
 def apply_overrides(recipe: EffectiveRecipe, sets: Sequence[str], unsets: Sequence[str]) -> EffectiveRecipe:
     """Apply `--set dotted.path=value` and `--unset dotted.path` (values parsed as YAML)."""
+    if not sets and not unsets:
+        return recipe
     data, origins = recipe.data, dict(recipe.origins)
     for item in sets:
         path_text, sep, value_text = item.partition("=")

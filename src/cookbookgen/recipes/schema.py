@@ -130,10 +130,10 @@ class Recipe(_Open):
 
 def normalise(recipe: EffectiveRecipe) -> tuple[EffectiveRecipe, Recipe]:
     """The v2-shaped effective recipe and its typed view. Raises CookbookError naming each bad key."""
-    data, origins = recipe.data, dict(recipe.origins)
-    if "backend" in data and "roles" not in data:
-        data, origins = _from_v1(data, origins)
-    normal = EffectiveRecipe(recipe.file, recipe.selector, data, origins)
+    normal = recipe
+    if "backend" in recipe.data and "roles" not in recipe.data:
+        normal = EffectiveRecipe(recipe.file, recipe.selector, *_from_v1(recipe.data, dict(recipe.origins)))
+    data = normal.data
     _check_engine(normal)
     try:
         typed = Recipe.model_validate(data)
