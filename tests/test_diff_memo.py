@@ -162,3 +162,36 @@ def test_a_check_that_reads_the_blocks_args_is_recorded_so_its_verdict_is_not_sh
     quiet = Scope(expect, worker)
     explain("args", "worker", "--host", ("0.0.0.0",), quiet)
     assert quiet.read_args == []
+
+
+@pytest.mark.parametrize("which", ["bundled", "synthetic"])
+def test_the_shown_as_is_shortcut_makes_the_findings_the_general_path_makes(which: str, synthetic: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`compare._shown_as_is` makes the finding of a role arg or env leaf that a block shows with the
+    recipe's words; every point, and every drifted point (where it must step aside), gets the same
+    findings with the shortcut turned off."""
+    from cookbookgen.diff import compare
+
+    policy = load_policy()
+    manifest = DATA / "cookbook.yaml" if which == "bundled" else synthetic
+    points = []
+    for pairs in _pairs(manifest):
+        for pair in pairs:
+            points.append((point_expect(pair.resolved, policy), pair.resolved.recipe, pair.published))
+            roles = [b.role for b in pair.published.blocks if b.kind == "worker"]
+            for drift in ("arg value", "arg dropped", "env value"):
+                points.append((points[-1][0], pair.resolved.recipe, _edit(pair.published, str(roles[0]), DRIFTS[drift])))
+    shortcut = compare._shown_as_is
+    taken = []
+
+    def counted(*args: object) -> object:
+        found = shortcut(*args)  # type: ignore[arg-type]
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(compare, "_shown_as_is", counted)
+    quick = [compare_point(e, r, p, policy) for e, r, p in points]
+    monkeypatch.setattr(compare, "_shown_as_is", lambda *args: None)
+    general = [compare_point(e, r, p, policy) for e, r, p in points]
+    assert quick == general
+    assert sum(taken) > len(points) and not all(taken), "the shortcut must be taken, and not always"

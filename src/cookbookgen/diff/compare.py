@@ -238,6 +238,36 @@ def _shown_in(ctx: Ctx, facts: Facts, value: RawYaml) -> tuple[Any, ...] | None:
     return None
 
 
+_SCALARS = (str, int, float, bool)
+_SHOWN_AS_COMPARED = frozenset(("harness-only", "default-equivalent", "placeholder", "prohibited"))   # `_judge`'s other paths
+
+
+def _shown_as_is(ctx: Ctx, facts: Facts, value: RawYaml, where: str, shown_in: tuple[Any, ...]) -> list[Finding] | None:
+    """The usual case of a role's arg or env leaf, made directly: a scalar that the role's one block
+    shows with the recipe's very words, under no rule or a rule that publishes it. The finding is the
+    one `_leaf_once` makes (`tests/test_diff_memo.py` checks both ways agree); None for anything else."""
+    if len(shown_in) != 2 or type(value) not in _SCALARS:
+        return None
+    key, dotted_path, _ = facts
+    if shown_in[0] == "arg":
+        want: Words = () if value is True else (word(value),)
+        got = shown_in[1]
+        if not got or got[0] != want:
+            return None
+        item, cookbook = _flag(key[3]), shown(got[0])
+    else:
+        text = word(value)
+        if shown_in[1] != text:
+            return None
+        want, item, cookbook = (text,), key[3], text
+    rule = ctx.policy.first_match(key, value)
+    if rule is not None and rule.cls in _SHOWN_AS_COMPARED:
+        return None
+    return [Finding(ctx.expect.config, ctx.expect.point, key[1], shown_in[0], item, "match", detail="same value", recipe=shown(want),
+                    cookbook=cookbook, path=dotted_path, where=where, rule=rule.text if rule else "",
+                    reason=rule.reason if rule else "no policy rule: published")]
+
+
 @dataclass
 class PointMemo:
     """What the points of one config share, so that each subtree is compared once.
@@ -307,7 +337,7 @@ class PointMemo:
         if hit is not None and hit[0] is value:
             return hit[1]
         used = len(ctx.scopes_used)
-        found = _leaf_once(ctx, path, facts, value, where)
+        found = _shown_as_is(ctx, facts, value, where, shown_in) or _leaf_once(ctx, path, facts, value, where)
         if len(ctx.scopes_used) == used:
             self.leaves[mkey] = (value, found)
         return found
