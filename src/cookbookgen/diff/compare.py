@@ -20,7 +20,7 @@ import pickle
 from itertools import chain
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Iterable, cast
+from typing import Any, Callable, Iterable, Sequence, cast
 
 from ..policy.classify import leaves
 from ..policy.rules import DROPPED, Policy, Rule
@@ -67,7 +67,7 @@ class Ctx:
     recipe: EffectiveRecipe
     published: PublishedPoint
     policy: Policy
-    arg_index: dict[tuple[int, bool], tuple[Block, dict[str, list[Words]]]] = field(default_factory=dict)
+    arg_index: dict[tuple[int, bool], tuple[Block, dict[str, tuple[Words, ...]]]] = field(default_factory=dict)
     scopes_used: list[Block] = field(default_factory=list)   # blocks whose Scope a check looked at
     workers: dict[str, list[Block]] = field(default_factory=dict)  # worker blocks by role
     others_key: tuple[int, ...] = ()   # the expectations and the non-worker blocks, interned (`PointMemo`)
@@ -76,14 +76,17 @@ class Ctx:
     def blocks(self) -> tuple[Block, ...]:
         return self.published.blocks
 
-    def args_by_key(self, block: Block, worker: bool) -> dict[str, list[Words]]:
-        """The block's arg values grouped by flag key, built once per block (leaves look them up)."""
+    def args_by_key(self, block: Block, worker: bool) -> dict[str, tuple[Words, ...]]:
+        """The block's arg values grouped by flag key, built once per block (leaves look them up);
+        tuples, so two blocks' indexes compare as sets (`_changed_flags`)."""
         key = (id(block), worker)
         hit = self.arg_index.get(key)
         if hit is None or hit[0] is not block:
-            index: dict[str, list[Words]] = {}
+            index: dict[str, tuple[Words, ...]] = {}
             for a in block.args:    # `Arg`s are tuples, so `a[1:]` is the words
-                index.setdefault(flag_key(a[0], worker), []).append(a[1:])
+                k = flag_key(a[0], worker)
+                seen = index.get(k)
+                index[k] = (a[1:],) if seen is None else (*seen, a[1:])
             hit = self.arg_index[key] = (block, index)
         return hit[1]
 
@@ -294,7 +297,7 @@ class PointMemo:
     others_of: dict[tuple[Any, ...], tuple[Any, Any, list[Finding]]] = field(default_factory=dict)
     last_args: dict[tuple[Any, ...], "_ArgsSeen"] = field(default_factory=dict)
     arg_layouts: dict[tuple[Any, ...], tuple[tuple[KeyPath, ...], tuple[str, ...]]] = field(default_factory=dict)  # leaf paths, flag keys
-    arg_index: dict[tuple[int, bool], tuple[Block, dict[str, list[Words]]]] = field(default_factory=dict)
+    arg_index: dict[tuple[int, bool], tuple[Block, dict[str, tuple[Words, ...]]]] = field(default_factory=dict)
 
     def intern(self, content: Any) -> int:
         return self.contents.setdefault(content, len(self.contents))
@@ -432,17 +435,16 @@ class _ArgsSeen:
 
     values: tuple[RawYaml, ...]
     origins: tuple[Any, ...]
-    indexes: list[dict[str, list[Words]]]   # per block: values by flag key
+    indexes: list[dict[str, tuple[Words, ...]]]   # per block: values by flag key
     found: list[list[Finding] | None]       # None: not to be shared
 
 
-def _changed_flags(indexes: list[dict[str, list[Words]]], before: list[dict[str, list[Words]]]) -> set[str]:
+def _changed_flags(indexes: list[dict[str, tuple[Words, ...]]], before: list[dict[str, tuple[Words, ...]]]) -> set[str]:
     """The flag keys whose words differ between two points' blocks (by position)."""
     changed: set[str] = set()
     for new, old in zip(indexes, before):
         if new is not old:
-            changed.update(k for k, v in new.items() if old.get(k) != v)
-            changed.update(k for k in old if k not in new)
+            changed.update(k for k, _ in new.items() ^ old.items())
     return changed
 
 
@@ -515,7 +517,7 @@ def _arg_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
         return _without_blocks(ctx, leaf, role, "arg", flag)
     out = []
     for block in blocks:
-        got = ctx.args_by_key(block, worker).get(flag_key(flag, worker), [])
+        got = ctx.args_by_key(block, worker).get(flag_key(flag, worker), ())
         out.append(_judge(ctx, leaf, role, "arg", flag, want, got, _synthesized_check(ctx, "worker" if worker else block.kind, flag, block)))
     return out
 
@@ -550,7 +552,7 @@ def _without_blocks(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str) -> li
 
 
 def _judge(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str, want: Words | None,
-           got: list[Words], extra_check: Callable[[Words], Miss | None]) -> Finding:
+           got: Sequence[Words], extra_check: Callable[[Words], Miss | None]) -> Finding:
     """The class of one recipe arg/env in one block, from the policy and what the block shows."""
     rule = leaf.rule
     cls = rule.cls if rule else "unclassified"
@@ -574,7 +576,7 @@ def _judge(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str, want: Words | 
     return _compare(ctx, role, kind, item, "placeholder" if cls == "placeholder" else "match", want, got, base)
 
 
-def _dropped(ctx: Ctx, role: str, kind: str, item: str, cls: str, want: Words | None, got: list[Words], base: dict[str, Any]) -> Finding:
+def _dropped(ctx: Ctx, role: str, kind: str, item: str, cls: str, want: Words | None, got: Sequence[Words], base: dict[str, Any]) -> Finding:
     if not got:
         return ctx.finding(role, kind, item, cls, detail="excluded", **base)
     if want is not None and any(words_equal(want, g) for g in got):
@@ -583,7 +585,7 @@ def _dropped(ctx: Ctx, role: str, kind: str, item: str, cls: str, want: Words | 
     return ctx.finding(role, kind, item, "mismatch", detail=DIFFERENT, **base)
 
 
-def _compare(ctx: Ctx, role: str, kind: str, item: str, ok: str, want: Words | None, got: list[Words], base: dict[str, Any]) -> Finding:
+def _compare(ctx: Ctx, role: str, kind: str, item: str, ok: str, want: Words | None, got: Sequence[Words], base: dict[str, Any]) -> Finding:
     if want is None:
         detail, cls = ("unset in the recipe", ok) if not got else (EXTRA, "mismatch")
     elif not got:
