@@ -61,3 +61,14 @@ def test_the_synthetic_repository_has_the_shape_of_a_real_one(tmp_path: Path) ->
     before = files[3].read_text()
     bench.change_one_recipe(manifest)
     assert files[3].read_text() != before
+
+
+def test_the_instruction_count_splits_a_run_into_fixed_and_per_config_costs(monkeypatch) -> None:
+    """benchmarks/instructions.py: valgrind's total is read from its summary, and two sizes give the
+    fixed cost and the cost of one config (valgrind itself runs in the benchmark, not here)."""
+    import instructions
+
+    assert instructions._REFS.search("==12== \n==12== I   refs:      4,456,632,336\n").group(1) == "4,456,632,336"
+    counted = {Path("small"): 1_500_000_000 + 10 * 80_000_000, Path("large"): 1_500_000_000 + 30 * 80_000_000}
+    monkeypatch.setattr(instructions, "instructions", lambda manifest, src: counted[manifest])
+    assert instructions.measure(Path("small"), Path("large"), (10, 30), None) == (1500.0, 80.0)

@@ -185,6 +185,24 @@ def test_the_diff_in_workers_prints_what_one_process_prints(synthetic: Path, mon
     assert parallel[0][0] == 0 and "parity over 160 point(s) of 16 config(s)" in parallel[0][1]
 
 
+def test_jobs_sets_the_number_of_workers_and_changes_nothing_else(synthetic: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from cookbookgen.cli import main
+    from cookbookgen.diff import sections as cached
+
+    monkeypatch.setattr(cached.os, "cpu_count", lambda: 2)
+    configs = [f"k{i}" for i in range(32)]
+    assert cached._runs(configs, 1)[0] == 1 and cached._runs(configs, 3)[0] == 3 and cached._runs(configs)[0] == 2
+    assert cached._runs(configs, 8)[0] == 4             # never fewer than MIN_PER_WORKER configs a worker
+    reports = []
+    for jobs in (["--jobs", "1"], ["--jobs", "2"], []):
+        assert main(["diff", "--cookbook", str(synthetic), *jobs]) == 0
+        reports.append(capsys.readouterr().out)
+    assert reports[0] == reports[1] == reports[2] and "parity over 160 point(s)" in reports[0]
+    assert main(["diff", "--cookbook", str(synthetic), "--jobs", "0"]) == 2
+    assert "--jobs" in capsys.readouterr().err
+
+
 def test_the_diff_in_workers_reports_the_first_error(synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from cookbookgen.diff import sections as cached
 

@@ -43,7 +43,16 @@ def register(subparsers: Any) -> None:
     d.add_argument("--cache", type=Path, metavar="DIR",
                    help="reuse the rendered configs of a content-hash cache (e.g. the .cookbookgen-cache of `cookbookgen build`) "
                         "for a manifest's points; every setting is still compared")
+    d.add_argument("--jobs", type=_positive, metavar="N",
+                   help="worker processes that check a manifest's configs for a text or Markdown report "
+                        "(default: one per core, at most 4; 1: all in this process)")
     d.set_defaults(run=run_diff)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of processes, 1 or more (received {text!r})")
+    return int(text)
 
 
 def _cookbooks(args: argparse.Namespace) -> list[Path]:
@@ -117,7 +126,7 @@ def _check_each(args: argparse.Namespace, fmt: str, color: bool, reports: list[D
         if sections.applies(path, fmt, getattr(args, "logs", None)):
             # A manifest's report section by section: sections of unchanged configs come from the cache.
             found = sections.manifest_report(path, cache, extra, getattr(args, "source", None), getattr(args, "config", None),
-                                           fmt, color, workspaces)
+                                           fmt, color, workspaces, getattr(args, "jobs", None))
             if found is not None:
                 text, code, source = found
                 reports.append((text, code))

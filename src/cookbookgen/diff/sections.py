@@ -50,7 +50,7 @@ def applies(path: Path, fmt: str, logs: Path | None) -> bool:
 
 
 def manifest_report(path: Path, cache: RenderCache | None, extra_policy: Path | None, source: Path | None, only: str | None,
-                    fmt: str, color: bool, workspaces: dict[Path, Workspace]) -> tuple[str, int, Path] | None:
+                    fmt: str, color: bool, workspaces: dict[Path, Workspace], jobs: int | None = None) -> tuple[str, int, Path] | None:
     """The report text, exit status and checkout, or None when the manifest is checked against another checkout.
     Without a cache every config is checked (in parallel when it pays), and the report is the same."""
     given = load_policy(extra_policy) if extra_policy else None     # read first, as the full check does
@@ -78,7 +78,7 @@ def manifest_report(path: Path, cache: RenderCache | None, extra_policy: Path | 
             sections[config] = hit
     missing = [c for c in render if c not in sections]
     if missing:
-        sections.update(_check(path, manifest, doc, policy, ws, cache, missing, only, fmt, color, keys))
+        sections.update(_check(_Job(path, manifest, doc, policy, ws, cache, only, fmt, color), missing, keys, jobs))
     configs = list(render)
     if only is not None and only not in configs:
         raise CookbookError.at(str(path), 0, only, f"the cookbook has no config {only!r}; it has: {', '.join(configs)}")
@@ -90,21 +90,17 @@ def manifest_report(path: Path, cache: RenderCache | None, extra_policy: Path | 
                      len(shown), exit_code, fmt, color), exit_code, root
 
 
-def _check(path: Path, manifest: Manifest, doc: Document, policy: Policy, ws: Workspace, cache: RenderCache | None,
-           configs: list[str], only: str | None, fmt: str, color: bool, keys: dict[str, str]) -> dict[str, Section]:
+def _check(job: _Job, configs: list[str], keys: dict[str, str], jobs: int | None) -> dict[str, Section]:
     """Render and check `configs` in full, as `cookbookgen diff` without a cache does; store their sections.
 
     With several cores and enough configs, contiguous runs of configs are checked in forked worker
     processes (the parsed checkout is inherited); the sections come back and are put in config order,
     and of several errors the one of the earliest config is raised, as a sequential run would."""
-    workers, runs = _runs(configs)
-    if workers < 2:
-        out = _check_configs(_Job(path, manifest, doc, policy, ws, cache, only, fmt, color), configs)
-    else:
-        out = _check_parallel(_Job(path, manifest, doc, policy, ws, cache, only, fmt, color), workers, runs)
+    workers, runs = _runs(configs, jobs)
+    out = _check_configs(job, configs) if workers < 2 else _check_parallel(job, workers, runs)
     for config, section in out.items():
-        if config in keys and cache is not None and (only is None or config == only):
-            cache.put("diff", keys[config], section)
+        if config in keys and job.cache is not None and (job.only is None or config == job.only):
+            job.cache.put("diff", keys[config], section)
     return out
 
 
@@ -127,9 +123,10 @@ class _Job:
     color: bool
 
 
-def _runs(configs: list[str]) -> tuple[int, list[list[str]]]:
-    """The number of worker processes (1: check in this process) and the contiguous runs of configs they take."""
-    workers = min(os.cpu_count() or 1, 4, len(configs) // MIN_PER_WORKER)
+def _runs(configs: list[str], jobs: int | None = None) -> tuple[int, list[list[str]]]:
+    """The number of worker processes (1: check in this process) and the contiguous runs of configs
+    they take; at most `jobs` workers (default: one per core, at most 4)."""
+    workers = min(jobs or min(os.cpu_count() or 1, 4), len(configs) // MIN_PER_WORKER)
     if workers < 2 or multiprocessing.get_start_method(allow_none=True) not in (None, "fork") or sys.platform != "linux":
         return 1, [configs]
     size = max(MIN_PER_WORKER // 2, -(-len(configs) // (workers * RUNS_PER_WORKER)))
