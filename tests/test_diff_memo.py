@@ -127,21 +127,24 @@ def test_an_addition_to_a_frontend_or_service_block_in_a_later_point_is_caught(w
 
 @pytest.mark.parametrize("which", ["bundled", "synthetic"])
 def test_worker_blocks_shared_between_points_are_the_fresh_ones(which: str, synthetic: Path) -> None:
-    """`render.deploy` reuses a worker block for the points that share its role subtree: each point's
-    deployment equals one rendered with a fresh policy (no memo), and blocks are in fact shared."""
+    """`render.deploy` reuses a worker block for the points that share its role subtree, and service and
+    frontend blocks for those that share their subtrees: each point's deployment equals one rendered
+    with a fresh policy (no memo), and blocks are in fact shared."""
     from cookbookgen.pipeline import render_all_points, render_point
 
     manifest = DATA / "cookbook.yaml" if which == "bundled" else synthetic
     ws = Workspace(manifest.parent / "inferencex")
     shared_policy = load_policy()
-    reused = 0
+    reused = services = 0
     for key in ws.entries():
         rendered = render_all_points(ws, shared_policy, key)
         for rp in rendered:
             assert rp.deployment == render_point(rp.point, load_policy()), rp.point.point_id
         first = {id(b) for b in rendered[0].deployment.blocks}
         reused += sum(id(b) in first for rp in rendered[1:] for b in rp.deployment.blocks if b.kind == "worker")
+        services += sum(id(b) in first for rp in rendered[1:] for b in rp.deployment.blocks if b.kind != "worker")
     assert reused > 0 or which == "bundled"    # the bundled overrides touch every role
+    assert services > 0                        # etcd, NATS and frontends: no override touches them
 
 
 def test_a_check_that_reads_the_blocks_args_is_recorded_so_its_verdict_is_not_shared() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from importlib import resources
+from operator import itemgetter
 from typing import cast
 
 from ..recipes.load import parse_yaml
@@ -28,7 +29,7 @@ def parallel_label(block: Block) -> str:
     tp = int(_value(block, "--tensor-parallel-size", "--tp-size") or 1)
     dp = int(_value(block, "--data-parallel-size", "--dp-size") or 1)
     ep = int(_value(block, "--expert-parallel-size", "--ep-size") or 1)
-    dpa = any(a[0] == "--enable-dp-attention" for a in block.args)
+    dpa = "--enable-dp-attention" in map(itemgetter(0), block.args)
     if dpa and dp == tp and ep == tp:
         return f"DEP{tp}"
     if dpa:
@@ -129,7 +130,7 @@ def notes(deps: list[Deployment]) -> tuple[str, ...]:
     present: set[str] = set()
     blocks = {id(b): b for dep in deps for b in dep.blocks}    # the points of a cell share most blocks
     for b in blocks.values():
-        present.update(a[0] for a in b.args)
+        present.update(map(itemgetter(0), b.args))
         present.update(b.env)
-        present.update(f"{k}={v}" for k, v in b.env.items())
+        present.update(map("=".join, b.env.items()))
     return tuple(text for key, text in _notes_table().items() if key in present)

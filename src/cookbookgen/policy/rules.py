@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -53,9 +52,13 @@ class Policy:
     rules: tuple[Rule, ...]
     clusters: dict[str, tuple[ClusterEnv, ...]] = field(default_factory=dict)
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)  # per-run classification cache
+    matching: dict[tuple[str, ...], Any] = field(default_factory=dict, compare=False, repr=False)  # path -> `_candidates`
 
     def first_match(self, path: tuple[str, ...], value: Any) -> Rule | None:
-        plain, conditional = _candidates(self, path)
+        found = self.matching.get(path)
+        if found is None:
+            found = self.matching[path] = _candidates(self, path)
+        plain, conditional = found
         for i, rule in conditional:
             if (plain is None or i < plain) and type(value) is type(rule.value) and value == rule.value:
                 return rule
@@ -65,7 +68,6 @@ class Policy:
         return id(self)
 
 
-@lru_cache(maxsize=262144)
 def _candidates(policy: Policy, path: tuple[str, ...]) -> tuple[int | None, tuple[tuple[int, Rule], ...]]:
     """The first value-free rule matching `path`, and the value-conditioned rules before it that match."""
     conditional: list[tuple[int, Rule]] = []

@@ -63,12 +63,16 @@ def _copy(value: RawYaml) -> RawYaml:
     return value
 
 
-def node_paths(data: RawYaml, prefix: KeyPath = ()) -> Iterator[KeyPath]:
+def node_paths(data: RawYaml, prefix: KeyPath = ()) -> list[KeyPath]:
     """Every path under `data` (mapping keys and leaves, not list items), in document order."""
-    yield prefix
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield from node_paths(value, prefix + (key,))
+    out: list[KeyPath] = []
+    stack: list[tuple[KeyPath, RawYaml]] = [(prefix, data)]
+    while stack:                     # depth first, children pushed in reverse: document order
+        path, node = stack.pop()
+        out.append(path)
+        if isinstance(node, dict) and node:
+            stack.extend(reversed([(path + (key,), value) for key, value in node.items()]))
+    return out
 
 
 def leaf_paths(data: RawYaml, prefix: KeyPath = ()) -> Iterator[KeyPath]:

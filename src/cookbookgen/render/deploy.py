@@ -54,10 +54,14 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
     kind = frontend_kind(typed, layouts)
     cluster_env, cluster_settings = _cluster_env(ctx, typed)
     blocks: list[Block] = []
+    data = recipe.data
+    roles = tuple(layouts.items())
     if kind == "dynamo":
-        blocks.extend(dynamo_infra_blocks(recipe, typed, ctx))
-    blocks.extend(_mooncake(recipe, typed, ctx, layouts, kind))
-    blocks.extend(FRONTENDS[kind](recipe, typed, ctx, layouts))
+        blocks.extend(_shared(ctx, ("dynamo-infra",), (data.get("services"),), lambda: dynamo_infra_blocks(recipe, typed, ctx)))
+    blocks.extend(_shared(ctx, ("mooncake", kind, roles), (data.get("services"), data.get("dynamo")),
+                          lambda: _mooncake(recipe, typed, ctx, layouts, kind)))
+    blocks.extend(_shared(ctx, ("frontend", kind, roles), (data.get("frontend"), data.get("dynamo")),
+                          lambda: FRONTENDS[kind](recipe, typed, ctx, layouts)))
     for role, layout in layouts.items():
         spec = typed.roles[role]  # type: ignore[index]
         raw = (recipe.data.get("roles") or {}).get(role)
@@ -71,6 +75,21 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
     cpu_nodes = 1 if kind != "direct" and _dedicated_infra(typed) else 0
     return Deployment(blocks=tuple(blocks), settings=tuple(settings + cluster_settings), model=ctx.model_id,
                       image=image, gpus=gpus, nodes=nodes, cpu_nodes=cpu_nodes)
+
+
+def _shared(ctx: RenderContext, key: tuple[object, ...], inputs: tuple[RawYaml, ...], build: Callable[[], list[Block]]) -> list[Block]:
+    """`build()`, once per run for each `key` and the very `inputs` it reads: the recipe subtrees
+    (`services`, `frontend`, `dynamo`) that the points of a bundle share unless their override touches
+    them. The blocks are a function of those subtrees (which the typed recipe validates), of the
+    values in `key`, and of the policy that holds the memo; the points then share the block objects."""
+    memo_key = ("blocks", *key, *map(id, inputs))
+    hit = ctx.policy.memo.get(memo_key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], inputs)):
+        shared: list[Block] = hit[1]
+        return shared
+    blocks = build()
+    ctx.policy.memo[memo_key] = (inputs, blocks)
+    return blocks
 
 
 def _dedicated_infra(typed: Recipe) -> bool:
@@ -103,20 +122,16 @@ def dynamo_env(typed: Recipe) -> dict[str, str]:
 
 def _shared_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
                    slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
-    """`_worker`, once per run for each role subtree and slot: the points of a bundle share the role
-    subtrees their override leaves alone (the same object), and the block is a function of the
-    subtree (which `spec` validates), of the keyed values below, and of the policy that holds the memo."""
+    """`_worker`, once per run for each role subtree and slot (`_shared`): the block is a function of
+    the role subtree (which `spec` validates) and of the values keyed below."""
+    def build() -> list[Block]:
+        return [_worker(typed, ctx, kind, layout, slot, spec, cluster_env)]
+    if not isinstance(raw, dict):
+        return build()[0]
     plane = typed.dynamo.request_plane
     mooncake = any(s.type == "mooncake-master" for s in typed.services or [])
-    key = ("worker", id(raw), kind, layout, slot, ctx.model_id, plane, mooncake, tuple(cluster_env.items()))
-    hit = ctx.policy.memo.get(key) if isinstance(raw, dict) else None
-    if hit is not None and hit[0] is raw:
-        block: Block = hit[1]
-        return block
-    block = _worker(typed, ctx, kind, layout, slot, spec, cluster_env)
-    if isinstance(raw, dict):
-        ctx.policy.memo[key] = (raw, block)
-    return block
+    key = ("worker", kind, layout, slot, ctx.model_id, plane, mooncake, tuple(cluster_env.items()))
+    return _shared(ctx, key, (raw,), build)[0]
 
 
 def _worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
