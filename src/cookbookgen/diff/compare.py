@@ -17,7 +17,8 @@ recipe, so a renderer bug shows up as a mismatch.
 from __future__ import annotations
 
 import pickle
-from itertools import chain
+from itertools import chain, repeat
+from operator import itemgetter
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Sequence, cast
@@ -82,11 +83,13 @@ class Ctx:
         key = (id(block), worker)
         hit = self.arg_index.get(key)
         if hit is None or hit[0] is not block:
-            index: dict[str, tuple[Words, ...]] = {}
-            for a in block.args:    # `Arg`s are tuples, so `a[1:]` is the words
-                k = flag_key(a[0], worker)
-                seen = index.get(k)
-                index[k] = (a[1:],) if seen is None else (*seen, a[1:])
+            keys = list(map(flag_key, map(itemgetter(0), block.args), repeat(worker)))
+            words = map(itemgetter(slice(1, None)), block.args)    # `Arg`s are tuples: `a[1:]` is the words
+            index: dict[str, tuple[Words, ...]] = dict(zip(keys, zip(words)))   # each flag once: the usual case
+            if len(index) < len(keys):           # a flag given more than once keeps all its values, in order
+                index = {}
+                for k, a in zip(keys, block.args):
+                    index[k] = (*index.get(k, ()), a[1:])
             hit = self.arg_index[key] = (block, index)
         return hit[1]
 

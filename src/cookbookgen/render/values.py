@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from operator import is_
 from typing import Any, Iterable, cast
 
 from ..policy.rules import DROPPED, Policy
@@ -67,9 +68,14 @@ def kept_args(policy: Policy, prefix: KeyPath, args: dict[str, RawYaml]) -> list
 
 
 def kept_env(policy: Policy, prefix: KeyPath, env: dict[str, RawYaml]) -> dict[str, str]:
-    out = {}
     base = tuple(map(str, prefix))
     memo = policy.memo
+    values = tuple(env.values())
+    whole = ("kept_env_all", base, tuple(env))        # the same names with the very same values: the same env
+    hit = memo.get(whole)
+    if hit is not None and all(map(is_, values, hit[0])):
+        return dict(hit[1])
+    out = {}
     for name, value in env.items():
         key = ("kept_env", base, name, id(value))
         hit = memo.get(key)
@@ -78,7 +84,8 @@ def kept_env(policy: Policy, prefix: KeyPath, env: dict[str, RawYaml]) -> dict[s
             hit = memo[key] = (value, word(shown) if keep and shown is not None else None)
         if hit[1] is not None:
             out[name] = hit[1]
-    return out
+    memo[whole] = (values, out)
+    return dict(out)            # callers add to it
 
 
 def args_from_words(words: Iterable[RawYaml]) -> list[tuple[str, ...]]:
