@@ -53,18 +53,26 @@ def _kept(policy: Policy, path: tuple[str, ...], value: RawYaml) -> tuple[bool, 
 
 
 def kept_args(policy: Policy, prefix: KeyPath, args: dict[str, RawYaml]) -> list[tuple[str, ...]]:
-    out = []
     base = tuple(map(str, prefix))
     memo = policy.memo     # per run: the points of a bundle share most values (the same objects)
-    for name, value in args.items():
+    names, values = tuple(args), tuple(args.values())
+    last = memo.get(("kept_args at", base))      # the args last seen at this path: an override changes a few
+    todo: Iterable[int]
+    if last is not None and last[0] == names:
+        shown: list[tuple[str, ...] | None] = list(last[2])
+        todo = [i for i, (value, seen) in enumerate(zip(values, last[1])) if value is not seen]
+    else:
+        shown, todo = [None] * len(names), range(len(names))
+    for i in todo:
+        name, value = names[i], values[i]
         key = ("kept_arg", base, name, id(value))
         hit = memo.get(key)
         if hit is None or hit[0] is not value:
-            keep, shown = _kept(policy, base + (str(name),), value)
-            hit = memo[key] = (value, arg_tuple(name, shown) if keep else None)
-        if hit[1] is not None:
-            out.append(hit[1])
-    return out
+            keep, word_of = _kept(policy, base + (str(name),), value)
+            hit = memo[key] = (value, arg_tuple(name, word_of) if keep else None)
+        shown[i] = hit[1]
+    memo[("kept_args at", base)] = (names, values, shown)
+    return [a for a in shown if a is not None]
 
 
 def kept_env(policy: Policy, prefix: KeyPath, env: dict[str, RawYaml]) -> dict[str, str]:
