@@ -198,3 +198,16 @@ def test_the_shown_as_is_shortcut_makes_the_findings_the_general_path_makes(whic
     general = [compare_point(e, r, p, policy) for e, r, p in points]
     assert quick == general
     assert sum(taken) > len(points) and not all(taken), "the shortcut must be taken, and not always"
+
+
+def test_the_shortcut_steps_aside_unless_every_block_shows_the_recipes_words() -> None:
+    from cookbookgen.diff import compare
+
+    facts = compare.path_facts(("roles", "prefill", "env", "MODE"))
+    # a value that happens to spell the kind of leaf ("env") must not count as a block showing it
+    assert compare._shown_as_is(None, facts, "env", "r.yaml:3", ("env", "env", "other")) is None  # type: ignore[arg-type]
+    assert compare._shown_as_is(None, facts, "x", "r.yaml:3", ("env", "x", compare._ABSENT)) is None  # type: ignore[arg-type]
+    arg = compare.path_facts(("roles", "prefill", "args", "tp-size"))
+    assert compare._shown_as_is(None, arg, 4, "r.yaml:4", ("arg", (("4",),), (("8",),))) is None  # type: ignore[arg-type]
+    assert compare._shown_as_is(None, arg, 4, "r.yaml:4", ("arg", (("4",),), ())) is None  # type: ignore[arg-type]
+    assert compare._shown_as_is(None, arg, [4], "r.yaml:4", ("arg", (("4",),))) is None  # type: ignore[arg-type]

@@ -249,21 +249,21 @@ _SHOWN_AS_COMPARED = frozenset(("harness-only", "default-equivalent", "placehold
 
 
 def _shown_as_is(ctx: Ctx, facts: Facts, value: RawYaml, where: str, shown_in: tuple[Any, ...]) -> list[Finding] | None:
-    """The usual case of a role's arg or env leaf, made directly: a scalar that the role's one block
-    shows with the recipe's very words, under no rule or a rule that publishes it. The finding is the
-    one `_leaf_once` makes (`tests/test_diff_memo.py` checks both ways agree); None for anything else."""
-    if len(shown_in) != 2 or type(value) not in _SCALARS:
+    """The usual case of a role's arg or env leaf, made directly: a scalar that each of the role's
+    blocks shows with the recipe's very words, under no rule or a rule that publishes it. The finding
+    is the one `_leaf_once` makes (one for all the blocks, as it makes them once each;
+    `tests/test_diff_memo.py` checks both ways agree); None for anything else."""
+    if len(shown_in) < 2 or type(value) not in _SCALARS:
         return None
     key, dotted_path, _ = facts
     if shown_in[0] == "arg":
         want: Words = () if value is True else (word(value),)
-        got = shown_in[1]
-        if not got or got[0] != want:
+        if not all(got and got[0] == want for got in shown_in[1:]):
             return None
-        item, cookbook = _flag(key[3]), shown(got[0])
+        item, cookbook = _flag(key[3]), shown(want)
     else:
         text = word(value)
-        if shown_in[1] != text:
+        if shown_in[1:].count(text) != len(shown_in) - 1:
             return None
         want, item, cookbook = (text,), key[3], text
     rule = ctx.policy.first_match(key, value)
