@@ -159,12 +159,14 @@ def _text_config(out: _Lines, config: str, runs: Iterable[PointRun]) -> None:
     out.lines.append([])
     out.print((config, "bold"), f": {len(checked)} point(s), ",
               (f"{mismatches} mismatch(es)", "bold red") if mismatches else ("parity", "green"))
+    count_lines: dict[tuple[str, tuple[tuple[str, int], ...]], list[str | Span]] = {}   # points mostly repeat them
     for point, roles in by_point.items():
         out.print("  ", (point or "(config)", "bold"))
         for role, (counts, bad) in sorted(roles.items(), key=lambda kv: _role_key(kv[0])):
-            spans: list[str | Span] = [f"    {role:<16} "]
-            for i, c in enumerate(c for c in CLASSES if counts.get(c)):
-                spans += [" · "] * (i > 0) + [(f"{counts[c]} {c}", _STYLE[c])]
+            seen = (role, tuple(counts.items()))
+            spans = count_lines.get(seen)
+            if spans is None:
+                spans = count_lines[seen] = _count_spans(role, counts)
             out.print(*spans)
             for f in bad:
                 out.print("      ", ("✗", "bold red"), f" {_mismatch_line(f)}")
@@ -173,6 +175,14 @@ def _text_config(out: _Lines, config: str, runs: Iterable[PointRun]) -> None:
         out.print("  ", ("excluded", "yellow"))
         for line in lines:
             out.print(f"    - {line}")
+
+
+def _count_spans(role: str, counts: dict[str, int]) -> list[str | Span]:
+    """`    decode           84 match · 4 harness-only`: a role's count of each class, in class order."""
+    spans: list[str | Span] = [f"    {role:<16} "]
+    for i, c in enumerate(c for c in CLASSES if counts.get(c)):
+        spans += [" · "] * (i > 0) + [(f"{counts[c]} {c}", _STYLE[c])]
+    return spans
 
 
 def _role_entry(roles: Tally, role: str) -> tuple[dict[str, int], list[Finding]]:

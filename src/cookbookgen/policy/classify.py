@@ -66,7 +66,7 @@ def _classify_node(node: RawYaml, path: tuple[str, ...], dotted_path: str, polic
         todo: Iterable[int]
         if last is not None and last[0] == layout:
             found: list[list[Setting]] = list(last[2])
-            todo = [i for i, (value, seen) in enumerate(zip(values, last[1])) if value is not seen or isinstance(value, list)]
+            todo = [i for i, (value, seen) in enumerate(zip(values, last[1])) if value is not seen]
         else:
             found = [[] for _ in keys]
             todo = range(len(keys))
