@@ -21,7 +21,7 @@ from itertools import chain, repeat
 from operator import itemgetter
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Iterable, Sequence, cast
+from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
 
 from ..policy.classify import leaves
 from ..policy.rules import DROPPED, Policy, Rule
@@ -47,15 +47,25 @@ class Leaf:
         self.name = str(path[-1])
 
 
+class PathFacts(NamedTuple):
+    """What a recipe leaf's path says, worked out once per process (`path_facts`)."""
+
+    key: tuple[str, ...]        # the path's parts as text
+    dotted: str                 # `roles.decode.args.tp-size`
+    check: RawYaml | None       # its `synthesized.yaml: recipe_checks` entry
+    flag: str                   # the last part as a flag (`--tp-size`), for role args
+    arg_key: str                # that flag's key among a worker's args (`words.flag_key`)
+
+
 @lru_cache(maxsize=65536)
-def _path_facts(path: KeyPath, types: tuple[type, ...]) -> tuple[tuple[str, ...], str, RawYaml | None]:
+def _path_facts(path: KeyPath, types: tuple[type, ...]) -> PathFacts:
     key = cast("tuple[str, ...]", path) if all(t is str for t in types) else tuple(str(p) for p in path)
-    return key, dotted(path), recipe_check(key)
+    flag = _flag(key[-1])
+    return PathFacts(key, dotted(path), recipe_check(key), flag, flag_key(flag, True))
 
 
-def path_facts(path: KeyPath) -> tuple[tuple[str, ...], str, RawYaml | None]:
-    """A leaf path's key (its parts as text), dotted text and `recipe_checks` entry: the same paths
-    recur in every point and config, so they are worked out once per process (cached with the
+def path_facts(path: KeyPath) -> PathFacts:
+    """The facts of a leaf path: the same paths recur in every point and config (cached with the
     types of the parts, so that `True` and `1`, which are equal, stay apart)."""
     return _path_facts(path, tuple(map(type, path)))
 
@@ -204,7 +214,7 @@ def _group_findings(ctx: Ctx, prefix: KeyPath, value: RawYaml, memo: "PointMemo 
     """The findings of every recipe leaf under `prefix` (each names its leaf's path, so only the
     findings of one leaf can repeat: one per co-located worker block)."""
     out: list[Finding] = []
-    for path, leaf_value in leaves(value, prefix):
+    for path, leaf_value in leaves(value, prefix) if isinstance(value, (dict, list)) else ((prefix, value),):
         facts = path_facts(path)
         shown_in = _shown_in(ctx, facts, leaf_value) if memo is not None else None
         if shown_in is not None and memo is not None:
@@ -214,31 +224,27 @@ def _group_findings(ctx: Ctx, prefix: KeyPath, value: RawYaml, memo: "PointMemo 
     return out
 
 
-Facts = tuple[tuple[str, ...], str, RawYaml | None]   # `path_facts`: key, dotted text, recipe check
-
-
-def _leaf_once(ctx: Ctx, path: KeyPath, facts: Facts, value: RawYaml, where: str) -> list[Finding]:
-    key, dotted_path, check = facts
-    found = _leaf(ctx, Leaf(path, value, ctx.policy.first_match(key, value), where, dotted_path), check)
+def _leaf_once(ctx: Ctx, path: KeyPath, facts: PathFacts, value: RawYaml, where: str) -> list[Finding]:
+    found = _leaf(ctx, Leaf(path, value, ctx.policy.first_match(facts.key, value), where, facts.dotted), facts.check)
     return found if len(found) < 2 else _unique(found)
 
 
 _ABSENT = object()
 
 
-def _shown_in(ctx: Ctx, facts: Facts, value: RawYaml) -> tuple[Any, ...] | None:
+def _shown_in(ctx: Ctx, facts: PathFacts, value: RawYaml) -> tuple[Any, ...] | None:
     """What a leaf's findings can depend on besides the leaf itself (unless a check looks at a block's
     scope): for a role's arg or env, what its worker blocks show for it; for a leaf outside roles and
     services, the expectations and the non-worker blocks. None for the others (never shared alone)."""
-    key, _, check = facts
+    key, check = facts.key, facts.check
     if key[0] != "roles":
         return None if key[0] == "services" else ("other", *ctx.others_key)
     if len(key) != 4:
         return None
     kind = check["check"] if check else ""
     if kind == "arg":
-        flag = flag_key(_flag(key[3]), True)
-        return ("arg", *(tuple(ctx.args_by_key(b, True).get(flag, ())) for b in ctx.role_blocks(key[1])))
+        flag = facts.arg_key
+        return ("arg", *(ctx.args_by_key(b, True).get(flag, ()) for b in ctx.role_blocks(key[1])))
     if kind == "env":
         return ("env", *(b.env.get(key[3], _ABSENT) for b in ctx.role_blocks(key[1])))
     return None
@@ -248,19 +254,19 @@ _SCALARS = (str, int, float, bool)
 _SHOWN_AS_COMPARED = frozenset(("harness-only", "default-equivalent", "placeholder", "prohibited"))   # `_judge`'s other paths
 
 
-def _shown_as_is(ctx: Ctx, facts: Facts, value: RawYaml, where: str, shown_in: tuple[Any, ...]) -> list[Finding] | None:
+def _shown_as_is(ctx: Ctx, facts: PathFacts, value: RawYaml, where: str, shown_in: tuple[Any, ...]) -> list[Finding] | None:
     """The usual case of a role's arg or env leaf, made directly: a scalar that each of the role's
     blocks shows with the recipe's very words, under no rule or a rule that publishes it. The finding
     is the one `_leaf_once` makes (one for all the blocks, as it makes them once each;
     `tests/test_diff_memo.py` checks both ways agree); None for anything else."""
     if len(shown_in) < 2 or type(value) not in _SCALARS:
         return None
-    key, dotted_path, _ = facts
+    key, dotted_path = facts.key, facts.dotted
     if shown_in[0] == "arg":
         want: Words = () if value is True else (word(value),)
         if not all(got and got[0] == want for got in shown_in[1:]):
             return None
-        item, cookbook = _flag(key[3]), shown(want)
+        item, cookbook = facts.flag, shown(want)
     else:
         text = word(value)
         if shown_in[1:].count(text) != len(shown_in) - 1:
@@ -333,7 +339,7 @@ class PointMemo:
             hit = self.findings[key] = (value, compute() if compute else _group_findings(ctx, prefix, value, self))
         return hit[1]
 
-    def leaf(self, ctx: Ctx, path: KeyPath, facts: Facts, value: RawYaml, shown_in: tuple[Any, ...]) -> list[Finding]:
+    def leaf(self, ctx: Ctx, path: KeyPath, facts: PathFacts, value: RawYaml, shown_in: tuple[Any, ...]) -> list[Finding]:
         """The findings of one role arg/env leaf, shared by the points where the same YAML value (same
         object, same line) meets the same shown values. A finding whose check looked at the block's
         scope is not shared."""

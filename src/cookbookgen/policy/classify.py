@@ -27,7 +27,7 @@ def leaves(data: RawYaml, prefix: KeyPath = ()) -> list[tuple[KeyPath, RawYaml]]
         for key, value in data.items():
             out.extend(leaves(value, prefix + (key,)))
         return out
-    if _is_table(data):
+    if isinstance(data, list) and _is_table(data):
         out = []
         for i, value in enumerate(data):
             out.extend(leaves(value, prefix + (i,)))

@@ -54,5 +54,5 @@ def tables() -> Tables:
 def order_worker_args(args: list[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
     """Lead flags first in table order, then the rest alphabetically; stable for repeated flags."""
     lead = tables().lead_flags
-    first = sorted((a for a in args if a[0] in lead), key=lambda a: lead[a[0]])
-    return (*first, *sorted((a for a in args if a[0] not in lead), key=itemgetter(0)))
+    first = sorted([a for a in args if a[0] in lead], key=lambda a: lead[a[0]])
+    return (*first, *sorted([a for a in args if a[0] not in lead], key=itemgetter(0)))
