@@ -8,6 +8,7 @@ setting is an error naming the file and line that set it.
 from __future__ import annotations
 
 from itertools import chain
+from operator import attrgetter
 from typing import Any, Iterable
 
 from ..errors import CookbookError
@@ -42,11 +43,13 @@ def _is_table(data: RawYaml) -> bool:
 def classify(recipe: EffectiveRecipe, policy: Policy) -> list[Setting]:
     """One Setting per leaf, in document order. Raises CookbookError on prohibited settings."""
     settings = _classify_node(recipe.data, (), "", policy)
-    prohibited = [recipe.problem(_path_of(s.path, recipe), f"prohibited setting: {s.reason}")
-                  for s in settings if s.cls == "prohibited"]
-    if prohibited:
-        raise CookbookError(prohibited)
+    if "prohibited" in map(_CLASS, settings):
+        raise CookbookError([recipe.problem(_path_of(s.path, recipe), f"prohibited setting: {s.reason}")
+                             for s in settings if s.cls == "prohibited"])
     return settings
+
+
+_CLASS = attrgetter("cls")
 
 
 def _classify_node(node: RawYaml, path: tuple[str, ...], dotted_path: str, policy: Policy) -> list[Setting]:
