@@ -162,14 +162,17 @@ def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: Publ
         else:
             others.append(block)
     ctx = Ctx(expect, recipe, published, policy, memo.arg_index, workers=workers, others_key=(same_point, *memo.block_ids(others)))
-    out = _unique(structure.check(ctx))
+    labels = _by_label(ctx.blocks)
+    out = structure.check(ctx)
+    if len(labels) < len(ctx.blocks):      # blocks that share a role repeat its checks: keep each finding once
+        out = _unique(out)
     for top, value in recipe.data.items():
         if top == "roles" and isinstance(value, dict) and value:
             for role, spec in value.items():
                 out += _role_findings(ctx, memo, str(role), spec, same_point, workers.get(str(role), []))
         else:
             out += memo.group(ctx, (top,), value, ctx.others_key)
-    for label, blocks in _by_label(ctx.blocks).items():
+    for blocks in labels.values():
         added = [f for block in blocks for f in memo.extras(ctx, block, same_point)]
         out += added if len(blocks) == 1 else _unique(stamped(added, expect.point))
     return out
