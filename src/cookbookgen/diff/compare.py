@@ -17,10 +17,10 @@ recipe, so a renderer bug shows up as a mismatch.
 from __future__ import annotations
 
 import pickle
-from itertools import chain, repeat
-from operator import itemgetter
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain, repeat
+from operator import itemgetter
 from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
 
 from ..policy.classify import leaves
