@@ -14,6 +14,7 @@ from typing import Any, Iterable
 from ..errors import CookbookError
 from ..recipes.bundle import EffectiveRecipe
 from ..recipes.load import KeyPath
+from ..recipes.merge import changed_positions
 from ..render.model import Setting
 from .rules import Policy
 
@@ -69,7 +70,7 @@ def _classify_node(node: RawYaml, path: tuple[str, ...], dotted_path: str, polic
         todo: Iterable[int]
         if last is not None and last[0] == layout:
             found: list[list[Setting]] = list(last[2])
-            todo = [i for i, (value, seen) in enumerate(zip(values, last[1])) if value is not seen]
+            todo = changed_positions(values, last[1])
         else:
             found = [[] for _ in keys]
             todo = range(len(keys))

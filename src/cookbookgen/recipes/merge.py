@@ -63,6 +63,13 @@ def _copy(value: RawYaml) -> RawYaml:
     return value
 
 
+def changed_positions(values: tuple[RawYaml, ...], before: tuple[RawYaml, ...]) -> list[int]:
+    """The positions of `values` that are not the very object they were in `before` (same length).
+    Recipe trees are never mutated, so the same object is the same subtree: whatever was worked out
+    from it still holds."""
+    return [i for i, (value, seen) in enumerate(zip(values, before)) if value is not seen]
+
+
 def node_paths(data: RawYaml, prefix: KeyPath = ()) -> list[KeyPath]:
     """Every path under `data` (mapping keys and leaves, not list items), in document order."""
     out: list[KeyPath] = []

@@ -8,6 +8,7 @@ from typing import Any, Iterable, cast
 
 from ..policy.rules import DROPPED, Policy
 from ..recipes.load import KeyPath
+from ..recipes.merge import changed_positions
 
 RawYaml = Any
 
@@ -60,7 +61,7 @@ def kept_args(policy: Policy, prefix: KeyPath, args: dict[str, RawYaml]) -> list
     todo: Iterable[int]
     if last is not None and last[0] == names:
         shown: list[tuple[str, ...] | None] = list(last[2])
-        todo = [i for i, (value, seen) in enumerate(zip(values, last[1])) if value is not seen]
+        todo = changed_positions(values, last[1])
     else:
         shown, todo = [None] * len(names), range(len(names))
     for i in todo:
