@@ -182,7 +182,7 @@ def _worker(index: int) -> Outcome:
         return {}, exc.problems, deferred
 
 
-COLLECT_EVERY = 32        # configs between two garbage collections while checking
+COLLECT_EVERY = 256       # configs between two garbage collections while checking
 
 
 def _check_configs(job: _Job, configs: list[str]) -> dict[str, Section]:
