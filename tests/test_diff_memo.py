@@ -75,6 +75,11 @@ DRIFTS = {
     "added arg value": lambda b: b.model_copy(update={"args": tuple(
         (a[0], "org/other-model") if a[0] == "--model-path" else a for a in b.args)}),
     "added arg unexplained": lambda b: b.model_copy(update={"args": (*b.args, ("--my-tuning", "1"))}),
+    # the point's shape (`structure.check`, shared through `PointMemo.shape`)
+    "worker count": lambda b: b.model_copy(update={"workers": (b.workers or 1) + 1}),
+    "nodes per worker": lambda b: b.model_copy(update={"nodes_per_worker": (b.nodes_per_worker or 1) + 1}),
+    "worker command": lambda b: b.model_copy(update={"cmd": "python3 -m other.server"}),
+    "model path dropped": lambda b: b.model_copy(update={"args": tuple(a for a in b.args if a[0] != "--model-path")}),
 }
 
 

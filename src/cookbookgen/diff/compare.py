@@ -79,7 +79,7 @@ class Ctx:
     published: PublishedPoint
     policy: Policy
     arg_index: dict[tuple[int, bool], tuple[Block, dict[str, tuple[Words, ...]]]] = field(default_factory=dict)
-    scopes_used: list[Block] = field(default_factory=list)   # blocks whose Scope a check looked at
+    scopes_used: list[Scope] = field(default_factory=list)   # the Scopes of blocks that checks looked at
     workers: dict[str, list[Block]] = field(default_factory=dict)  # worker blocks by role
     others_key: tuple[int, ...] = ()   # the expectations and the non-worker blocks, interned (`PointMemo`)
 
@@ -107,8 +107,9 @@ class Ctx:
         return Finding(self.expect.config, self.expect.point, role, kind, item, cls, **rest)  # type: ignore[arg-type]
 
     def scope(self, block: Block) -> Scope:
-        self.scopes_used.append(block)
-        return Scope(self.expect, block)
+        scope = Scope(self.expect, block)
+        self.scopes_used.append(scope)
+        return scope
 
     def role_blocks(self, role: str) -> list[Block]:
         return self.workers.get(role, [])
@@ -163,7 +164,7 @@ def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: Publ
             others.append(block)
     ctx = Ctx(expect, recipe, published, policy, memo.arg_index, workers=workers, others_key=(same_point, *memo.block_ids(others)))
     labels = _by_label(ctx.blocks)
-    out = structure.check(ctx)
+    out = memo.shape(ctx, same_point)
     if len(labels) < len(ctx.blocks):      # blocks that share a role repeat its checks: keep each finding once
         out = _unique(out)
     for top, value in recipe.data.items():
@@ -296,7 +297,8 @@ class PointMemo:
     blocks for the rest; explanations see one block and the expectations, never the sibling blocks).
     Equal keys give the stored findings (naming the point they were computed for). Below a changed subtree, leaves
     are shared one by one (`leaf`, `args_section`): keyed by the value object, its line, and what the
-    blocks show for it. Findings whose check looked at a block's scope are never shared.
+    blocks show for it. Findings whose check looked at a block's scope are never shared. The point's
+    shape checks are shared by the points equal in what those checks read (`shape`).
     """
 
     contents: dict[Any, int] = field(default_factory=dict)
@@ -310,6 +312,8 @@ class PointMemo:
     last_args: dict[tuple[Any, ...], "_ArgsSeen"] = field(default_factory=dict)
     arg_layouts: dict[tuple[Any, ...], tuple[tuple[KeyPath, ...], tuple[str, ...]]] = field(default_factory=dict)  # leaf paths, flag keys
     arg_index: dict[tuple[int, bool], tuple[Block, dict[str, tuple[Words, ...]]]] = field(default_factory=dict)
+    block_shapes: dict[int, tuple[Block, int]] = field(default_factory=dict)
+    shapes: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
 
     def intern(self, content: Any) -> int:
         return self.contents.setdefault(content, len(self.contents))
@@ -341,6 +345,25 @@ class PointMemo:
         if hit is None or hit[0] is not value:
             hit = self.findings[key] = (value, compute() if compute else _group_findings(ctx, prefix, value, self))
         return hit[1]
+
+    def shape(self, ctx: Ctx, same_point: int) -> list[Finding]:
+        """The point's shape checks (`structure.check`), shared by the points equal in all that the
+        checks read (`structure.block_shape`, `structure.recipe_shape`) and in their expectations,
+        unless a check read a block's args through its scope. A new list each time: the caller extends it."""
+        shapes = []
+        for block in ctx.blocks:
+            hit = self.block_shapes.get(id(block))
+            if hit is None or hit[0] is not block:
+                hit = self.block_shapes[id(block)] = (block, self.intern(structure.block_shape(block)))
+            shapes.append(hit[1])
+        key = (same_point, structure.recipe_shape(ctx), *shapes)
+        found = self.shapes.get(key)
+        if found is None:
+            scopes = len(ctx.scopes_used)
+            found = structure.check(ctx)
+            if not any(scope.read_args for scope in ctx.scopes_used[scopes:]):
+                self.shapes[key] = found
+        return list(found)
 
     def leaf(self, ctx: Ctx, path: KeyPath, facts: PathFacts, value: RawYaml, shown_in: tuple[Any, ...]) -> list[Finding]:
         """The findings of one role arg/env leaf, shared by the points where the same YAML value (same

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from ..render.model import Block
 from .expect import PointExpect, RoleTopology
-from .explain import Explanation, Scope, explain_block, table
+from .explain import Explanation, explain_block, table
 from .model import DIFFERENT, EXTRA, MISSING, Finding
 from .words import flag_key, recipe_words, split_words, word
 
@@ -131,6 +131,35 @@ def check(ctx: "Ctx") -> list[Finding]:
     return [*_blocks(ctx), *_topologies(ctx), *_frontend_count(ctx), *_workers(ctx), *_image(ctx)]
 
 
+# What `check` reads, besides the point's expectations and what a block's `Scope` records: two points
+# equal in these get the same findings (`compare.PointMemo.shape`). Keep these next to the checks.
+_LOOKED_UP = ("--model-path", "--kv-events-config", "--request-plane")   # flags `_has` asks about
+_TOPOLOGY_SETTINGS = ("workers", "gpus", "nodes")                         # `roles.<role>.<setting>` of `_same`
+_FRONTEND_COUNT = "frontend.enable_multiple_frontends"
+
+
+def block_shape(block: Block) -> tuple[Any, ...]:
+    """What `check` reads of one block: every field but its args and env, and of those: the `--port`
+    values, which of `_LOOKED_UP` it has, its `CUDA_VISIBLE_DEVICES` and whether it sets `DYN_REQUEST_PLANE`."""
+    worker = block.kind == "worker"
+    fields = tuple((k, tuple(v.items()) if isinstance(v, dict) else v) for k, v in block.__dict__.items() if k not in ("args", "env"))
+    ports = tuple(a[1] for a in block.args if a[0] == "--port" and len(a) > 1)
+    keys = {flag_key(a[0], worker) for a in block.args}
+    has = tuple(flag in keys for flag in (flag_key(f, worker) for f in _LOOKED_UP))
+    return fields, ports, has, block.env.get("CUDA_VISIBLE_DEVICES"), "DYN_REQUEST_PLANE" in block.env
+
+
+def recipe_shape(ctx: "Ctx") -> tuple[Any, ...]:
+    """What `check` reads of the recipe and the published point besides the blocks: the services'
+    types, which roles set `kv-events-config` themselves, where the topology settings are, the image."""
+    data = ctx.recipe.data
+    roles = data.get("roles") or {}
+    kv_own = tuple(role for role, spec in roles.items() if isinstance(spec, dict) and "kv-events-config" in (spec.get("args") or {}))
+    paths: list[tuple[str, ...]] = [("roles", role, setting) for role in ctx.expect.roles for setting in _TOPOLOGY_SETTINGS]
+    paths.append(tuple(_FRONTEND_COUNT.split(".")))
+    return (tuple(str(s.get("type")) for s in data.get("services") or []), kv_own, tuple(map(ctx.where, paths)), ctx.published.image)
+
+
 def _label(block: Block) -> str:
     return block.role if block.kind == "worker" and block.role else KIND_LABEL.get(block.kind, block.kind)
 
@@ -152,7 +181,7 @@ def expected_blocks(ctx: "Ctx") -> dict[tuple[str, str | None], tuple[str, bool]
 
 def _implied(ctx: "Ctx", kind: str) -> bool:
     """Whether the recipe implies a `kind` block (the table's check holds for this point)."""
-    return bool(ctx.blocks) and isinstance(explain_block(kind, Scope(ctx.expect, ctx.blocks[0])), Explanation)
+    return bool(ctx.blocks) and isinstance(explain_block(kind, ctx.scope(ctx.blocks[0])), Explanation)
 
 
 def _blocks(ctx: "Ctx") -> list[Finding]:
@@ -218,7 +247,7 @@ def _frontend_count(ctx: "Ctx") -> list[Finding]:
     if not ctx.expect.dynamo or not blocks:
         return []
     got = sum(b.count or 1 for b in blocks)
-    return [_same(ctx, "frontend", "count", str(ctx.expect.frontend_count), str(got), "frontend.enable_multiple_frontends")]
+    return [_same(ctx, "frontend", "count", str(ctx.expect.frontend_count), str(got), _FRONTEND_COUNT)]
 
 
 def _workers(ctx: "Ctx") -> list[Finding]:
