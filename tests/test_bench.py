@@ -72,3 +72,22 @@ def test_the_instruction_count_splits_a_run_into_fixed_and_per_config_costs(monk
     counted = {Path("small"): 1_500_000_000 + 10 * 80_000_000, Path("large"): 1_500_000_000 + 30 * 80_000_000}
     monkeypatch.setattr(instructions, "instructions", lambda manifest, src: counted[manifest])
     assert instructions.measure(Path("small"), Path("large"), (10, 30), None) == (1500.0, 80.0)
+
+
+def test_the_stage_timers_split_a_diff_by_stage_and_point_and_put_the_code_back(tmp_path: Path) -> None:
+    """benchmarks/stages.py: every timed stage runs, first and later points are told apart, the
+    shares and the rest add up to the whole run, and the timed functions are the originals again after."""
+    import stages
+
+    from cookbookgen.diff import check
+
+    original = check.point_findings
+    total, own, calls = stages.measure(synth.generate(tmp_path, 2))
+    assert check.point_findings is original
+    assert calls["compare, first point"] == 2 and calls["compare, later points"] == 2 * (synth.POINTS - 1)
+    assert calls["render, first point"] == 2 and calls["render, later points"] == 2 * (synth.POINTS - 1)
+    assert {"resolve", "report", "group points into cells", "pairing", "expectations", "published points"} <= set(calls)
+    assert 0 < sum(own.values()) < total
+    lines = stages.table(total, own).splitlines()
+    shares = [float(line.rsplit("|", 2)[1].strip().rstrip("%")) for line in lines[2:]]
+    assert len(shares) == len(own) + 1 and abs(sum(shares) - 100) < 0.5
