@@ -160,6 +160,33 @@ def test_diff_with_a_cache_reports_bad_input_the_same_way(data: Path, tmp_path: 
     assert str(cached.value) == str(fresh.value) and "YAML syntax" in str(fresh.value)
 
 
+def test_the_diff_alone_renders_cells_without_their_page_summaries_and_never_caches_them(data: Path, tmp_path: Path) -> None:
+    """Without a cache, `diff` leaves out what only a cell's page shows (spec-decode detail, exclusions,
+    disclosures, notes, golden acceptance length): the points it compares are the same, the cells
+    differ in nothing else, and such cells cannot go into a cache that a build would read."""
+    from cookbookgen.cells.assemble import load_configs
+    from cookbookgen.cells.manifest import read_manifest, source_root
+    from cookbookgen.diff.sources import published_from_cookbook
+    from cookbookgen.policy.rules import load_policy
+    from cookbookgen.recipes.workspace import Workspace
+
+    manifest, doc = read_manifest(data)
+    ws = Workspace(source_root(data, manifest, doc))
+    policy = load_policy()
+    keys = {source.key for spec in manifest.pages for source in spec.configs}
+    full = load_configs(manifest, doc, ws, policy, None, keys)
+    lean = load_configs(manifest, doc, ws, policy, None, keys, summaries=False)
+    assert published_from_cookbook(lean, "c", "k") == published_from_cookbook(full, "c", "k")
+    full_cells = [cell for page in full.pages for cell in page.cells]
+    lean_cells = [cell for page in lean.pages for cell in page.cells]
+    assert any(cell.exclusions for cell in full_cells) and any(p.golden_al for cell in full_cells for p in cell.points)
+    assert lean_cells == [cell.model_copy(update={
+        "detail": "", "exclusions": (), "disclosures": (), "notes": (),
+        "points": tuple(p.model_copy(update={"golden_al": None}) for p in cell.points)}) for cell in full_cells]
+    with pytest.raises(ValueError):
+        load_configs(manifest, doc, ws, policy, RenderCache(tmp_path / "cache"), keys, summaries=False)
+
+
 # --- the diff in forked workers -------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

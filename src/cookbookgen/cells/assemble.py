@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Collection
+from typing import TYPE_CHECKING, Any, Callable, Collection
 
 from ..errors import CookbookError
 from ..policy.rules import Policy, load_policy
@@ -47,13 +47,17 @@ def load_cookbook(manifest_path: Path, progress: Progress | None = None, policy:
 
 
 def load_configs(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, cache: RenderCache | None,
-                 only: Collection[str]) -> Cookbook:
-    """`load_cookbook` of a manifest already read, for just the configs `only`."""
-    return _load(manifest, doc, ws, policy, None, cache, only)
+                 only: Collection[str], summaries: bool = True) -> Cookbook:
+    """`load_cookbook` of a manifest already read, for just the configs `only`. Without `summaries`
+    (only without a cache, whose cells a build may reuse), cells leave out what only their pages show
+    (`_summaries`): a diff reads their points."""
+    if not summaries and cache is not None:
+        raise ValueError("cells without their summaries are never cached")
+    return _load(manifest, doc, ws, policy, None, cache, only, summaries)
 
 
 def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, progress: Progress | None,
-          cache: RenderCache | None, only: Collection[str] | None) -> Cookbook:
+          cache: RenderCache | None, only: Collection[str] | None, summaries: bool = True) -> Cookbook:
     from ..pipeline import render_all_points
     from .model import Cookbook, Page
 
@@ -72,7 +76,8 @@ def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, prog
             latest = changelog.latest_pr(source.key)
             changelog_pr = latest if latest != source.pr else None
             key = _cache_key(cache, manifest, ws, source, changelog_pr, policy)
-            config_cells = cells_cached(cache, key, lambda: group_cells(manifest, source, render_all_points(ws, policy, source.key), changelog_pr))
+            config_cells = cells_cached(cache, key, lambda: group_cells(manifest, source, render_all_points(ws, policy, source.key),
+                                                                        changelog_pr, summaries))
             if cache is not None and key is not None:
                 cache.keys[source.key] = key
             _check_metrics(doc, (p, c), source, [pt for cell in config_cells for pt in cell.points])
@@ -115,34 +120,45 @@ def workspace_for(root: Path, workspaces: dict[Path, Workspace] | None) -> Works
     return workspaces[key]
 
 
-def group_cells(manifest: Manifest, source: ConfigSource, rendered: list[RenderedPoint], changelog_pr: int | None) -> list[Cell]:
-    """Points of one config grouped by topology label, in first-seen order: `<key>#0`, `<key>#1`, ..."""
+def group_cells(manifest: Manifest, source: ConfigSource, rendered: list[RenderedPoint], changelog_pr: int | None,
+                summaries: bool = True) -> list[Cell]:
+    """Points of one config grouped by topology label, in first-seen order: `<key>#0`, `<key>#1`, ...
+    (without `summaries`, left out as `load_configs` says)."""
     from . import describe
 
     groups: dict[str, list[RenderedPoint]] = {}
     for rp in rendered:
         groups.setdefault(describe.topology_label(rp.deployment), []).append(rp)
-    return [_cell(manifest, source, k, label, rps, changelog_pr) for k, (label, rps) in enumerate(groups.items())]
+    return [_cell(manifest, source, k, label, rps, changelog_pr, summaries) for k, (label, rps) in enumerate(groups.items())]
 
 
-def _cell(manifest: Manifest, source: ConfigSource, k: int, label: str, rps: list[RenderedPoint], changelog_pr: int | None) -> Cell:
+def _cell(manifest: Manifest, source: ConfigSource, k: int, label: str, rps: list[RenderedPoint], changelog_pr: int | None,
+          summaries: bool) -> Cell:
     from . import describe
     from .model import Cell
 
     first = rps[0]
-    deps = [rp.deployment for rp in rps]
     image, digest, commit = describe.image_parts(first.deployment.image)
-    points = tuple(_point(source, rp) for rp in rps)
+    points = tuple(_point(source, rp, summaries) for rp in rps)
     recipe = first.point.recipe_path
     cell_id = f"{source.key}#{k}"
     return Cell(
         id=cell_id, slug=slugify(cell_id.replace("#", "-")), config_key=source.key, hw=_hardware(first),
-        model=first.deployment.model, label=label, detail=describe.spec_detail(first.deployment),
-        gpus=first.deployment.gpus, nodes=first.deployment.nodes, cpu_nodes=first.deployment.cpu_nodes, image=image, image_digest=digest, image_commit=commit,
+        model=first.deployment.model, label=label, gpus=first.deployment.gpus, nodes=first.deployment.nodes,
+        cpu_nodes=first.deployment.cpu_nodes, image=image, image_digest=digest, image_commit=commit,
         router=describe.router_of(first.deployment), kv=describe.kv_tier_of(first.deployment),
         provenance=_provenance(manifest, source, recipe, changelog_pr), points=points,
-        exclusions=describe.exclusions([(p.label, p.deployment) for p in points]),
-        disclosures=describe.disclosures(deps), notes=describe.notes(deps) + tuple(source.notes))
+        **(_summaries(source, points) if summaries else {"detail": "", "exclusions": (), "disclosures": (), "notes": ()}))
+
+
+def _summaries(source: ConfigSource, points: tuple[Point, ...]) -> dict[str, Any]:
+    """What a cell's page shows besides its points: the spec-decode detail, the settings not published
+    as-is, the disclosures and the notes."""
+    from . import describe
+
+    deps = [p.deployment for p in points]
+    return dict(detail=describe.spec_detail(deps[0]), exclusions=describe.exclusions([(p.label, p.deployment) for p in points]),
+                disclosures=describe.disclosures(deps), notes=describe.notes(deps) + tuple(source.notes))
 
 
 def _hardware(rp: RenderedPoint) -> str:
@@ -150,7 +166,7 @@ def _hardware(rp: RenderedPoint) -> str:
     return str(gpu) if gpu else (rp.point.entry.key.split("-")[2] if rp.point.entry else "unknown")
 
 
-def _point(source: ConfigSource, rp: RenderedPoint) -> Point:
+def _point(source: ConfigSource, rp: RenderedPoint, summaries: bool) -> Point:
     from . import describe
     from .model import Point
 
@@ -158,7 +174,7 @@ def _point(source: ConfigSource, rp: RenderedPoint) -> Point:
     metrics = source.metrics.get(p.point_id) or source.metrics.get(p.label) or {}
     return Point(id=p.point_id, label=p.label, concs=(p.conc,) if p.conc else (), recipe=p.recipe_path,
                  override=p.recipe.selector, deployment=rp.deployment, metrics=metrics,
-                 golden_al=describe.golden_al(rp.deployment))
+                 golden_al=describe.golden_al(rp.deployment) if summaries else None)
 
 
 def _provenance(manifest: Manifest, source: ConfigSource, recipe: str, changelog_pr: int | None) -> Provenance:

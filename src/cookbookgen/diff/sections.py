@@ -218,7 +218,8 @@ def _check_config(job: _Job, config: str) -> Section:
     from .report import TextRenderer, md_config, text_config
     from .sources import published_from_cookbook
 
-    cookbook = load_configs(job.manifest, job.doc, job.ws, job.policy, job.cache, {config})
+    # without a cache the cells are the diff's alone: it reads their points, not what their pages show
+    cookbook = load_configs(job.manifest, job.doc, job.ws, job.policy, job.cache, {config}, summaries=job.cache is not None)
     if job.only is not None and config != job.only:
         return ("", 0, 0)      # rendered (so its errors surface) but not shown
     published = published_from_cookbook(cookbook, str(job.path), KIND)
