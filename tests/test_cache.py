@@ -162,8 +162,9 @@ def test_diff_with_a_cache_reports_bad_input_the_same_way(data: Path, tmp_path: 
 
 def test_the_diff_alone_renders_cells_without_their_page_summaries_and_never_caches_them(data: Path, tmp_path: Path) -> None:
     """Without a cache, `diff` leaves out what only a cell's page shows (spec-decode detail, exclusions,
-    disclosures, notes, golden acceptance length): the points it compares are the same, the cells
-    differ in nothing else, and such cells cannot go into a cache that a build would read."""
+    disclosures, notes, golden acceptance length, each point's settings report): the blocks it
+    compares are the same, the cells differ in nothing else, and such cells cannot go into a cache
+    that a build would read."""
     from cookbookgen.cells.assemble import load_configs
     from cookbookgen.cells.manifest import read_manifest, source_root
     from cookbookgen.diff.sources import published_from_cookbook
@@ -180,9 +181,11 @@ def test_the_diff_alone_renders_cells_without_their_page_summaries_and_never_cac
     full_cells = [cell for page in full.pages for cell in page.cells]
     lean_cells = [cell for page in lean.pages for cell in page.cells]
     assert any(cell.exclusions for cell in full_cells) and any(p.golden_al for cell in full_cells for p in cell.points)
+    assert all(p.deployment.settings for cell in full_cells for p in cell.points)
     assert lean_cells == [cell.model_copy(update={
         "detail": "", "exclusions": (), "disclosures": (), "notes": (),
-        "points": tuple(p.model_copy(update={"golden_al": None}) for p in cell.points)}) for cell in full_cells]
+        "points": tuple(p.model_copy(update={"golden_al": None, "deployment": p.deployment.model_copy(update={"settings": ()})})
+                        for p in cell.points)}) for cell in full_cells]
     with pytest.raises(ValueError):
         load_configs(manifest, doc, ws, policy, RenderCache(tmp_path / "cache"), keys, summaries=False)
 

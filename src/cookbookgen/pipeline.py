@@ -20,10 +20,11 @@ class RenderedPoint:
     deployment: Deployment
 
 
-def render_point(point: ResolvedPoint, policy: Policy) -> Deployment:
+def render_point(point: ResolvedPoint, policy: Policy, settings: bool = True) -> Deployment:
+    """The point's deployment; without `settings`, it lists no settings (`RenderContext.settings`)."""
     cluster = point.entry.cluster if point.entry else None
     image = point.entry.image if point.entry else None
-    return render(point.recipe, point.typed, RenderContext(model_id(point), policy, cluster, image or None))
+    return render(point.recipe, point.typed, RenderContext(model_id(point), policy, cluster, image or None, settings))
 
 
 def render_config_point(ws: Workspace, policy: Policy, key: str, point: str,
@@ -35,12 +36,12 @@ def render_config_point(ws: Workspace, policy: Policy, key: str, point: str,
     return RenderedPoint(resolved, render_point(resolved, policy))
 
 
-def render_all_points(ws: Workspace, policy: Policy, key: str) -> list[RenderedPoint]:
+def render_all_points(ws: Workspace, policy: Policy, key: str, settings: bool = True) -> list[RenderedPoint]:
     entry = ws.entry(key)
     check_framework(entry)
     out = []
     for row in entry.rows:
         for conc in row.concs:
             resolved = ws.point(entry, row, conc)
-            out.append(RenderedPoint(resolved, render_point(resolved, policy)))
+            out.append(RenderedPoint(resolved, render_point(resolved, policy, settings)))
     return out

@@ -50,7 +50,7 @@ def load_configs(manifest: Manifest, doc: Document, ws: Workspace, policy: Polic
                  only: Collection[str], summaries: bool = True) -> Cookbook:
     """`load_cookbook` of a manifest already read, for just the configs `only`. Without `summaries`
     (only without a cache, whose cells a build may reuse), cells leave out what only their pages show
-    (`_summaries`): a diff reads their points."""
+    (`_summaries`, and the settings report of each point's deployment): a diff reads their blocks."""
     if not summaries and cache is not None:
         raise ValueError("cells without their summaries are never cached")
     return _load(manifest, doc, ws, policy, None, cache, only, summaries)
@@ -76,7 +76,7 @@ def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, prog
             latest = changelog.latest_pr(source.key)
             changelog_pr = latest if latest != source.pr else None
             key = _cache_key(cache, manifest, ws, source, changelog_pr, policy)
-            config_cells = cells_cached(cache, key, lambda: group_cells(manifest, source, render_all_points(ws, policy, source.key),
+            config_cells = cells_cached(cache, key, lambda: group_cells(manifest, source, render_all_points(ws, policy, source.key, summaries),
                                                                         changelog_pr, summaries))
             if cache is not None and key is not None:
                 cache.keys[source.key] = key

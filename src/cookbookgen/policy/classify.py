@@ -7,6 +7,7 @@ setting is an error naming the file and line that set it.
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from itertools import chain
 from operator import attrgetter
 from typing import Any, Iterable
@@ -97,6 +98,57 @@ def _classify_node(node: RawYaml, path: tuple[str, ...], dotted_path: str, polic
         out = [Setting(dotted_path, node, rule.cls, rule.reason, rule.text, rule.replacement)]
     policy.memo[key] = (node, out)
     return out
+
+
+def may_prohibit(recipe: EffectiveRecipe, policy: Policy) -> bool:
+    """Whether some setting of `recipe` could be prohibited: a prohibited rule's path (its `value`
+    aside) is in the recipe's tree. False means `classify` finds no prohibited setting; True, that
+    only `classify` can tell. Much cheaper than classifying: the tree is searched for the rules'
+    paths, not leaf by leaf, and a subtree the points share is searched once per run."""
+    patterns = policy.memo.get("prohibited patterns")
+    if patterns is None:
+        patterns = policy.memo["prohibited patterns"] = tuple(dict.fromkeys(r.pattern for r in policy.rules if r.cls == "prohibited"))
+    return any(_has_path(recipe.data, pattern, policy.memo) for pattern in patterns)
+
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _has_path(node: RawYaml, pattern: tuple[str, ...], memo: dict[Any, Any]) -> bool:
+    """Whether `pattern` (a rule's dotted glob, as `rules.glob_matches` reads it) matches the path of
+    a node in the tree under `node`, keyed as `classify` keys them (a table's items by their index).
+    Every node has a leaf at or under it, which the rule would cover. Mapping keys are text (the
+    YAML builder makes every key text), so a plain key is looked up, not searched for."""
+    if not pattern:
+        return True
+    if not (isinstance(node, dict) and node) and not _is_table(node):
+        return all(part == "**" for part in pattern)     # a leaf: only `**` matches no more keys
+    key = ("has path", id(node), pattern)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is node:
+        return hit[1]  # type: ignore[no-any-return]
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":      # no key, or one more key and `**` again
+        found = _has_path(node, rest, memo) or any(_has_path(child, pattern, memo) for child in _branches(node))
+    elif isinstance(node, dict) and _GLOB_CHARS.isdisjoint(head):
+        found = head in node and _has_path(node[head], rest, memo)
+    else:
+        found = any(fnmatchcase(name, head) and _has_path(child, rest, memo) for name, child in _children(node))
+    memo[key] = (node, found)
+    return found
+
+
+def _branches(node: RawYaml) -> list[RawYaml]:
+    """The children of a mapping or table that have children of their own."""
+    values = node.values() if isinstance(node, dict) else node
+    return [v for v in values if (isinstance(v, dict) and v) or (isinstance(v, list) and _is_table(v))]
+
+
+def _children(node: RawYaml) -> list[tuple[str, RawYaml]]:
+    """A mapping's or table's children with the key `classify` gives each in a path."""
+    if isinstance(node, dict):
+        return [(str(k), v) for k, v in node.items()]
+    return [(str(i), v) for i, v in enumerate(node)]
 
 
 def _path_of(dotted_path: str, recipe: EffectiveRecipe) -> KeyPath:

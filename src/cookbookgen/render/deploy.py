@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..policy.classify import classify
+from ..policy.classify import classify, may_prohibit
 from ..policy.rules import Policy
 from ..recipes.bundle import EffectiveRecipe
 from ..recipes.schema import Recipe, RoleSpec, ServiceSpec
@@ -38,6 +38,7 @@ class RenderContext:
     policy: Policy
     cluster: str | None = None
     image: str | None = None
+    settings: bool = True       # list every setting with its class (the pages' report); else none are listed
 
 
 def frontend_kind(typed: Recipe, layouts: dict[str, RoleLayout]) -> str:
@@ -49,7 +50,8 @@ def frontend_kind(typed: Recipe, layouts: dict[str, RoleLayout]) -> str:
 
 
 def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deployment:
-    settings = classify(recipe, ctx.policy)
+    # without a settings report, classified only to raise on a prohibited setting, when there may be one
+    settings = classify(recipe, ctx.policy) if ctx.settings or may_prohibit(recipe, ctx.policy) else []
     layouts = plan(recipe, typed)
     kind = frontend_kind(typed, layouts)
     cluster_env, cluster_settings = _cluster_env(ctx, typed)
@@ -73,7 +75,8 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
     nodes = sum(lay.nodes for lay in layouts.values())
     image = str(ctx.image or typed.identity.container.image or typed.model.container or "")
     cpu_nodes = 1 if kind != "direct" and _dedicated_infra(typed) else 0
-    return Deployment(blocks=tuple(blocks), settings=tuple(settings + cluster_settings), model=ctx.model_id,
+    report = tuple(settings + cluster_settings) if ctx.settings else ()
+    return Deployment(blocks=tuple(blocks), settings=report, model=ctx.model_id,
                       image=image, gpus=gpus, nodes=nodes, cpu_nodes=cpu_nodes)
 
 

@@ -1,0 +1,86 @@
+"""`policy.classify.may_prohibit`: the cheap search that lets a render without a settings report
+(`cookbookgen diff` without a cache) skip classifying. It must say True whenever `classify` could
+find a prohibited setting: it answers exactly whether a prohibited rule's path matches some leaf's
+path (the rules' `value` aside), on any tree, and a prohibited setting still stops the diff with
+the message a build gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cookbookgen.policy.classify import classify, leaves, may_prohibit
+from cookbookgen.policy.rules import Policy, Rule, glob_matches
+from cookbookgen.recipes.bundle import EffectiveRecipe
+
+KEYS = st.sampled_from(["env", "args", "X", "Y", "roles", "0", "1"])
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["", "v", "0.90"]))
+TREES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.dictionaries(KEYS, inner, max_size=4), st.lists(st.dictionaries(KEYS, inner, max_size=3), max_size=3),
+                            st.lists(SCALARS, max_size=2)),
+    max_leaves=25)
+SEGMENTS = st.sampled_from(["**", "*", "env", "X", "roles", "0", "e*", "[XY]", "?"])
+
+
+def _recipe(data: Any) -> EffectiveRecipe:
+    return EffectiveRecipe("r.yaml", None, data, {})
+
+
+def _policy(pattern: tuple[str, ...]) -> Policy:
+    # a published rule first: `may_prohibit` looks at the prohibited rules only
+    return Policy((Rule(("args",), "published", "kept"), Rule(pattern, "prohibited", "never")))
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.dictionaries(KEYS, TREES, max_size=5), pattern=st.lists(SEGMENTS, min_size=1, max_size=4).map(tuple))
+def test_it_says_whether_a_prohibited_rules_path_matches_a_leaf(data: dict[str, Any], pattern: tuple[str, ...]) -> None:
+    expected = any(glob_matches(pattern, tuple(map(str, path))) for path, _ in leaves(data))
+    assert may_prohibit(_recipe(data), _policy(pattern)) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.dictionaries(KEYS, TREES, max_size=5), pattern=st.lists(SEGMENTS, min_size=1, max_size=4).map(tuple))
+def test_it_is_true_whenever_classify_finds_a_prohibited_setting(data: dict[str, Any], pattern: tuple[str, ...]) -> None:
+    policy = _policy(pattern)
+    try:
+        classify(_recipe(data), Policy(policy.rules))
+    except Exception:       # a prohibited setting: classify raises
+        assert may_prohibit(_recipe(data), policy)
+
+
+def test_points_sharing_subtrees_are_searched_again_where_they_differ() -> None:
+    """The search is remembered per subtree (the same object): a later point whose override adds the
+    prohibited setting under a changed mapping is found, with the shared subtrees reused."""
+    policy = Policy((Rule(("**", "env", "BAD"), "prohibited", "never"),))
+    prefill = {"env": {"OK": "1"}, "args": {"tp": 2}}
+    first = {"roles": {"prefill": prefill, "decode": {"env": {"OK": "1"}}}}
+    later = {"roles": {"prefill": prefill, "decode": {"env": {"OK": "1", "BAD": "1"}}}}
+    assert not may_prohibit(_recipe(first), policy)
+    assert may_prohibit(_recipe(later), policy)
+    assert not may_prohibit(_recipe(first), policy)
+    assert not may_prohibit(_recipe(later), Policy((Rule(("**", "env", "BAD"), "harness-only", "dropped"),)))
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_a_prohibited_setting_stops_the_diff_with_the_builds_message(tmp_path, cache: bool) -> None:
+    """Without a cache the diff renders no settings report, yet a prohibited setting is the same error."""
+    import shutil
+
+    from cookbookgen.cells.assemble import load_cookbook
+    from cookbookgen.errors import CookbookError
+
+    from conftest import DATA
+    from test_cache import AGG, _diff, _edit
+
+    shutil.copytree(DATA, tmp_path / "data")
+    manifest = tmp_path / "data" / "cookbook.yaml"
+    _edit(manifest.parent / AGG, '        PYTHONUNBUFFERED: "1"\n', '        PYTHONUNBUFFERED: "1"\n        SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE: "1"\n')
+    with pytest.raises(CookbookError) as built:
+        load_cookbook(manifest)
+    with pytest.raises(CookbookError) as diffed:
+        _diff(manifest, "text", tmp_path / "cache" if cache else None)
+    assert "prohibited setting" in str(built.value) and str(diffed.value) == str(built.value)
