@@ -278,3 +278,24 @@ def test_control_characters_in_names_cannot_reach_the_terminal() -> None:
         text = report.as_text(DiffResult(name, "k", "c", (), ()), color=color)
         assert "\x07" not in text and "\r" not in text and "\x1b]" not in text
         assert "cfg\\x1b]0;owned\\x07\\x0dx" in text
+
+
+def test_configs_asked_for_one_at_a_time_are_those_of_the_whole_manifest(synthetic: Path) -> None:
+    """`load_configs` with `only` (how the diff renders one config at a time) finds the configs through
+    an index of the manifest: the same cells, in manifest order, and only the pages that list them."""
+    from cookbookgen.cells.assemble import load_configs
+    from cookbookgen.cells.manifest import read_manifest, source_root
+    from cookbookgen.policy.rules import load_policy
+    from cookbookgen.recipes.workspace import Workspace
+
+    manifest, doc = read_manifest(synthetic)
+    ws = Workspace(source_root(synthetic, manifest, doc))
+    policy = load_policy()
+    keys = [source.key for spec in manifest.pages for source in spec.configs]
+    whole = load_configs(manifest, doc, ws, policy, None, set(keys))
+    assert [cell.config_key for page in whole.pages for cell in page.cells] == keys     # one cell per synthetic config
+    chosen = {keys[5], keys[0], keys[11]}
+    some = load_configs(manifest, doc, ws, policy, None, chosen)
+    assert [page.model for page in some.pages] == [page.model for page in whole.pages if any(c.config_key in chosen for c in page.cells)]
+    assert [cell for page in some.pages for cell in page.cells] == [cell for page in whole.pages for cell in page.cells if cell.config_key in chosen]
+    assert load_configs(manifest, doc, ws, policy, None, {"no-such-key"}).pages == ()

@@ -14,7 +14,7 @@ from ..policy.rules import Policy, load_policy
 from ..recipes.load import Document
 from ..recipes.workspace import Workspace
 from .cache import RenderCache, cells_cached
-from .manifest import ConfigSource, Manifest, read_manifest, source_root
+from .manifest import ConfigSource, Manifest, PageSpec, read_manifest, source_root
 
 if TYPE_CHECKING:  # the models and the render stack load with the first render: `diff --cache` may need neither
     from ..pipeline import RenderedPoint
@@ -33,7 +33,7 @@ def load_cookbook(manifest_path: Path, progress: Progress | None = None, policy:
     """Render every point of the manifest. `workspaces` (checkout root -> Workspace) lets a caller
     that reads the same checkout again (the diff) share one Workspace, so nothing is parsed twice;
     `cache` reuses the cells of configs whose inputs are unchanged (see `cells.cache`); `only`
-    renders just those config keys (the others are left out of the pages)."""
+    renders just those config keys (the others, and the pages that list none of them, are left out)."""
     manifest, doc = read_manifest(manifest_path)
     ws = workspace_for(source_root(manifest_path, manifest, doc), workspaces)
     own_policy = policy is None
@@ -64,11 +64,9 @@ def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, prog
     changelog = ws.changelog()
     pages = []
     warnings = []
-    for p, spec in enumerate(manifest.pages):
+    for p, spec, chosen in _chosen(manifest, doc, only):
         cells: list[Cell] = []
-        for c, source in enumerate(spec.configs):
-            if only is not None and source.key not in only:
-                continue
+        for c, source in chosen:
             if source.key not in ws.entries():
                 raise doc.error(("pages", p, "configs", c, "key"), f"unknown config key {source.key!r} in {ws.checkout.root}")
             if progress:
@@ -88,6 +86,25 @@ def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, prog
         pages.append(Page(model=spec.model, slug=slugify(spec.model.split("/")[-1]), title=spec.title or spec.model.split("/")[-1],
                           hardware=hardware, cells=tuple(cells)))
     return Cookbook(title=manifest.title, repo=manifest.repo, generated_on=manifest.generated_on, pages=tuple(pages), warnings=tuple(warnings))
+
+
+def _chosen(manifest: Manifest, doc: Document, only: Collection[str] | None) -> list[tuple[int, PageSpec, list[tuple[int, ConfigSource]]]]:
+    """Each page of the manifest with its configs (their positions and sources), in manifest order;
+    with `only`, just those configs and the pages that list them, found through an index of the
+    manifest by key (built once: `diff` asks for one config at a time)."""
+    if only is None:
+        return [(p, spec, list(enumerate(spec.configs))) for p, spec in enumerate(manifest.pages)]
+    hit = doc.memo.get("configs by key")
+    if hit is None or hit[0] is not manifest:
+        index: dict[str, list[tuple[int, int]]] = {}
+        for p, spec in enumerate(manifest.pages):
+            for c, source in enumerate(spec.configs):
+                index.setdefault(source.key, []).append((p, c))
+        hit = doc.memo["configs by key"] = (manifest, index)
+    by_page: dict[int, list[tuple[int, ConfigSource]]] = {}
+    for p, c in sorted(at for key in only for at in hit[1].get(key, ())):
+        by_page.setdefault(p, []).append((c, manifest.pages[p].configs[c]))
+    return [(p, manifest.pages[p], chosen) for p, chosen in by_page.items()]
 
 
 def render_keys(manifest: Manifest, ws: Workspace, policy: Policy, cache: RenderCache) -> dict[str, str | None]:
