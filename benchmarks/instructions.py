@@ -65,12 +65,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--configs: expected SMALL < LARGE, both positive")
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
-    work = args.work or Path(tempfile.mkdtemp(prefix="cookbookgen-instructions-"))
-    small = synth.generate(work / f"repo{small_n}", small_n)
-    large = synth.generate(work / f"repo{large_n}", large_n)
-    rows = [("this checkout", measure(small, large, (small_n, large_n), None))]
-    if args.baseline is not None:
-        rows.append((f"baseline {args.baseline}", measure(small, large, (small_n, large_n), args.baseline)))
+    with tempfile.TemporaryDirectory(prefix="cookbookgen-instructions-") as scratch:
+        work = args.work or Path(scratch)
+        small = synth.generate(work / f"repo{small_n}", small_n)
+        large = synth.generate(work / f"repo{large_n}", large_n)
+        rows = [("this checkout", measure(small, large, (small_n, large_n), None))]
+        if args.baseline is not None:
+            rows.append((f"baseline {args.baseline}", measure(small, large, (small_n, large_n), args.baseline)))
     print(f"cold `cookbookgen diff --jobs 1`, {synth.POINTS} points per config, {small_n} and {large_n} configs:")
     for label, (fixed, per_config) in rows:
         print(f"  {label:<40} fixed {fixed:8.0f} M instructions, per config {per_config:6.1f} M")

@@ -28,11 +28,10 @@ import hashlib
 import multiprocessing
 import os
 import sys
-from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import chain
-from operator import attrgetter
+from operator import attrgetter, countOf
 from pathlib import Path
 from typing import Callable
 
@@ -230,8 +229,8 @@ def _check_config(job: _Job, config: str) -> Section:
     if not any(found for _, found in runs):
         return ("", len(checked.pairs), 0)
     text = text_config(TextRenderer(job.color), config, runs) if job.fmt == "text" else md_config(config, flatten(runs))
-    classes = Counter(map(attrgetter("cls"), chain.from_iterable(found for _, found in runs)))
-    return (text, len(checked.pairs), classes["mismatch"])
+    mismatches = countOf(map(attrgetter("cls"), chain.from_iterable(found for _, found in runs)), "mismatch")
+    return (text, len(checked.pairs), mismatches)
 
 
 def _entry_lines(ws: Workspace) -> Callable[[Document, str], str]:

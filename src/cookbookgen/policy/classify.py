@@ -105,10 +105,7 @@ def may_prohibit(recipe: EffectiveRecipe, policy: Policy) -> bool:
     aside) is in the recipe's tree. False means `classify` finds no prohibited setting; True, that
     only `classify` can tell. Much cheaper than classifying: the tree is searched for the rules'
     paths, not leaf by leaf, and a subtree the points share is searched once per run."""
-    patterns = policy.memo.get("prohibited patterns")
-    if patterns is None:
-        patterns = policy.memo["prohibited patterns"] = tuple(dict.fromkeys(r.pattern for r in policy.rules if r.cls == "prohibited"))
-    return any(_has_path(recipe.data, pattern, policy.memo) for pattern in patterns)
+    return any(_has_path(recipe.data, pattern, policy.memo) for pattern in policy.prohibited)
 
 
 _GLOB_CHARS = frozenset("*?[")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,11 @@ class Policy:
             if (plain is None or i < plain) and type(value) is type(rule.value) and value == rule.value:
                 return rule
         return None if plain is None else self.rules[plain]
+
+    @cached_property
+    def prohibited(self) -> tuple[tuple[str, ...], ...]:
+        """The patterns of the prohibited rules, each once."""
+        return tuple(dict.fromkeys(r.pattern for r in self.rules if r.cls == "prohibited"))
 
     def __hash__(self) -> int:
         return id(self)

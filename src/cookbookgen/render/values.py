@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from operator import is_
 from typing import Any, Iterable, cast
 
 from ..policy.rules import DROPPED, Policy
@@ -82,7 +81,7 @@ def kept_env(policy: Policy, prefix: KeyPath, env: dict[str, RawYaml]) -> dict[s
     values = tuple(env.values())
     whole = ("kept_env_all", base, tuple(env))        # the same names with the very same values: the same env
     hit = memo.get(whole)
-    if hit is not None and all(map(is_, values, hit[0])):
+    if hit is not None and not changed_positions(values, hit[0]):
         return dict(hit[1])
     out = {}
     for name, value in env.items():
