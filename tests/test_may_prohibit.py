@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cookbookgen.errors import CookbookError
 from cookbookgen.policy.classify import classify, leaves, may_prohibit
 from cookbookgen.policy.rules import Policy, Rule, glob_matches
 from cookbookgen.recipes.bundle import EffectiveRecipe
@@ -48,7 +49,7 @@ def test_it_is_true_whenever_classify_finds_a_prohibited_setting(data: dict[str,
     policy = _policy(pattern)
     try:
         classify(_recipe(data), Policy(policy.rules))
-    except Exception:       # a prohibited setting: classify raises
+    except CookbookError:       # a prohibited setting: classify raises
         assert may_prohibit(_recipe(data), policy)
 
 
@@ -71,7 +72,6 @@ def test_a_prohibited_setting_stops_the_diff_with_the_builds_message(tmp_path, c
     import shutil
 
     from cookbookgen.cells.assemble import load_cookbook
-    from cookbookgen.errors import CookbookError
 
     from conftest import DATA
     from test_cache import AGG, _diff, _edit
