@@ -151,3 +151,31 @@ def test_merge_keys_anchors_and_lines_match_safe_load() -> None:
     assert normalise(doc.data) == normalise(yaml.safe_load(text))
     assert list(doc.data["point"]) == ["tp", "dp", "flags"]        # the override keeps the merged key's place
     assert doc.lines[("point", "dp")] == 7 and doc.lines[("base", "flags", 2)] == 4 and doc.lines[("point", "tp")] == 2
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+@pytest.mark.parametrize("text", ["a: 1\nb: [x, y]\n", "a: [1, 2\n"])
+def test_a_parse_pauses_the_garbage_collector_and_leaves_it_as_it_found_it(enabled: bool, text: str) -> None:
+    """The collector is off during a parse (it found nothing and cost two thirds of a large file's
+    parse) and as it was before afterwards, also when the text is bad."""
+    import gc
+
+    seen: list[bool] = []
+    real_compose = yaml.compose
+
+    def compose(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real_compose(*args, **kwargs)
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(yaml, "compose", compose)
+            try:
+                parse_yaml(text, "f.yaml")
+            except CookbookError as exc:
+                assert "YAML syntax" in str(exc) and "[" in text
+            assert seen == [False] and gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
