@@ -16,6 +16,7 @@ from cookbookgen.errors import CookbookError
 from cookbookgen.policy.classify import classify, leaves, may_prohibit
 from cookbookgen.policy.rules import Policy, Rule, glob_matches
 from cookbookgen.recipes.bundle import EffectiveRecipe
+from cookbookgen.recipes.merge import deep_merge
 
 KEYS = st.sampled_from(["env", "args", "X", "Y", "roles", "0", "1"])
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["", "v", "0.90"]))
@@ -53,6 +54,37 @@ def test_it_is_true_whenever_classify_finds_a_prohibited_setting(data: dict[str,
         assert may_prohibit(_recipe(data), policy)
 
 
+@settings(max_examples=300, deadline=None)
+@given(base=st.dictionaries(KEYS, TREES, max_size=5), over=st.dictionaries(KEYS, TREES, max_size=4),
+       pattern=st.lists(SEGMENTS, min_size=1, max_size=4).map(tuple))
+def test_the_trees_a_recipe_was_merged_from_hold_every_path_it_has(base: dict[str, Any], over: dict[str, Any],
+                                                                     pattern: tuple[str, ...]) -> None:
+    """Searching a variant's base and override finds every prohibited path of their merge (it may
+    also find one the override deletes: True only means `classify` must look)."""
+    merged = deep_merge(base, over)
+    policy = _policy(pattern)
+    from_parts = may_prohibit(EffectiveRecipe("r.yaml", "override_x", merged, {}, (base, over)), policy)
+    assert from_parts == (may_prohibit(_recipe(base), policy) or may_prohibit(_recipe(over), policy))
+    if may_prohibit(_recipe(merged), policy):
+        assert from_parts
+
+
+def test_only_plain_merges_keep_their_parts() -> None:
+    """A sweep substitutes values that may be trees and `--set` adds paths: those recipes are searched whole."""
+    from cookbookgen.recipes.bundle import apply_overrides, select
+    from cookbookgen.recipes.load import parse_yaml
+
+    doc = parse_yaml("base:\n  roles: {agg: {env: {OK: '1'}}}\noverride_a:\n  roles: {agg: {args: {tp: 2}}}\n", "r.yaml")
+    variant = select(doc, "override_a")
+    assert variant.parts is not None and variant.parts[1] is doc.data["override_a"]
+    assert variant.parts[0] == {"roles": {"agg": {"env": {"OK": "1"}}}}
+    assert variant.parts[0] is (select(doc, "override_a").parts or ())[0]   # the base: one tree for every variant
+    assert apply_overrides(variant, ["roles.agg.env.BAD=1"], []).parts is None
+    swept = parse_yaml("roles: {agg: {env: '{e}'}}\nsweep: {e: [{BAD: '1'}]}\n", "s.yaml")
+    assert select(swept, "sweep[0]").parts is None
+    assert may_prohibit(select(swept, "sweep[0]"), Policy((Rule(("**", "env", "BAD"), "prohibited", "never"),)))
+
+
 def test_points_sharing_subtrees_are_searched_again_where_they_differ() -> None:
     """The search is remembered per subtree (the same object): a later point whose override adds the
     prohibited setting under a changed mapping is found, with the shared subtrees reused."""
@@ -66,8 +98,9 @@ def test_points_sharing_subtrees_are_searched_again_where_they_differ() -> None:
     assert not may_prohibit(_recipe(later), Policy((Rule(("**", "env", "BAD"), "harness-only", "dropped"),)))
 
 
+@pytest.mark.parametrize("where", ["base", "override"])
 @pytest.mark.parametrize("cache", [False, True])
-def test_a_prohibited_setting_stops_the_diff_with_the_builds_message(tmp_path, cache: bool) -> None:
+def test_a_prohibited_setting_stops_the_diff_with_the_builds_message(tmp_path, cache: bool, where: str) -> None:
     """Without a cache the diff renders no settings report, yet a prohibited setting is the same error."""
     import shutil
 
@@ -78,7 +111,10 @@ def test_a_prohibited_setting_stops_the_diff_with_the_builds_message(tmp_path, c
 
     shutil.copytree(DATA, tmp_path / "data")
     manifest = tmp_path / "data" / "cookbook.yaml"
-    _edit(manifest.parent / AGG, '        PYTHONUNBUFFERED: "1"\n', '        PYTHONUNBUFFERED: "1"\n        SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE: "1"\n')
+    if where == "base":
+        _edit(manifest.parent / AGG, '        PYTHONUNBUFFERED: "1"\n', '        PYTHONUNBUFFERED: "1"\n        SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE: "1"\n')
+    else:       # in one later variant only: its search is the override's, the base's is shared
+        _edit(manifest.parent / AGG, '        SGLANG_NUMA_BIND_V2: "0"\n', '        SGLANG_NUMA_BIND_V2: "0"\n        SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE: "1"\n')
     with pytest.raises(CookbookError) as built:
         load_cookbook(manifest)
     with pytest.raises(CookbookError) as diffed:

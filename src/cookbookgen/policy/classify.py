@@ -102,10 +102,13 @@ def _classify_node(node: RawYaml, path: tuple[str, ...], dotted_path: str, polic
 
 def may_prohibit(recipe: EffectiveRecipe, policy: Policy) -> bool:
     """Whether some setting of `recipe` could be prohibited: a prohibited rule's path (its `value`
-    aside) is in the recipe's tree. False means `classify` finds no prohibited setting; True, that
-    only `classify` can tell. Much cheaper than classifying: the tree is searched for the rules'
-    paths, not leaf by leaf, and a subtree the points share is searched once per run."""
-    return any(_has_path(recipe.data, pattern, policy.memo) for pattern in policy.prohibited)
+    aside) is in the recipe's tree, or in one of the trees it was merged from (`parts`: every path
+    of the recipe is in one of them). False means `classify` finds no prohibited setting; True, that
+    only `classify` can tell. Much cheaper than classifying: the trees are searched for the rules'
+    paths, not leaf by leaf, and a tree the points share (a bundle's base) is searched once, so a
+    point costs the search of its override."""
+    trees = recipe.parts if recipe.parts is not None else (recipe.data,)
+    return any(_has_path(tree, pattern, policy.memo) for pattern in policy.prohibited for tree in trees)
 
 
 _GLOB_CHARS = frozenset("*?[")
