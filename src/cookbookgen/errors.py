@@ -61,6 +61,13 @@ def schema_messages(errors: Iterable[Mapping[str, Any]]) -> list[tuple[tuple[str
     return [(loc, _schema_message(found)) for loc, found in grouped.items()]
 
 
+_ALTERNATIVES = ("a valid string", "a valid integer", "a valid number", "a valid boolean", "a valid list")
+
+
+def _alternative_rank(alternative: str) -> int:
+    return _ALTERNATIVES.index(alternative) if alternative in _ALTERNATIVES else len(_ALTERNATIVES)
+
+
 def _schema_message(errors: list[Mapping[str, Any]]) -> str:
     if any(e["type"] == "extra_forbidden" for e in errors):
         return "unknown key"
@@ -69,7 +76,7 @@ def _schema_message(errors: list[Mapping[str, Any]]) -> str:
     got = errors[0].get("input")
     shown = type(got).__name__ if isinstance(got, (dict, list)) else repr(got)
     wants = list(dict.fromkeys(str(e["msg"]) for e in errors))
-    if len(wants) > 1:   # the members of a union, each "Input should be a valid ..."
-        alternatives = [w.removeprefix("Input should be ") for w in wants]
+    if len(wants) > 1:   # the members of a union, each "Input should be a valid ...", in one order whatever the union's
+        alternatives = sorted((w.removeprefix("Input should be ") for w in wants), key=_alternative_rank)
         wants = ["Input should be " + ", ".join(alternatives[:-1]) + " or " + alternatives[-1]]
     return f"{wants[0]} (received {shown})"
