@@ -18,6 +18,7 @@ from cookbookgen.diff.pairing import Pair, pair_config
 from cookbookgen.diff.sources import published_from_cookbook
 from cookbookgen.policy.rules import load_policy
 from cookbookgen.recipes.workspace import Workspace
+from cookbookgen.render.model import Block
 
 from conftest import DATA
 
@@ -99,6 +100,27 @@ def test_drift_in_a_later_point_is_caught_after_the_memo_saw_the_same_subtrees(d
             else:
                 assert bad and all(f.point == expect.point and f.role == roles[0] for f in bad), drift
                 assert bad == [f for f in compare_point(expect, pair.resolved.recipe, published, policy) if f.is_mismatch]
+
+
+def _one_port(block: Block) -> Block:
+    return block.model_copy(update={"args": tuple((a[0], "30000") if a[0] == "--port" else a for a in block.args)})
+
+
+def test_a_port_two_colocated_workers_share_in_a_later_point_is_caught(synthetic: Path) -> None:
+    """The shape check reads each block's `--port` (`structure.block_shape`): co-located prefill
+    workers that the last point gives one port are a mismatch, after earlier points shared the shape."""
+    policy = load_policy()
+    caught = 0
+    for pairs in _pairs(synthetic):
+        memo = PointMemo()
+        for i, pair in enumerate(pairs):
+            expect = point_expect(pair.resolved, policy)
+            clash = i == len(pairs) - 1 and "prefill" in expect.roles and expect.roles["prefill"].per_node > 1
+            published = _edit(pair.published, "prefill", _one_port) if clash else pair.published
+            bad = [f for f in compare_point(expect, pair.resolved.recipe, published, policy, memo) if f.is_mismatch]
+            assert [(f.role, f.kind, f.item) for f in bad] == ([("prefill", "topology", "ports")] if clash else [])
+            caught += clash
+    assert caught >= 2
 
 
 @pytest.mark.parametrize("which", ["bundled", "synthetic"])

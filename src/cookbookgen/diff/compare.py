@@ -354,7 +354,8 @@ class PointMemo:
         for block in ctx.blocks:
             hit = self.block_shapes.get(id(block))
             if hit is None or hit[0] is not block:
-                hit = self.block_shapes[id(block)] = (block, self.intern(structure.block_shape(block)))
+                index = ctx.args_by_key(block, block.kind == "worker")
+                hit = self.block_shapes[id(block)] = (block, self.intern(structure.block_shape(block, index)))
             shapes.append(hit[1])
         key = (same_point, structure.recipe_shape(ctx), *shapes)
         found = self.shapes.get(key)

@@ -12,7 +12,8 @@ leaf comparison shares. No I/O.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Iterable
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..render.model import Block
 from .expect import PointExpect, RoleTopology
@@ -138,14 +139,19 @@ _TOPOLOGY_SETTINGS = ("workers", "gpus", "nodes")                         # `rol
 _FRONTEND_COUNT = "frontend.enable_multiple_frontends"
 
 
-def block_shape(block: Block) -> tuple[Any, ...]:
+def block_shape(block: Block, args_by_key: Mapping[str, Any]) -> tuple[Any, ...]:
     """What `check` reads of one block: every field but its args and env, and of those: the `--port`
-    values, which of `_LOOKED_UP` it has, its `CUDA_VISIBLE_DEVICES` and whether it sets `DYN_REQUEST_PLANE`."""
+    values, which of `_LOOKED_UP` it has (`args_by_key`: its args by flag key, as `_has` looks them
+    up), its `CUDA_VISIBLE_DEVICES` and whether it sets `DYN_REQUEST_PLANE`."""
     worker = block.kind == "worker"
     fields = tuple((k, tuple(v.items()) if isinstance(v, dict) else v) for k, v in block.__dict__.items() if k not in ("args", "env"))
-    ports = tuple(a[1] for a in block.args if a[0] == "--port" and len(a) > 1)
-    keys = {flag_key(a[0], worker) for a in block.args}
-    has = tuple(flag in keys for flag in (flag_key(f, worker) for f in _LOOKED_UP))
+    flags = tuple(map(itemgetter(0), block.args))
+    if flags.count("--port") == 1:          # the usual case, found at C speed
+        port = block.args[flags.index("--port")]
+        ports: tuple[str, ...] = port[1:2]
+    else:
+        ports = tuple(a[1] for a in block.args if a[0] == "--port" and len(a) > 1)
+    has = tuple(flag_key(flag, worker) in args_by_key for flag in _LOOKED_UP)
     return fields, ports, has, block.env.get("CUDA_VISIBLE_DEVICES"), "DYN_REQUEST_PLANE" in block.env
 
 
