@@ -15,7 +15,8 @@ import io
 import json
 from collections import Counter
 from dataclasses import dataclass
-from operator import attrgetter
+from itertools import compress, count
+from operator import attrgetter, is_not
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..text import printable
@@ -140,6 +141,7 @@ def _text_config(out: _Lines, config: str, runs: Iterable[PointRun]) -> None:
     by_point: dict[str, Tally] = {}
     excluded: list[tuple[str, Finding]] = []
     checked: list[str] = []
+    last: _PointTally | None = None
     for run_point, found in runs:
         if run_point is None:              # findings that each name their point
             for f in found:
@@ -147,14 +149,15 @@ def _text_config(out: _Lines, config: str, runs: Iterable[PointRun]) -> None:
                 counts = _role_entry(roles, f.role)[0]
                 counts[f.cls] = counts.get(f.cls, 0) + 1
                 _note(roles, f, f.point, excluded, checked)
-        elif found:                        # one point's findings: counted at C speed, then the few to list
+        elif found:                        # one point's findings: counted, then the few to list
+            last = _point_tally(found, last)
             roles = by_point.setdefault(run_point, {})
-            for (role, cls), n in Counter(map(_ROLE_AND_CLASS, found)).items():
-                counts = _role_entry(roles, role)[0]
-                counts[cls] = counts.get(cls, 0) + n
-            for f in found:
-                if f.cls in _NOTED or f.kind == "point":
-                    _note(roles, f, run_point, excluded, checked)
+            for (role, cls), n in last.counts.items():
+                if n:
+                    counts = _role_entry(roles, role)[0]
+                    counts[cls] = counts.get(cls, 0) + n
+            for i in last.listed:
+                _note(roles, found[i], run_point, excluded, checked)
     mismatches = sum(len(bad) for roles in by_point.values() for _, bad in roles.values())
     out.lines.append([])
     out.print((config, "bold"), f": {len(checked)} point(s), ",
@@ -175,6 +178,36 @@ def _text_config(out: _Lines, config: str, runs: Iterable[PointRun]) -> None:
         out.print("  ", ("excluded", "yellow"))
         for line in lines:
             out.print(f"    - {line}")
+
+
+@dataclass(frozen=True)
+class _PointTally:
+    """One point's findings, their count per (role, class), and the positions of those the section lists."""
+
+    found: list[Finding]
+    counts: Counter[tuple[str, str]]
+    listed: list[int]
+
+
+def _listed(f: Finding) -> bool:
+    return f.cls in _NOTED or f.kind == "point"
+
+
+def _point_tally(found: list[Finding], last: _PointTally | None) -> _PointTally:
+    """The tally of a point, from the last point's when both have as many findings: the points of a
+    config share most findings, in the same places (`diff.compare.PointMemo`), so only the places
+    that hold another finding (found at C speed) are counted again. The same counts either way."""
+    if last is None or len(last.found) != len(found):
+        return _PointTally(found, Counter(map(_ROLE_AND_CLASS, found)), [i for i, f in enumerate(found) if _listed(f)])
+    changed = list(compress(count(), map(is_not, found, last.found)))
+    if not changed:
+        return _PointTally(found, last.counts, last.listed)
+    counts = last.counts.copy()
+    counts.subtract(map(_ROLE_AND_CLASS, map(last.found.__getitem__, changed)))
+    counts.update(map(_ROLE_AND_CLASS, map(found.__getitem__, changed)))
+    again = set(changed)
+    listed = sorted({*(i for i in last.listed if i not in again), *(i for i in changed if _listed(found[i]))})
+    return _PointTally(found, counts, listed)
 
 
 def _count_spans(role: str, counts: dict[str, int]) -> list[str | Span]:

@@ -1,0 +1,59 @@
+"""The text report counts a point's findings from the last point's tally when both have as many
+(`diff.report._point_tally`): the section must be what counting every point afresh gives, whatever
+the findings, their order and which of them the points share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cookbookgen.diff import report
+from cookbookgen.diff.model import CLASSES, Finding
+
+POOL = [Finding("cfg", "p", role, kind, f"--flag-{i}", cls, detail="d", reason=f"r{i % 3}", path=f"roles.{role}.args.x{i}")
+        for i, (role, kind, cls) in enumerate((r, k, c) for r in ("prefill", "decode", "frontend")
+                                                  for k in ("arg", "env", "point") for c in CLASSES)]
+
+
+@st.composite
+def points(draw: Any) -> list[tuple[str, list[Finding]]]:
+    """Points whose findings lists are the last point's with some places replaced (as the points of
+    a config share findings), or new lists of another length."""
+    found = draw(st.lists(st.sampled_from(POOL), min_size=1, max_size=12))
+    runs = [("tp4/c1", found)]
+    for n in range(draw(st.integers(1, 6))):
+        if draw(st.booleans()):
+            found = list(found)
+            for i in draw(st.lists(st.integers(0, len(found) - 1), max_size=4)):
+                found[i] = draw(st.sampled_from(POOL))
+        else:
+            found = draw(st.lists(st.sampled_from(POOL), min_size=1, max_size=12))
+        runs.append((f"tp4/c{2 ** (n + 1)}", found))
+    return runs
+
+
+def _section(runs: list[tuple[str, list[Finding]]]) -> str:
+    return report.text_config(report.TextRenderer(False), "cfg", runs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs=points())
+def test_a_point_counted_from_the_last_one_gives_the_section_counting_afresh_gives(runs: list[tuple[str, list[Finding]]]) -> None:
+    shared = _section(runs)
+    with pytest.MonkeyPatch.context() as patch:
+        real = report._point_tally
+        patch.setattr(report, "_point_tally", lambda found, last: real(found, None))
+        afresh = _section(runs)
+    assert shared == afresh
+
+
+def test_a_point_that_shares_every_finding_with_the_last_has_its_counts() -> None:
+    first = POOL[:10]
+    second = list(first)
+    second[3] = POOL[40]
+    tally = report._point_tally(second, report._point_tally(first, None))
+    assert tally.counts == report._point_tally(second, None).counts
+    assert tally.listed == [i for i, f in enumerate(second) if report._listed(f)]
