@@ -17,7 +17,7 @@ from .load import Document, read_yaml_file
 from .master import ConfigEntry, Row, read_entries
 
 if TYPE_CHECKING:  # the typed schema (pydantic) loads when a point is first resolved
-    from .schema import Recipe
+    from .schema import Recipe, Typed
 
 RawYaml = Any
 
@@ -56,6 +56,7 @@ class Workspace:
         self._recipe_paths: dict[str, Path] = {}
         self._shown: dict[Path, str] = {}
         self._points: dict[tuple[int, int], tuple[Row, ResolvedPoint]] = {}
+        self._last_typed: dict[Path, Typed] = {}     # per recipe file, the last variant normalised
         self._masters: set[Path] = set()
         self._changelog: Changelog | None = None
 
@@ -77,6 +78,7 @@ class Workspace:
         self._docs = {k: v for k, v in self._docs.items() if k in self._masters}
         self._selected.clear()
         self._points.clear()
+        self._last_typed.clear()
 
     def changelog(self) -> Changelog:
         """The checkout's perf-changelog, indexed (empty when it has none); read once per run."""
@@ -143,7 +145,7 @@ class Workspace:
         from .schema import normalise
 
         recipe = apply_overrides(self.selected(path, selector), sets, unsets)
-        normal, typed = normalise(recipe)
+        normal, typed = self._last_typed[path] = normalise(recipe, self._last_typed.get(path))
         point = ResolvedPoint(entry, row, conc, normal, typed, self.shown(path))
         if memo:
             self._points[key] = (row, point)
