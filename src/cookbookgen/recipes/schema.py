@@ -132,7 +132,7 @@ class Recipe(_Open):
     roles: dict[RoleName, RoleSpec] = Field(default_factory=dict)
 
 
-Typed = tuple[EffectiveRecipe, "Recipe"]     # an effective recipe and its typed view, as `normalise` returns them
+Typed = tuple[EffectiveRecipe, Recipe]     # an effective recipe and its typed view, as `normalise` returns them
 
 
 def normalise(recipe: EffectiveRecipe, sibling: Typed | None = None) -> Typed:
