@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter, countOf
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from ..cells.assemble import load_configs, render_keys, workspace_for
 from ..cells.cache import RenderCache, canonical
@@ -41,7 +41,7 @@ from ..cells.manifest import Manifest, read_manifest, source_root
 from ..errors import CookbookError, Problem
 from ..policy.rules import Policy, load_policy
 from ..recipes.load import Document
-from ..recipes.workspace import Workspace
+from ..recipes.workspace import DeferredEntries, Workspace
 
 KIND = "cookbook manifest (rendered)"
 Section = tuple[str, int, int]   # report text, points paired, mismatches
@@ -135,50 +135,83 @@ def _runs(configs: list[str], jobs: int | None = None) -> tuple[int, list[list[s
     return workers, [configs[i:i + size] for i in range(0, len(configs), size)]
 
 
-_FORKED: tuple[_Job, list[list[str]]] | None = None
-Outcome = tuple[dict[str, Section], tuple[Problem, ...] | None, list[tuple[str, str, bytes]]]
+_FORKED: tuple[_Job, list[list[str]], list[list[str]] | None] | None = None
+
+
+class Outcome(NamedTuple):
+    """What a worker sends back for its run of configs."""
+
+    sections: dict[str, Section]
+    problems: tuple[Problem, ...] | None       # the error that stopped the run (its exception does not pickle)
+    deferred: list[tuple[str, str, bytes]]     # cache entries to store
+    master_error: bool = False                 # the problems are the master configs' (they come first)
+    split_failed: bool = False                 # the master configs did not split as they parse (`DeferredEntries`)
 
 
 def _check_parallel(job: _Job, workers: int, runs: list[list[str]]) -> dict[str, Section]:
     global _FORKED
     _before_fork(job)
-    _FORKED = (job, runs)
+    entries = job.ws.entries()
+    shares = _master_shares(entries, runs) if isinstance(entries, DeferredEntries) else None
+    _FORKED = (job, runs, shares)
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
             results = list(pool.map(_worker, range(len(runs))))
     finally:
         _FORKED = None
+    if any(r.split_failed for r in results):     # rare (see `load.split_top_level`): check again, the masters read whole
+        job.ws.whole_entries()
+        return _check_parallel(job, workers, runs)
+    first = next((r for r in results if r.master_error), None) or next((r for r in results if r.problems is not None), None)
     out: dict[str, Section] = {}
-    for sections, problems, deferred in results:
-        if problems is not None:
-            raise CookbookError(problems)
+    for result in results:
+        if result is first:
+            raise CookbookError(result.problems or ())
         if job.cache is not None:
-            for kind, key, data in deferred:
+            for kind, key, data in result.deferred:
                 job.cache.put_bytes(kind, key, data)
-        out.update(sections)
+        out.update(result.sections)
     return out
 
 
 def _before_fork(job: _Job) -> None:
     """Do once, in this process, what every worker would otherwise do for itself: import the checking
-    and rendering modules, read the master configs and the perf-changelog (all inherited by the fork)."""
+    and rendering modules, read the perf-changelog and index the master configs (all inherited by
+    the fork; each worker parses the master entries of its own runs, `_master_shares`)."""
     from . import check, report, sources  # noqa: F401
     from ..recipes import schema  # noqa: F401
 
-    job.ws.entries()
+    job.ws.defer_entries()
     job.ws.changelog()
+
+
+def _master_shares(entries: DeferredEntries, runs: list[list[str]]) -> list[list[str]]:
+    """The master entries each run parses before its configs: those of its configs, and a turn of the
+    entries no config names, so that every entry is parsed, and its errors found, as a whole read would."""
+    shares = [[config for config in run if config in entries] for run in runs]
+    named = {key for share in shares for key in share}
+    for i, key in enumerate(key for key in entries if key not in named):
+        shares[i % len(runs)].append(key)
+    return shares
 
 
 def _worker(index: int) -> Outcome:
     assert _FORKED is not None
-    job, runs = _FORKED
+    job, runs, shares = _FORKED
     deferred: list[tuple[str, str, bytes]] = []
     if job.cache is not None:
         job.cache.deferred = deferred
+    entries = job.ws.entries()
     try:
-        return _check_configs(job, runs[index]), None, deferred
-    except CookbookError as exc:   # its problems travel back; the exception itself does not pickle
-        return {}, exc.problems, deferred
+        if shares is not None and isinstance(entries, DeferredEntries):
+            entries.parse(shares[index])
+    except CookbookError as exc:
+        return Outcome({}, exc.problems, deferred, master_error=True)
+    try:
+        sections = _check_configs(job, runs[index])
+    except CookbookError as exc:
+        return Outcome({}, exc.problems, deferred, split_failed=getattr(entries, "split_failed", False))
+    return Outcome(sections, None, deferred, split_failed=getattr(entries, "split_failed", False))
 
 
 COLLECT_EVERY = 256       # configs between two garbage collections while checking

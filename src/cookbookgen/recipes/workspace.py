@@ -7,13 +7,13 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import CookbookError, Problem
 from .bundle import EffectiveRecipe, apply_overrides, select, variant_names
 from .changelog import Changelog, read_changelog
 from .checkout import Checkout
-from .load import Document, read_yaml_file
+from .load import Document, TopLevelParts, read_yaml_file, read_yaml_text, split_top_level
 from .master import ConfigEntry, Row, read_entries
 
 if TYPE_CHECKING:  # the typed schema (pydantic) loads when a point is first resolved
@@ -50,7 +50,7 @@ class Workspace:
     def __init__(self, root: Path) -> None:
         self.checkout = Checkout(root.resolve())
         self._docs: dict[Path, Document] = {}
-        self._entries: dict[str, ConfigEntry] | None = None
+        self._entries: dict[str, ConfigEntry] | DeferredEntries | None = None
         self._selected: dict[tuple[Path, str | None], EffectiveRecipe] = {}
         self._resolved: dict[Path, Path] = {}
         self._recipe_paths: dict[str, Path] = {}
@@ -87,21 +87,49 @@ class Workspace:
             self._changelog = Changelog() if path is None else read_changelog(self.document(path))
         return self._changelog
 
-    def entries(self) -> dict[str, ConfigEntry]:
+    def entries(self) -> Mapping[str, ConfigEntry]:
+        """Every master config entry by key (read whole on first use, unless `defer_entries` came first)."""
         if self._entries is None:
-            found: dict[str, ConfigEntry] = {}
-            files = self.checkout.master_files()
-            if not files:
-                raise CookbookError.at(str(self.checkout.root), 0, "", "no master config: expected configs/*-master.yaml (or inferencex-e2e/configs/)")
-            for path in files:
-                self._masters.add(self._resolve(path))
-                doc = self.document(path)
-                for key, entry in read_entries(doc).items():
-                    if key in found:
-                        raise doc.error((key,), f"config key also defined in {found[key].doc.file}")
-                    found[key] = entry
-            self._entries = found
+            self._entries = self._read_entries()
         return self._entries
+
+    def _read_entries(self) -> dict[str, ConfigEntry]:
+        found: dict[str, ConfigEntry] = {}
+        files = self.checkout.master_files()
+        if not files:
+            raise CookbookError.at(str(self.checkout.root), 0, "", "no master config: expected configs/*-master.yaml (or inferencex-e2e/configs/)")
+        for path in files:
+            self._masters.add(self._resolve(path))
+            doc = self.document(path)
+            for key, entry in read_entries(doc).items():
+                if key in found:
+                    raise doc.error((key,), f"config key also defined in {found[key].doc.file}")
+                found[key] = entry
+        return found
+
+    def defer_entries(self) -> None:
+        """Index the master configs' entries without parsing them, when their text splits at its
+        top-level keys (`load.split_top_level`): each entry is parsed when first asked for
+        (`DeferredEntries`), so forked workers parse the entries of their own configs, in parallel.
+        Otherwise, or when the entries were read already, nothing changes: they are read whole."""
+        if self._entries is not None:
+            return
+        parts: list[TopLevelParts] = []
+        for path in self.checkout.master_files():
+            try:
+                split = split_top_level(read_yaml_text(path, self.shown(path)), self.shown(path))
+            except CookbookError:
+                return                  # read whole when asked for, which gives the error in its place
+            if split is None:
+                return
+            parts.append(split)
+        keys = [key for part in parts for key in part.spans]
+        if parts and len(set(keys)) == len(keys):
+            self._entries = DeferredEntries(parts, self._read_entries)
+
+    def whole_entries(self) -> None:
+        """Read the master configs whole from now on (after a `DeferredEntries` split did not hold)."""
+        self._entries = self._read_entries()
 
     def entry(self, key: str) -> ConfigEntry:
         entries = self.entries()
@@ -171,6 +199,55 @@ class Workspace:
         recipe = apply_overrides(select(read_yaml_file(path, file), selector or None), sets, unsets)
         normal, typed = normalise(recipe)
         return ResolvedPoint(None, None, None, normal, typed, file)
+
+
+class DeferredEntries(Mapping[str, ConfigEntry]):
+    """The master config entries of split master files (`Workspace.defer_entries`), each parsed when
+    first asked for. Whatever a part cannot settle alone (it does not parse to its own key, or its
+    entry is bad) is settled by reading the files whole: that gives the error a whole read gives, or,
+    when the files are fine, the entries from then on, and `split_failed` records that entries this
+    process or another handed out from parts may be wrong (the caller starts again, reading whole)."""
+
+    def __init__(self, parts: list[TopLevelParts], read_whole: Callable[[], dict[str, ConfigEntry]]) -> None:
+        self._part_of = {key: part for part in parts for key in part.spans}
+        self._parsed: dict[str, ConfigEntry] = {}
+        self._read_whole = read_whole
+        self._whole: dict[str, ConfigEntry] | None = None
+        self.split_failed = False
+
+    def __getitem__(self, key: str) -> ConfigEntry:
+        if self._whole is not None:
+            return self._whole[key]
+        hit = self._parsed.get(key)
+        if hit is None:
+            doc = self._part_of[key].document(key)      # KeyError for a key no master file has
+            try:
+                hit = read_entries(doc)[key] if doc is not None else None
+            except CookbookError:
+                hit = None
+            if hit is None:
+                self._whole = self._read_whole()          # raises the whole files' first error
+                self.split_failed = True
+                return self._whole[key]
+            self._parsed[key] = hit
+        return hit
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._whole if self._whole is not None else self._part_of)
+
+    def __len__(self) -> int:
+        return len(self._whole if self._whole is not None else self._part_of)
+
+    def __contains__(self, key: object) -> bool:
+        return key in (self._whole if self._whole is not None else self._part_of)
+
+    def parse(self, keys: Iterable[str]) -> None:
+        """Parse the entries of `keys` now (their errors, if any, are raised here); all of them at
+        once when a part does not settle (the keys of the parts may then not all be entries)."""
+        for key in keys:
+            if self._whole is not None:
+                return
+            self.get(key)           # a key of a part that did not settle may be no entry of the whole file
 
 
 def _matches(data: dict[str, RawYaml], tp: int | None, conc: int) -> bool:
