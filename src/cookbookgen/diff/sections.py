@@ -5,8 +5,10 @@ The report of a manifest is a head, one section per config and a tail, and a con
 function of that config's findings alone (`diff.report`). So:
 - sections are computed config by config: with enough configs and cores, contiguous runs of configs
   (several per worker, handed out as workers free up) are checked in forked worker processes that
-  inherit the parsed checkout, and the sections are put together in config order (of several
-  errors, the earliest config's is raised, as in one process);
+  inherit what the parent read (the manifest, the perf-changelog, the master configs split by
+  entry: each run parses the entries of its configs, `_master_shares`), and the sections are put
+  together in config order (of several errors, a master config's first and then the earliest
+  config's is raised, as in one process);
 - with `--cache`, the section of a config whose inputs are unchanged is reused. Its findings depend on:
   - the published points, which for a manifest are rendered from the config's render inputs: the
     `cells.cache` key (cookbookgen's code and data files, the policy, the checkout root, the manifest
