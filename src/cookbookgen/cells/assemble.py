@@ -164,15 +164,16 @@ def _cell(manifest: Manifest, source: ConfigSource, k: int, label: str, rps: lis
         model=first.deployment.model, label=label, gpus=first.deployment.gpus, nodes=first.deployment.nodes,
         cpu_nodes=first.deployment.cpu_nodes, image=image, image_digest=digest, image_commit=commit,
         router=describe.router_of(first.deployment), kv=describe.kv_tier_of(first.deployment),
-        provenance=_provenance(manifest, source, recipe, changelog_pr), points=points,
-        **(_summaries(source, points) if summaries else {"detail": "", "exclusions": (), "disclosures": (), "notes": ()}))
+        provenance=_provenance(manifest, source, recipe, changelog_pr), points=points, **_summaries(source, points, summaries))
 
 
-def _summaries(source: ConfigSource, points: tuple[Point, ...]) -> dict[str, Any]:
+def _summaries(source: ConfigSource, points: tuple[Point, ...], wanted: bool) -> dict[str, Any]:
     """What a cell's page shows besides its points: the spec-decode detail, the settings not published
-    as-is, the disclosures and the notes."""
+    as-is, the disclosures and the notes (left empty when not `wanted`)."""
     from . import describe
 
+    if not wanted:
+        return dict(detail="", exclusions=(), disclosures=(), notes=())
     deps = [p.deployment for p in points]
     return dict(detail=describe.spec_detail(deps[0]), exclusions=describe.exclusions([(p.label, p.deployment) for p in points]),
                 disclosures=describe.disclosures(deps), notes=describe.notes(deps) + tuple(source.notes))

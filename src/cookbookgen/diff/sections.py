@@ -204,16 +204,19 @@ def _worker(index: int) -> Outcome:
     if job.cache is not None:
         job.cache.deferred = deferred
     entries = job.ws.entries()
-    try:
-        if shares is not None and isinstance(entries, DeferredEntries):
-            entries.parse(shares[index])
-    except CookbookError as exc:
-        return Outcome({}, exc.problems, deferred, master_error=True)
+    split = entries if isinstance(entries, DeferredEntries) else None
+    if split is not None and shares is not None:
+        try:
+            split.parse(shares[index])
+        except CookbookError as exc:
+            return Outcome({}, exc.problems, deferred, master_error=True)
+    sections: dict[str, Section] = {}
+    problems = None
     try:
         sections = _check_configs(job, runs[index])
     except CookbookError as exc:
-        return Outcome({}, exc.problems, deferred, split_failed=getattr(entries, "split_failed", False))
-    return Outcome(sections, None, deferred, split_failed=getattr(entries, "split_failed", False))
+        problems = exc.problems
+    return Outcome(sections, problems, deferred, split_failed=split is not None and split.split_failed)
 
 
 COLLECT_EVERY = 256       # configs between two garbage collections while checking

@@ -232,14 +232,19 @@ class DeferredEntries(Mapping[str, ConfigEntry]):
             self._parsed[key] = hit
         return hit
 
+    @property
+    def _keys(self) -> Mapping[str, object]:
+        """The keys known: the parts' until the files are read whole, then the whole files'."""
+        return self._whole if self._whole is not None else self._part_of
+
     def __iter__(self) -> Iterator[str]:
-        return iter(self._whole if self._whole is not None else self._part_of)
+        return iter(self._keys)
 
     def __len__(self) -> int:
-        return len(self._whole if self._whole is not None else self._part_of)
+        return len(self._keys)
 
     def __contains__(self, key: object) -> bool:
-        return key in (self._whole if self._whole is not None else self._part_of)
+        return key in self._keys
 
     def parse(self, keys: Iterable[str]) -> None:
         """Parse the entries of `keys` now (their errors, if any, are raised here); all of them at
