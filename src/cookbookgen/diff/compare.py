@@ -228,6 +228,11 @@ def _group_findings(ctx: Ctx, prefix: KeyPath, value: RawYaml, memo: "PointMemo 
     return out
 
 
+def _scalar_leaf(ctx: Ctx, path: KeyPath, facts: PathFacts, value: RawYaml, where: str, shown_in: tuple[Any, ...] | None) -> list[Finding]:
+    """The findings of a scalar leaf, not shared through the memo (`PointMemo.args_section` keeps them)."""
+    return (shown_in is not None and _shown_as_is(ctx, facts, value, where, shown_in)) or _leaf_once(ctx, path, facts, value, where)
+
+
 def _leaf_once(ctx: Ctx, path: KeyPath, facts: PathFacts, value: RawYaml, where: str) -> list[Finding]:
     found = _leaf(ctx, Leaf(path, value, ctx.policy.first_match(facts.key, value), where, facts.dotted), facts.check)
     return found if len(found) < 2 else _unique(found)
@@ -247,11 +252,15 @@ def _shown_in(ctx: Ctx, facts: PathFacts, value: RawYaml) -> tuple[Any, ...] | N
         return None
     kind = check["check"] if check else ""
     if kind == "arg":
-        flag = facts.arg_key
-        return ("arg", *(ctx.args_by_key(b, True).get(flag, ()) for b in ctx.role_blocks(key[1])))
+        return _arg_shown(facts.arg_key, [ctx.args_by_key(b, True) for b in ctx.role_blocks(key[1])])
     if kind == "env":
         return ("env", *(b.env.get(key[3], _ABSENT) for b in ctx.role_blocks(key[1])))
     return None
+
+
+def _arg_shown(flag: str, indexes: list[dict[str, tuple[Words, ...]]]) -> tuple[Any, ...]:
+    """`_shown_in` of a role's arg: the words each of the role's blocks gives its flag (`indexes`: the blocks' `args_by_key`)."""
+    return ("arg", *[index.get(flag, ()) for index in indexes])
 
 
 _SCALARS = (str, int, float, bool)
@@ -310,7 +319,7 @@ class PointMemo:
     explanations: dict[tuple[Any, ...], Finding] = field(default_factory=dict)
     others_of: dict[tuple[Any, ...], tuple[Any, Any, list[Finding]]] = field(default_factory=dict)
     last_args: dict[tuple[Any, ...], "_ArgsSeen"] = field(default_factory=dict)
-    arg_layouts: dict[tuple[Any, ...], tuple[tuple[KeyPath, ...], tuple[str, ...]]] = field(default_factory=dict)  # leaf paths, flag keys
+    arg_layouts: dict[tuple[Any, ...], "_ArgsLayout"] = field(default_factory=dict)
     arg_index: dict[tuple[int, bool], tuple[Block, dict[str, tuple[Words, ...]]]] = field(default_factory=dict)
     block_shapes: dict[int, tuple[Block, int]] = field(default_factory=dict)
     shapes: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
@@ -389,8 +398,8 @@ class PointMemo:
         names = tuple(args)
         layout = self.arg_layouts.get((path, names))
         if layout is None:
-            layout = self.arg_layouts[(path, names)] = (tuple(path + (n,) for n in names), tuple(flag_key(_flag(str(n)), True) for n in names))
-        paths, flags = layout
+            layout = self.arg_layouts[(path, names)] = _ArgsLayout.of(path, names)
+        paths, flags, facts = layout
         values = tuple(args.values())
         origins = tuple(map(ctx.recipe.origins.get, paths))
         indexes = [ctx.args_by_key(b, True) for b in blocks]
@@ -411,7 +420,14 @@ class PointMemo:
         for i in todo:
             value = values[i]
             used = len(ctx.scopes_used)
-            found = results[i] = _group_findings(ctx, paths[i], value, self)
+            if isinstance(value, (dict, list)):
+                found = _group_findings(ctx, paths[i], value, self)
+            else:           # `_group_findings` of a scalar, with what the section knows already
+                origin = origins[i]
+                where = _where_text(origin) if origin is not None else ctx.where(paths[i])
+                shown_in = _arg_shown(flags[i], indexes) if facts[i].check and facts[i].check["check"] == "arg" else _shown_in(ctx, facts[i], value)
+                found = _scalar_leaf(ctx, paths[i], facts[i], value, where, shown_in)
+            results[i] = found
             shared = len(ctx.scopes_used) == used and not isinstance(value, (dict, list))   # as in `leaf`
             found_by_arg[i] = found if shared else None
         out = list(chain.from_iterable(cast("list[list[Finding]]", results)))
@@ -463,6 +479,19 @@ class PointMemo:
             if not scope.read_args:
                 self.explanations[key] = hit
         return hit
+
+
+class _ArgsLayout(NamedTuple):
+    """What a role's args section says by its arg names alone (`PointMemo.args_section`)."""
+
+    paths: tuple[KeyPath, ...]
+    flags: tuple[str, ...]              # each arg's flag key among a worker's args
+    facts: tuple[PathFacts, ...]
+
+    @classmethod
+    def of(cls, path: KeyPath, names: tuple[str, ...]) -> "_ArgsLayout":
+        paths = tuple(path + (n,) for n in names)
+        return cls(paths, tuple(flag_key(_flag(str(n)), True) for n in names), tuple(map(path_facts, paths)))
 
 
 @dataclass(frozen=True)
