@@ -129,13 +129,26 @@ def _has_path(node: RawYaml, pattern: tuple[str, ...], memo: dict[Any, Any]) -> 
         return hit[1]  # type: ignore[no-any-return]
     head, rest = pattern[0], pattern[1:]
     if head == "**":      # no key, or one more key and `**` again
-        found = _has_path(node, rest, memo) or any(_has_path(child, pattern, memo) for child in _branches(node))
+        found = _anywhere(node, rest, memo)
     elif isinstance(node, dict) and _GLOB_CHARS.isdisjoint(head):
         found = head in node and _has_path(node[head], rest, memo)
     else:
         found = any(fnmatchcase(name, head) and _has_path(child, rest, memo) for name, child in _children(node))
     memo[key] = (node, found)
     return found
+
+
+def _anywhere(node: RawYaml, rest: tuple[str, ...], memo: dict[Any, Any]) -> bool:
+    """`_has_path(node, ("**", *rest))`: whether `rest` matches at `node` or at a node under it, the
+    nodes walked with a stack (a mapping without `rest`'s plain first key is passed over unasked)."""
+    plain = rest[0] if rest and rest[0] != "**" and _GLOB_CHARS.isdisjoint(rest[0]) else None
+    stack = [node]
+    while stack:
+        here = stack.pop()
+        if (plain is None or not isinstance(here, dict) or plain in here) and _has_path(here, rest, memo):
+            return True
+        stack += _branches(here)
+    return False
 
 
 def _branches(node: RawYaml) -> list[RawYaml]:
