@@ -123,6 +123,31 @@ def test_a_port_two_colocated_workers_share_in_a_later_point_is_caught(synthetic
     assert caught >= 2
 
 
+def test_an_addition_to_one_of_two_colocated_workers_in_a_later_point_is_caught_once(synthetic: Path) -> None:
+    """`PointMemo.label_extras` shares the deduplicated additions of co-located workers only between
+    points whose blocks add the very same findings: an arg that one of them adds later is caught, once."""
+    policy = load_policy()
+    caught = 0
+    for pairs in _pairs(synthetic):
+        memo = PointMemo()
+        for i, pair in enumerate(pairs):
+            expect = point_expect(pair.resolved, policy)
+            published = pair.published
+            prefill = [b for b in published.blocks if b.kind == "worker" and b.role == "prefill"]
+            if i == len(pairs) - 1 and len(prefill) > 1:
+                target = prefill[-1]
+                blocks = tuple(b.model_copy(update={"args": (*b.args, ("--my-tuning", "1"))}) if b is target else b
+                               for b in published.blocks)
+                published = PublishedPoint(published.config, published.cell, published.concs, blocks,
+                                           point_id=published.point_id, image=published.image)
+            found = compare_point(expect, pair.resolved.recipe, published, policy, memo)
+            assert found == compare_point(expect, pair.resolved.recipe, published, policy)
+            bad = [(f.role, f.item) for f in found if f.is_mismatch]
+            assert bad == ([] if published is pair.published else [("prefill", "--my-tuning")])
+            caught += published is not pair.published
+    assert caught >= 2
+
+
 @pytest.mark.parametrize("which", ["bundled", "synthetic"])
 def test_an_addition_to_a_frontend_or_service_block_in_a_later_point_is_caught(which: str, synthetic: Path) -> None:
     """`PointMemo.other_extras` shares what a non-worker block adds only between equal blocks."""

@@ -20,7 +20,7 @@ import pickle
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain, repeat
-from operator import itemgetter
+from operator import is_not, itemgetter
 from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
 
 from ..policy.classify import leaves
@@ -174,8 +174,7 @@ def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: Publ
         else:
             out += memo.group(ctx, (top,), value, ctx.others_key)
     for blocks in labels.values():
-        added = [f for block in blocks for f in memo.extras(ctx, block, same_point)]
-        out += added if len(blocks) == 1 else _unique(stamped(added, expect.point))
+        out += memo.extras(ctx, blocks[0], same_point) if len(blocks) == 1 else memo.label_extras(ctx, blocks, same_point)
     return out
 
 
@@ -245,17 +244,22 @@ def _shown_in(ctx: Ctx, facts: PathFacts, value: RawYaml) -> tuple[Any, ...] | N
     """What a leaf's findings can depend on besides the leaf itself (unless a check looks at a block's
     scope): for a role's arg or env, what its worker blocks show for it; for a leaf outside roles and
     services, the expectations and the non-worker blocks. None for the others (never shared alone)."""
-    key, check = facts.key, facts.check
+    key = facts.key
     if key[0] != "roles":
         return None if key[0] == "services" else ("other", *ctx.others_key)
     if len(key) != 4:
         return None
-    kind = check["check"] if check else ""
+    kind = _check_kind(facts)
     if kind == "arg":
         return _arg_shown(facts.arg_key, [ctx.args_by_key(b, True) for b in ctx.role_blocks(key[1])])
     if kind == "env":
         return ("env", *(b.env.get(key[3], _ABSENT) for b in ctx.role_blocks(key[1])))
     return None
+
+
+def _check_kind(facts: PathFacts) -> str:
+    """The kind of the leaf's `recipe_checks` entry (`arg`, `env`, ...; "" without one)."""
+    return str(facts.check["check"]) if facts.check else ""
 
 
 def _arg_shown(flag: str, indexes: list[dict[str, tuple[Words, ...]]]) -> tuple[Any, ...]:
@@ -315,6 +319,7 @@ class PointMemo:
     findings: dict[tuple[Any, ...], tuple[Any, list[Finding]]] = field(default_factory=dict)
     leaves: dict[tuple[Any, ...], tuple[Any, list[Finding]]] = field(default_factory=dict)
     extras_of: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
+    unique_extras: dict[tuple[int, ...], tuple[list[list[Finding]], list[Finding]]] = field(default_factory=dict)
     covered: dict[tuple[Any, ...], tuple[set[str], set[str]]] = field(default_factory=dict)
     explanations: dict[tuple[Any, ...], Finding] = field(default_factory=dict)
     others_of: dict[tuple[Any, ...], tuple[Any, Any, list[Finding]]] = field(default_factory=dict)
@@ -399,7 +404,7 @@ class PointMemo:
         layout = self.arg_layouts.get((path, names))
         if layout is None:
             layout = self.arg_layouts[(path, names)] = _ArgsLayout.of(path, names)
-        paths, flags, facts = layout
+        paths, flags, facts, by_flag = layout
         values = tuple(args.values())
         origins = tuple(map(ctx.recipe.origins.get, paths))
         indexes = [ctx.args_by_key(b, True) for b in blocks]
@@ -425,7 +430,7 @@ class PointMemo:
             else:           # `_group_findings` of a scalar, with what the section knows already
                 origin = origins[i]
                 where = _where_text(origin) if origin is not None else ctx.where(paths[i])
-                shown_in = _arg_shown(flags[i], indexes) if facts[i].check and facts[i].check["check"] == "arg" else _shown_in(ctx, facts[i], value)
+                shown_in = _arg_shown(flags[i], indexes) if by_flag[i] else _shown_in(ctx, facts[i], value)
                 found = _scalar_leaf(ctx, paths[i], facts[i], value, where, shown_in)
             results[i] = found
             shared = len(ctx.scopes_used) == used and not isinstance(value, (dict, list))   # as in `leaf`
@@ -454,6 +459,16 @@ class PointMemo:
                 covered = self.covered[(block.role, names)] = structure.covered(ctx.recipe.data, block, ctx.blocks)
             hit = self.extras_of[key] = _unique(_extras(ctx, block, covered, lambda *item: self.explained(ctx, block, same_point, *item)))
         return hit
+
+    def label_extras(self, ctx: Ctx, blocks: list[Block], same_point: int) -> list[Finding]:
+        """What blocks whose findings name one role add (co-located workers), each finding once: shared
+        by the points whose blocks add the very same findings (`extras`), which dedupe alike."""
+        lists = [self.extras(ctx, block, same_point) for block in blocks]
+        key = tuple(map(id, lists))
+        hit = self.unique_extras.get(key)
+        if hit is None or any(map(is_not, hit[0], lists)):
+            hit = self.unique_extras[key] = (lists, _unique(stamped(chain.from_iterable(lists), ctx.expect.point)))
+        return hit[1]
 
     def other_extras(self, ctx: Ctx, block: Block) -> list[Finding]:
         """What a frontend or service block adds, shared by the points with the same expectations and
@@ -487,11 +502,14 @@ class _ArgsLayout(NamedTuple):
     paths: tuple[KeyPath, ...]
     flags: tuple[str, ...]              # each arg's flag key among a worker's args
     facts: tuple[PathFacts, ...]
+    by_flag: tuple[bool, ...]           # whether its check is `arg`: compared with the words of its flag (`_arg_shown`)
 
     @classmethod
     def of(cls, path: KeyPath, names: tuple[str, ...]) -> "_ArgsLayout":
         paths = tuple(path + (n,) for n in names)
-        return cls(paths, tuple(flag_key(_flag(str(n)), True) for n in names), tuple(map(path_facts, paths)))
+        facts = tuple(map(path_facts, paths))
+        return cls(paths, tuple(flag_key(_flag(str(n)), True) for n in names), facts,
+                   tuple(_check_kind(f) == "arg" for f in facts))
 
 
 @dataclass(frozen=True)
