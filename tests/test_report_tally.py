@@ -1,6 +1,8 @@
 """The text report counts a point's findings from the last point's tally when both have as many
-(`diff.report._point_tally`): the section must be what counting every point afresh gives, whatever
-the findings, their order and which of them the points share."""
+(`diff.report._point_tally`), groups its excluded findings from the last point's groups
+(`_Groups.add_run`) and reuses the lines of a point with the same counts (`_point_lines`): the
+section must be what counting every point afresh gives, and what the same findings give when each
+names its point, whatever the findings, their order and which of them the points share."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cookbookgen.diff import report
+from cookbookgen.diff.check import flatten
 from cookbookgen.diff.model import CLASSES, Finding
 
 POOL = [Finding("cfg", "p", role, kind, f"--flag-{i}", cls, detail="d", reason=f"r{i % 3}", path=f"roles.{role}.args.x{i}")
@@ -57,3 +60,29 @@ def test_a_point_that_shares_every_finding_with_the_last_has_its_counts() -> Non
     tally = report._point_tally(second, report._point_tally(first, None))
     assert tally.counts == report._point_tally(second, None).counts
     assert tally.listed == [i for i, f in enumerate(second) if report._listed(f)]
+
+
+@st.composite
+def sections(draw: Any) -> list[tuple[str | None, list[Finding]]]:
+    """Point runs between runs of findings that name their own point (pairing first, variants last)."""
+    runs = draw(points())
+    names = [name for name, _ in runs]
+    own = st.lists(st.tuples(st.sampled_from(names), st.sampled_from(POOL)), max_size=6)
+    before, after = ([f.at_point(name) for name, f in draw(own)] for _ in range(2))
+    return [(None, before), *runs, (None, after)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs=sections())
+def test_a_section_of_point_runs_is_the_section_of_their_findings_each_naming_its_point(runs: list[tuple[str | None, list[Finding]]]) -> None:
+    assert _section(runs) == _section([(None, flatten(runs))])
+
+
+def test_a_point_that_lists_the_last_points_excluded_findings_joins_their_groups() -> None:
+    harness = [f for f in POOL if f.cls == "harness-only" and f.kind == "arg"]
+    first = [POOL[0], *harness]
+    second = [POOL[0], harness[0], POOL[1], *harness[2:]]      # one excluded finding replaced by a match
+    text = _section([("tp4/c1", first), ("tp4/c2", second)])
+    assert text == _section([(None, flatten([("tp4/c1", first), ("tp4/c2", second)]))])
+    assert f"`{harness[1].item}` ({harness[1].role}; tp4/c1)" in text
+    assert f"`{harness[0].item}` ({harness[0].role}; tp4/c1, tp4/c2)" in text

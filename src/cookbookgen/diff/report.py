@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import compress, count
 from operator import attrgetter, is_not
 from typing import TYPE_CHECKING, Any, Callable, Iterable
@@ -78,7 +78,11 @@ class _Lines:
         self.lines: list[list[Span]] = []
 
     def print(self, *spans: str | Span) -> None:
-        self.lines.append([(s, "") if isinstance(s, str) else s for s in spans])
+        self.lines.append(_spans(spans))
+
+
+def _spans(spans: Iterable[str | Span]) -> list[Span]:
+    return [(s, "") if isinstance(s, str) else s for s in spans]
 
 
 class TextRenderer:
@@ -131,61 +135,95 @@ def text_config(renderer: TextRenderer, config: str, runs: Iterable[PointRun]) -
     return renderer.render(lines)
 
 
-Tally = dict[str, tuple[dict[str, int], list[Finding]]]   # per role: the count of each class, and the mismatches
+Counts = dict[tuple[str, str], int]                        # per (role, class): how many, never 0
 _ROLE_AND_CLASS = attrgetter("role", "cls")
 _NOTED = frozenset(("mismatch", *EXCLUDED))
 
 
+@dataclass
+class _Point:
+    """What a section shows of one point: the counts of its findings, which come from its runs'
+    tallies (`tallies`) and from findings that name it (`own`), and its mismatches per role."""
+
+    own: dict[str, dict[str, int]] = field(default_factory=dict)
+    tallies: list[Counts] = field(default_factory=list)
+    bad: dict[str, list[Finding]] = field(default_factory=dict)
+
+
 def _text_config(out: _Lines, config: str, runs: Iterable[PointRun]) -> None:
-    # per point (in order of appearance), per role, the count of each class and the mismatches
-    by_point: dict[str, Tally] = {}
-    excluded: list[tuple[str, Finding]] = []
+    points: dict[str, _Point] = {}       # in order of appearance
+    excluded = _Groups(_excluded_label)
     checked: list[str] = []
     last: _PointTally | None = None
     for run_point, found in runs:
         if run_point is None:              # findings that each name their point
             for f in found:
-                roles = by_point.setdefault(f.point, {})
-                counts = _role_entry(roles, f.role)[0]
+                point = _point(points, f.point)
+                counts = point.own.setdefault(f.role, {})
                 counts[f.cls] = counts.get(f.cls, 0) + 1
-                _note(roles, f, f.point, excluded, checked)
+                _note(point, f, f.point, excluded, checked)
         elif found:                        # one point's findings: counted, then the few to list
             last = _point_tally(found, last)
-            roles = by_point.setdefault(run_point, {})
-            for (role, cls), n in last.counts.items():
-                if n:
-                    counts = _role_entry(roles, role)[0]
-                    counts[cls] = counts.get(cls, 0) + n
-            for i in last.listed:
-                _note(roles, found[i], run_point, excluded, checked)
-    mismatches = sum(len(bad) for roles in by_point.values() for _, bad in roles.values())
+            point = _point(points, run_point)
+            point.tallies.append(last.counts)
+            notes = [found[i] for i in last.listed]
+            for f in notes:
+                _note(point, f, run_point, None, checked)
+            excluded.add_run(run_point, [f for f in notes if f.cls in EXCLUDED])
+    mismatches = sum(len(bad) for point in points.values() for bad in point.bad.values())
     out.lines.append([])
     out.print((config, "bold"), f": {len(checked)} point(s), ",
               (f"{mismatches} mismatch(es)", "bold red") if mismatches else ("parity", "green"))
-    count_lines: dict[tuple[str, tuple[tuple[str, int], ...]], list[str | Span]] = {}   # points mostly repeat them
-    for point, roles in by_point.items():
-        out.print("  ", (point or "(config)", "bold"))
-        for role, (counts, bad) in sorted(roles.items(), key=lambda kv: _role_key(kv[0])):
-            seen = (role, tuple(counts.items()))
-            spans = count_lines.get(seen)
-            if spans is None:
-                spans = count_lines[seen] = _count_spans(role, counts)
-            out.print(*spans)
-            for f in bad:
-                out.print("      ", ("✗", "bold red"), f" {_mismatch_line(f)}")
-    lines = _exclusions(excluded, checked)
+    shown: dict[tuple[object, ...], list[list[Span]]] = {}   # points mostly repeat their lines
+    for name, point in points.items():
+        out.print("  ", (name or "(config)", "bold"))
+        out.lines.extend(_point_lines(point, shown))
+    lines = _exclusions(excluded.groups(), checked)
     if lines:
         out.print("  ", ("excluded", "yellow"))
         for line in lines:
             out.print(f"    - {line}")
 
 
+def _point(points: dict[str, _Point], name: str) -> _Point:
+    point = points.get(name)
+    if point is None:
+        point = points[name] = _Point()
+    return point
+
+
+def _point_lines(point: _Point, shown: dict[tuple[object, ...], list[list[Span]]]) -> list[list[Span]]:
+    """A point's lines: per role (in role order) its count of each class, then its mismatches. The
+    lines of a point without mismatches are those of any point with the same counts: they are kept
+    by the tallies' identities (a point's tally is often the very one of the point before) and the
+    counts of the point's own findings."""
+    key: tuple[object, ...] | None = None
+    if not point.bad:
+        key = (*map(id, point.tallies), *((role, tuple(counts.items())) for role, counts in point.own.items()))
+        hit = shown.get(key)
+        if hit is not None:
+            return hit
+    roles: dict[str, dict[str, int]] = {role: dict(counts) for role, counts in point.own.items()}
+    for tally in point.tallies:
+        for (role, cls), n in tally.items():
+            counts = roles.setdefault(role, {})
+            counts[cls] = counts.get(cls, 0) + n
+    lines: list[list[Span]] = []
+    for role in sorted(roles, key=_role_key):
+        lines.append(_spans(_count_spans(role, roles[role])))
+        lines += [_spans(("      ", ("✗", "bold red"), f" {_mismatch_line(f)}")) for f in point.bad.get(role, ())]
+    if key is not None:
+        shown[key] = lines           # the tallies, whose ids are in the key, live as long as the section's points
+    return lines
+
+
 @dataclass(frozen=True)
 class _PointTally:
-    """One point's findings, their count per (role, class), and the positions of those the section lists."""
+    """One point's findings, their count per (role, class), and the positions of those the section
+    lists (both the very objects of the point before when they are equal)."""
 
     found: list[Finding]
-    counts: Counter[tuple[str, str]]
+    counts: Counts
     listed: list[int]
 
 
@@ -198,15 +236,25 @@ def _point_tally(found: list[Finding], last: _PointTally | None) -> _PointTally:
     config share most findings, in the same places (`diff.compare.PointMemo`), so only the places
     that hold another finding (found at C speed) are counted again. The same counts either way."""
     if last is None or len(last.found) != len(found):
-        return _PointTally(found, Counter(map(_ROLE_AND_CLASS, found)), [i for i, f in enumerate(found) if _listed(f)])
+        return _PointTally(found, dict(Counter(map(_ROLE_AND_CLASS, found))), [i for i, f in enumerate(found) if _listed(f)])
     changed = list(compress(count(), map(is_not, found, last.found)))
     if not changed:
         return _PointTally(found, last.counts, last.listed)
-    counts = last.counts.copy()
-    counts.subtract(map(_ROLE_AND_CLASS, map(last.found.__getitem__, changed)))
-    counts.update(map(_ROLE_AND_CLASS, map(found.__getitem__, changed)))
+    gone = list(map(_ROLE_AND_CLASS, map(last.found.__getitem__, changed)))
+    came = list(map(_ROLE_AND_CLASS, map(found.__getitem__, changed)))
+    counts = last.counts
+    if gone != came:
+        counts = dict(counts)
+        for key in gone:
+            counts[key] -= 1
+            if not counts[key]:
+                del counts[key]
+        for key in came:
+            counts[key] = counts.get(key, 0) + 1
+    listed = last.listed
     again = set(changed)
-    listed = sorted({*(i for i in last.listed if i not in again), *(i for i in changed if _listed(found[i]))})
+    if not again.isdisjoint(listed) or any(_listed(found[i]) for i in changed):
+        listed = sorted({*(i for i in listed if i not in again), *(i for i in changed if _listed(found[i]))})
     return _PointTally(found, counts, listed)
 
 
@@ -218,19 +266,14 @@ def _count_spans(role: str, counts: dict[str, int]) -> list[str | Span]:
     return spans
 
 
-def _role_entry(roles: Tally, role: str) -> tuple[dict[str, int], list[Finding]]:
-    entry = roles.get(role)
-    if entry is None:
-        entry = roles[role] = ({}, [])
-    return entry
-
-
-def _note(roles: Tally, f: Finding, at: str, excluded: list[tuple[str, Finding]], checked: list[str]) -> None:
-    """Keep what the section lists besides the counts: mismatches, excluded settings, points checked."""
+def _note(point: _Point, f: Finding, at: str, excluded: _Groups | None, checked: list[str]) -> None:
+    """Keep what the section lists besides the counts: mismatches, excluded settings (unless
+    `excluded` is None: the caller adds them at once), points checked."""
     if f.cls == "mismatch":
-        _role_entry(roles, f.role)[1].append(f)
+        point.bad.setdefault(f.role, []).append(f)
     elif f.cls in EXCLUDED:
-        excluded.append((at, f))
+        if excluded is not None:
+            excluded.add(at, f)
     elif f.cls == "match" and f.kind == "point":
         checked.append(at)
 
@@ -266,14 +309,51 @@ class _Group:
     reason: str
 
 
-def _group(findings: Iterable[tuple[str, Finding]], label: Callable[[Finding], str]) -> list[_Group]:
-    """(point, finding) pairs with the same label and reason together."""
-    merged: dict[tuple[str, str], tuple[dict[str, None], dict[str, None]]] = {}
-    for point, f in findings:
-        roles, points = merged.setdefault((label(f), f.reason), ({}, {}))
+class _Groups:
+    """(point, finding) pairs with the same label and reason together, in order of appearance, built
+    pair by pair, or run by run (`add_run`: the findings of one point, which mostly are the very
+    findings of the run before, in the same places)."""
+
+    def __init__(self, label: Callable[[Finding], str]) -> None:
+        self.label = label
+        self.merged: dict[tuple[str, str], tuple[dict[str, None], dict[str, None]]] = {}
+        self.run: list[Finding] = []                 # the findings of the last run
+        self.run_points: list[dict[str, None]] = []  # the points of each one's group
+
+    def add(self, point: str, f: Finding) -> dict[str, None]:
+        key = (self.label(f), f.reason)
+        entry = self.merged.get(key)
+        if entry is None:
+            entry = self.merged[key] = ({}, {})
+        roles, points = entry
         roles[f.role] = None
         points[point] = None
-    return [_Group(text, tuple(r), tuple(p), reason) for (text, reason), (r, p) in merged.items()]
+        return points
+
+    def add_run(self, point: str, findings: list[Finding]) -> None:
+        """`add` each of `findings` at `point`; a finding that the last run had in the same place is
+        in a group already, with its role: the point joins that group."""
+        groups = []
+        same_places = len(findings) == len(self.run)
+        for i, f in enumerate(findings):
+            if same_places and f is self.run[i]:
+                points = self.run_points[i]
+                points[point] = None
+            else:
+                points = self.add(point, f)
+            groups.append(points)
+        self.run, self.run_points = findings, groups
+
+    def groups(self) -> list[_Group]:
+        return [_Group(text, tuple(r), tuple(p), reason) for (text, reason), (r, p) in self.merged.items()]
+
+
+def _group(findings: Iterable[tuple[str, Finding]], label: Callable[[Finding], str]) -> list[_Group]:
+    """(point, finding) pairs with the same label and reason together."""
+    groups = _Groups(label)
+    for point, f in findings:
+        groups.add(point, f)
+    return groups.groups()
 
 
 def _where(group: _Group, all_points: list[str]) -> str:
@@ -289,8 +369,8 @@ def _excluded_label(f: Finding) -> str:
     return f"`{f.item}{value}`"
 
 
-def _exclusions(findings: list[tuple[str, Finding]], all_points: list[str]) -> list[str]:
-    return [f"{g.text} ({_where(g, all_points)}): {g.reason}" for g in _group(findings, _excluded_label)]
+def _exclusions(groups: list[_Group], all_points: list[str]) -> list[str]:
+    return [f"{g.text} ({_where(g, all_points)}): {g.reason}" for g in groups]
 
 
 def _mismatch_label(f: Finding) -> str:
