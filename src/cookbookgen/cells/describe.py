@@ -26,11 +26,28 @@ def _value(block: Block, *flags: str) -> str | None:
     return None
 
 
+_PARALLEL_FLAGS = {"--tensor-parallel-size": "tp", "--tp-size": "tp", "--data-parallel-size": "dp", "--dp-size": "dp",
+                   "--expert-parallel-size": "ep", "--ep-size": "ep"}
+
+
+def _parallel_sizes(block: Block) -> tuple[dict[str, str], bool]:
+    """The first value of each parallel size's flags (as `_value` finds it) and whether DP attention
+    is on, in one pass over the args (a point's label reads them all)."""
+    sizes: dict[str, str] = {}
+    dpa = False
+    for arg in block.args:
+        size = _PARALLEL_FLAGS.get(arg[0])
+        if size is not None:
+            if len(arg) > 1:
+                sizes.setdefault(size, arg[1])
+        elif arg[0] == "--enable-dp-attention":
+            dpa = True
+    return sizes, dpa
+
+
 def parallel_label(block: Block) -> str:
-    tp = int(_value(block, "--tensor-parallel-size", "--tp-size") or 1)
-    dp = int(_value(block, "--data-parallel-size", "--dp-size") or 1)
-    ep = int(_value(block, "--expert-parallel-size", "--ep-size") or 1)
-    dpa = "--enable-dp-attention" in map(itemgetter(0), block.args)
+    sizes, dpa = _parallel_sizes(block)
+    tp, dp, ep = (int(sizes.get(size) or 1) for size in ("tp", "dp", "ep"))
     if dpa and dp == tp and ep == tp:
         return f"DEP{tp}"
     if dpa:
