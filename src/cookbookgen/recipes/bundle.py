@@ -84,7 +84,13 @@ def variant_names(doc: Document) -> list[str]:
 
 
 def _origins_of(doc: Document, data: RawYaml, doc_prefix: KeyPath, into: KeyPath = ()) -> Origins:
-    return {into + p: (doc.file, doc.line_of(doc_prefix + p)) for p in node_paths(data)}
+    """`file:line` of every path under `data` (found at `doc_prefix` in `doc`), the paths put under `into`."""
+    lines, file, cut = doc.lines, doc.file, len(doc_prefix)
+    out: Origins = {}
+    for path in node_paths(data, doc_prefix):
+        line = lines.get(path)
+        out[into + path[cut:]] = (file, line if line is not None else doc.line_of(path))
+    return out
 
 
 def _base_of(doc: Document) -> tuple[dict[str, RawYaml], Origins]:
