@@ -164,9 +164,7 @@ def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: Publ
             others.append(block)
     ctx = Ctx(expect, recipe, published, policy, memo.arg_index, workers=workers, others_key=(same_point, *memo.block_ids(others)))
     labels = _by_label(ctx.blocks)
-    out = memo.shape(ctx, same_point)
-    if len(labels) < len(ctx.blocks):      # blocks that share a role repeat its checks: keep each finding once
-        out = _unique(out)
+    out = memo.shape(ctx, same_point, len(labels) < len(ctx.blocks))
     for top, value in recipe.data.items():
         if top == "roles" and isinstance(value, dict) and value:
             for role, spec in value.items():
@@ -360,10 +358,12 @@ class PointMemo:
             hit = self.findings[key] = (value, compute() if compute else _group_findings(ctx, prefix, value, self))
         return hit[1]
 
-    def shape(self, ctx: Ctx, same_point: int) -> list[Finding]:
+    def shape(self, ctx: Ctx, same_point: int, shared_labels: bool) -> list[Finding]:
         """The point's shape checks (`structure.check`), shared by the points equal in all that the
         checks read (`structure.block_shape`, `structure.recipe_shape`) and in their expectations,
-        unless a check read a block's args through its scope. A new list each time: the caller extends it."""
+        unless a check read a block's args through its scope. With `shared_labels` (blocks that share a
+        role, which repeat its checks; equal shapes have the same roles) each finding once. A new list
+        each time: the caller extends it."""
         shapes = []
         for block in ctx.blocks:
             hit = self.block_shapes.get(id(block))
@@ -376,6 +376,8 @@ class PointMemo:
         if found is None:
             scopes = len(ctx.scopes_used)
             found = structure.check(ctx)
+            if shared_labels:
+                found = _unique(found)
             if not any(scope.read_args for scope in ctx.scopes_used[scopes:]):
                 self.shapes[key] = found
         return list(found)
