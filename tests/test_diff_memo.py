@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 from cookbookgen.cells.assemble import load_cookbook
 from cookbookgen.diff.check import resolve_config
 from cookbookgen.diff.compare import PointMemo, compare_point
-from cookbookgen.diff.expect import point_expect
+from cookbookgen.diff.expect import PointExpect, point_expect
 from cookbookgen.diff.model import PublishedPoint
 from cookbookgen.diff.pairing import Pair, pair_config
 from cookbookgen.diff.sources import published_from_cookbook
-from cookbookgen.policy.rules import load_policy
+from cookbookgen.policy.rules import Policy, load_policy
 from cookbookgen.recipes.workspace import Workspace
 from cookbookgen.render.model import Block
 
@@ -102,6 +103,16 @@ def test_drift_in_a_later_point_is_caught_after_the_memo_saw_the_same_subtrees(d
                 assert bad == [f for f in compare_point(expect, pair.resolved.recipe, published, policy) if f.is_mismatch]
 
 
+def _walk(manifest: Path) -> Iterator[tuple[bool, Pair, PointExpect, PointMemo, Policy]]:
+    """Every point of every config, in order: whether it is its config's last, the pair, its
+    expectations, the config's memo and the policy."""
+    policy = load_policy()
+    for pairs in _pairs(manifest):
+        memo = PointMemo()
+        for i, pair in enumerate(pairs):
+            yield i == len(pairs) - 1, pair, point_expect(pair.resolved, policy), memo, policy
+
+
 def _one_port(block: Block) -> Block:
     return block.model_copy(update={"args": tuple((a[0], "30000") if a[0] == "--port" else a for a in block.args)})
 
@@ -109,42 +120,36 @@ def _one_port(block: Block) -> Block:
 def test_a_port_two_colocated_workers_share_in_a_later_point_is_caught(synthetic: Path) -> None:
     """The shape check reads each block's `--port` (`structure.block_shape`): co-located prefill
     workers that the last point gives one port are a mismatch, after earlier points shared the shape."""
-    policy = load_policy()
     caught = 0
-    for pairs in _pairs(synthetic):
-        memo = PointMemo()
-        for i, pair in enumerate(pairs):
-            expect = point_expect(pair.resolved, policy)
-            clash = i == len(pairs) - 1 and "prefill" in expect.roles and expect.roles["prefill"].per_node > 1
-            published = _edit(pair.published, "prefill", _one_port) if clash else pair.published
-            bad = [f for f in compare_point(expect, pair.resolved.recipe, published, policy, memo) if f.is_mismatch]
-            assert [(f.role, f.kind, f.item) for f in bad] == ([("prefill", "topology", "ports")] if clash else [])
-            caught += clash
+    for last, pair, expect, memo, policy in _walk(synthetic):
+        clash = last and "prefill" in expect.roles and expect.roles["prefill"].per_node > 1
+        published = _edit(pair.published, "prefill", _one_port) if clash else pair.published
+        bad = [f for f in compare_point(expect, pair.resolved.recipe, published, policy, memo) if f.is_mismatch]
+        assert [(f.role, f.kind, f.item) for f in bad] == ([("prefill", "topology", "ports")] if clash else [])
+        caught += clash
     assert caught >= 2
+
+
+def _with_addition(point: PublishedPoint, target: Block) -> PublishedPoint:
+    """`point` with an arg no recipe sets (`--my-tuning 1`) added to its block `target`."""
+    blocks = tuple(b.model_copy(update={"args": (*b.args, ("--my-tuning", "1"))}) if b is target else b for b in point.blocks)
+    return PublishedPoint(point.config, point.cell, point.concs, blocks, point_id=point.point_id, image=point.image)
 
 
 def test_an_addition_to_one_of_two_colocated_workers_in_a_later_point_is_caught_once(synthetic: Path) -> None:
     """`PointMemo.label_extras` shares the deduplicated additions of co-located workers only between
     points whose blocks add the very same findings: an arg that one of them adds later is caught, once."""
-    policy = load_policy()
     caught = 0
-    for pairs in _pairs(synthetic):
-        memo = PointMemo()
-        for i, pair in enumerate(pairs):
-            expect = point_expect(pair.resolved, policy)
-            published = pair.published
-            prefill = [b for b in published.blocks if b.kind == "worker" and b.role == "prefill"]
-            if i == len(pairs) - 1 and len(prefill) > 1:
-                target = prefill[-1]
-                blocks = tuple(b.model_copy(update={"args": (*b.args, ("--my-tuning", "1"))}) if b is target else b
-                               for b in published.blocks)
-                published = PublishedPoint(published.config, published.cell, published.concs, blocks,
-                                           point_id=published.point_id, image=published.image)
-            found = compare_point(expect, pair.resolved.recipe, published, policy, memo)
-            assert found == compare_point(expect, pair.resolved.recipe, published, policy)
-            bad = [(f.role, f.item) for f in found if f.is_mismatch]
-            assert bad == ([] if published is pair.published else [("prefill", "--my-tuning")])
-            caught += published is not pair.published
+    for last, pair, expect, memo, policy in _walk(synthetic):
+        published = pair.published
+        prefill = [b for b in published.blocks if b.kind == "worker" and b.role == "prefill"]
+        if last and len(prefill) > 1:
+            published = _with_addition(published, prefill[-1])
+        found = compare_point(expect, pair.resolved.recipe, published, policy, memo)
+        assert found == compare_point(expect, pair.resolved.recipe, published, policy)
+        bad = [(f.role, f.item) for f in found if f.is_mismatch]
+        assert bad == ([] if published is pair.published else [("prefill", "--my-tuning")])
+        caught += published is not pair.published
     assert caught >= 2
 
 
@@ -161,11 +166,7 @@ def test_an_addition_to_a_frontend_or_service_block_in_a_later_point_is_caught(w
             published = pair.published
             others = [b for b in published.blocks if b.kind != "worker"]
             if i == len(pairs) - 1 and others:
-                target = others[-1]
-                blocks = tuple(b.model_copy(update={"args": (*b.args, ("--my-tuning", "1"))}) if b is target else b
-                               for b in published.blocks)
-                published = PublishedPoint(published.config, published.cell, published.concs, blocks,
-                                           point_id=published.point_id, image=published.image)
+                published = _with_addition(published, others[-1])
             found = compare_point(expect, pair.resolved.recipe, published, policy, memo)
             assert found == compare_point(expect, pair.resolved.recipe, published, policy)
             bad = [f for f in found if f.is_mismatch]
