@@ -96,8 +96,15 @@ class TextRenderer:
         self.out = io.StringIO()
 
     def render(self, lines: _Lines) -> str:
-        if not self.color:
-            return "".join(printable("".join(text for text, _ in line)) + "\n" for line in lines.lines)
+        if not self.color:      # points repeat their lines (`_point_lines`): each line object is joined once
+            joined: dict[int, str] = {}
+            out = []
+            for line in lines.lines:
+                rendered = joined.get(id(line))
+                if rendered is None:
+                    rendered = joined[id(line)] = printable("".join(text for text, _ in line)) + "\n"
+                out.append(rendered)
+            return "".join(out)
         if self.console is None:
             from rich.console import Console
 
@@ -167,9 +174,10 @@ def _text_config(out: _Lines, config: str, runs: Iterable[PointRun]) -> None:
             point = _point(points, run_point)
             point.tallies.append(last.counts)
             notes = [found[i] for i in last.listed]
-            for f in notes:
-                _note(point, f, run_point, None, checked)
             excluded.add_run(run_point, [f for f in notes if f.cls in EXCLUDED])
+            if len(excluded.run) < len(notes):       # the rest: mismatches and the points checked
+                for f in notes:
+                    _note(point, f, run_point, None, checked)
     mismatches = sum(len(bad) for point in points.values() for bad in point.bad.values())
     out.lines.append([])
     out.print((config, "bold"), f": {len(checked)} point(s), ",
