@@ -174,8 +174,9 @@ def _text_config(out: _Lines, config: str, runs: Iterable[PointRun]) -> None:
             point = _point(points, run_point)
             point.tallies.append(last.counts)
             notes = [found[i] for i in last.listed]
-            excluded.add_run(run_point, [f for f in notes if f.cls in EXCLUDED])
-            if len(excluded.run) < len(notes):       # the rest: mismatches and the points checked
+            excluded_notes = [f for f in notes if f.cls in EXCLUDED]
+            excluded.add_run(run_point, excluded_notes)
+            if len(excluded_notes) < len(notes):     # the rest: mismatches and the points checked
                 for f in notes:
                     _note(point, f, run_point, None, checked)
     mismatches = sum(len(bad) for point in points.values() for bad in point.bad.values())
