@@ -208,7 +208,7 @@ def test_the_diff_in_workers_prints_what_one_process_prints(synthetic: Path, mon
     monkeypatch.setattr(cached.os, "cpu_count", lambda: 2)
     configs = [f"k{i}" for i in range(16)]
     workers, runs = cached._runs(configs)
-    assert workers == 2 and len(runs) == 4 and [c for run in runs for c in run] == configs
+    assert workers == 2 and len(runs) > workers and [c for run in runs for c in run] == configs
     parallel = [_diff(synthetic, fmt) for fmt in ("text", "markdown")]
     monkeypatch.setattr(cached, "MIN_PER_WORKER", 1000)
     assert [_diff(synthetic, fmt) for fmt in ("text", "markdown")] == parallel
@@ -299,3 +299,20 @@ def test_configs_asked_for_one_at_a_time_are_those_of_the_whole_manifest(synthet
     assert [page.model for page in some.pages] == [page.model for page in whole.pages if any(c.config_key in chosen for c in page.cells)]
     assert [cell for page in some.pages for cell in page.cells] == [cell for page in whole.pages for cell in page.cells if cell.config_key in chosen]
     assert load_configs(manifest, doc, ws, policy, None, {"no-such-key"}).pages == ()
+
+
+@pytest.mark.parametrize("count", [16, 17, 100, 333, 1000, 4096])
+@pytest.mark.parametrize("cores", [2, 3, 4])
+def test_runs_cover_the_configs_in_order_and_shrink_to_short_last_runs(count: int, cores: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cookbookgen.diff import sections as cached
+
+    monkeypatch.setattr(cached.os, "cpu_count", lambda: cores)
+    configs = [f"k{i}" for i in range(count)]
+    workers, runs = cached._runs(configs)
+    sizes = [len(run) for run in runs]
+    assert workers == min(cores, 4, count // cached.MIN_PER_WORKER)
+    assert [c for run in runs for c in run] == configs
+    assert sizes == sorted(sizes, reverse=True) and min(sizes) >= 1
+    # each run is at most its share of what is left, so the worker that takes the last runs keeps the others waiting little
+    assert all(size <= max(cached.MIN_RUN, -(-sum(sizes[i:]) // (workers * cached.SHARE_PER_RUN))) for i, size in enumerate(sizes))
+    assert sizes[-1] <= cached.MIN_RUN and len(runs) >= workers * cached.SHARE_PER_RUN

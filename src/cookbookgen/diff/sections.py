@@ -4,7 +4,7 @@ checkout (through `recipes.workspace`) and, with `--cache`, the cache folder (`c
 The report of a manifest is a head, one section per config and a tail, and a config's section is a
 function of that config's findings alone (`diff.report`). So:
 - sections are computed config by config: with enough configs and cores, contiguous runs of configs
-  (several per worker, handed out as workers free up) are checked in forked worker processes that
+  (several per worker, shrinking, handed out as workers free up) are checked in forked worker processes that
   inherit what the parent read (the manifest, the perf-changelog, the master configs split by
   entry: each run parses the entries of its configs, `_master_shares`), and the sections are put
   together in config order (of several errors, a master config's first and then the earliest
@@ -109,7 +109,8 @@ def _check(job: _Job, configs: list[str], keys: dict[str, str], jobs: int | None
 
 
 MIN_PER_WORKER = 8        # configs; fewer are not worth a process
-RUNS_PER_WORKER = 16      # many small runs, handed out as workers free up, so none idles long at the end
+SHARE_PER_RUN = 3         # a run takes 1/(SHARE_PER_RUN x workers) of the configs left, so runs shrink ...
+MIN_RUN = 2               # ... down to this many configs: the last runs are short, and no worker idles long at the end
 
 
 @dataclass(frozen=True)
@@ -129,12 +130,19 @@ class _Job:
 
 def _runs(configs: list[str], jobs: int | None = None) -> tuple[int, list[list[str]]]:
     """The number of worker processes (1: check in this process) and the contiguous runs of configs
-    they take; at most `jobs` workers (default: one per core, at most 4)."""
+    they take, in order, as workers free up; at most `jobs` workers (default: one per core, at most 4).
+    Runs shrink as configs are handed out (guided scheduling): a worker that takes the last run
+    keeps the others waiting at most that long."""
     workers = min(jobs or min(os.cpu_count() or 1, 4), len(configs) // MIN_PER_WORKER)
     if workers < 2 or multiprocessing.get_start_method(allow_none=True) not in (None, "fork") or sys.platform != "linux":
         return 1, [configs]
-    size = max(MIN_PER_WORKER // 2, -(-len(configs) // (workers * RUNS_PER_WORKER)))
-    return workers, [configs[i:i + size] for i in range(0, len(configs), size)]
+    runs: list[list[str]] = []
+    start = 0
+    while start < len(configs):
+        size = max(MIN_RUN, -(-(len(configs) - start) // (workers * SHARE_PER_RUN)))
+        runs.append(configs[start:start + size])
+        start += size
+    return workers, runs
 
 
 _FORKED: tuple[_Job, list[list[str]], list[list[str]] | None] | None = None
