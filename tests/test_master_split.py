@@ -89,12 +89,22 @@ def test_when_every_part_parses_alone_they_are_what_the_whole_file_is(entries: d
     "- a\n- b\n",                         # a sequence
     "\ufeffa:\n  x: 1\n",                 # a byte-order mark
     "a:\n  x: 1\rb:\n  y: 2\n",           # a lone carriage return
+    "a:\r\n  x: 1\r\n  y: 2\rb:\r\n",     # a lone carriage return among CRLF line ends
+    "a:\n  x: 1\x85b:\n  y: 2\n",         # a next-line character (a line break to YAML)
+    "a:\n  x: 1\u2028b:\n  y: 2\n",       # a line separator
+    "a:\n  x: 1\u2029b:\n  y: 2\n",       # a paragraph separator
     "  x: 1\na:\n  y: 1\n",               # content before the first key
     "a:\n  x: 1\na:\n  x: 2\n",           # a key written twice
     "# only a comment\n",                 # no key
 ])
 def test_texts_that_might_not_split_as_they_parse_are_not_split(text: str) -> None:
     assert split_top_level(text, "m.yaml") is None
+
+
+def test_a_file_with_crlf_line_ends_splits_into_what_a_whole_parse_gives() -> None:
+    text = "# head\r\nalpha:\r\n  x: 1\r\n\r\nbeta: # the second\r\n  z: [3, 4]\r\n"
+    whole = parse_yaml(text, "m.yaml")
+    assert _parts(text) == (whole.data, whole.lines) and list(whole.data) == ["alpha", "beta"]
 
 
 def test_a_part_knows_its_lines_and_refuses_a_key_that_is_not_its_text() -> None:

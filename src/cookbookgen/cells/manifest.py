@@ -22,6 +22,7 @@ Status: no run -> in-progress; run, not merged -> verified-pr; run and merged ->
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -33,9 +34,12 @@ from ..recipes.load import Document, KeyPath, read_yaml_file
 Status = Literal["verified", "verified-pr", "in-progress", "derived"]
 
 
+_HEX_COMMIT = re.compile("[0-9a-f]{7,40}")
+
+
 def _hex_commit(value: str) -> str:
     text = str(value)
-    if not (7 <= len(text) <= 40) or any(c not in "0123456789abcdef" for c in text):
+    if _HEX_COMMIT.fullmatch(text) is None:
         raise ValueError(f"a commit is 7 to 40 lower-case hex digits, got {text!r}")
     return text
 

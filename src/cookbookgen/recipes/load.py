@@ -190,10 +190,17 @@ def _parse(text: str, file: str) -> Document:
 
 
 # --- a top-level mapping split at its keys -------------------------------------------------------
-_COLUMN_ZERO = re.compile(r"^[^ \r\n#].*", re.M)                # a line that starts with neither a space nor a comment
+# After a line feed, a line that starts with neither a space nor a comment (searched in "\n" + text:
+# a pattern that starts with a literal is searched for from one line feed to the next, not at every character)
+_COLUMN_ZERO = re.compile(r"\n([^ \r\n#].*)")
 _KEY_LINE = re.compile(r"([\w.+/-]+):(?:[ ]+(?:#.*)?)?\r?", re.A)  # `key:` alone, perhaps a comment after it
 _INDENTED_CONTENT = re.compile(r"^[ \t]*[^ \t\r\n#]", re.M)
-_OTHER_BREAKS = re.compile("\r(?!\n)|[\x85\u2028\u2029]")       # line breaks other than LF and CRLF
+_LONE_CR = re.compile("\r(?!\n)")
+
+
+def _other_breaks(text: str) -> bool:
+    """Whether `text` breaks a line otherwise than with LF or CRLF (each looked for at C speed)."""
+    return "\x85" in text or "\u2028" in text or "\u2029" in text or ("\r" in text and _LONE_CR.search(text) is not None)
 
 
 @dataclass(frozen=True)
@@ -237,14 +244,14 @@ def split_top_level(text: str, file: str) -> TopLevelParts | None:
       is shorter than `MAX_NODES` characters (every value takes at least one character, so the
       parts together stay under the limit the whole text is held to), has no content before
       its first key, and breaks its lines with LF or CRLF only (so lines count the same way)."""
-    if "*" in text or len(text) >= MAX_NODES or _OTHER_BREAKS.search(text):
+    if "*" in text or len(text) >= MAX_NODES or _other_breaks(text):
         return None
     starts: list[tuple[str, int]] = []
-    for line in _COLUMN_ZERO.finditer(text):
-        found = _KEY_LINE.fullmatch(line.group())
+    for line in _COLUMN_ZERO.finditer("\n" + text):
+        found = _KEY_LINE.fullmatch(line.group(1))
         if found is None:
             return None
-        starts.append((found.group(1), line.start()))
+        starts.append((found.group(1), line.start(1) - 1))
     if not starts or _INDENTED_CONTENT.search(text, 0, starts[0][1]):
         return None
     spans: dict[str, tuple[int, int, int]] = {}
