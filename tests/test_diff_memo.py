@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cookbookgen.cells.assemble import load_cookbook
 from cookbookgen.diff.check import resolve_config
@@ -264,3 +266,52 @@ def test_the_shortcut_steps_aside_unless_every_block_shows_the_recipes_words() -
     assert compare._shown_as_is(None, arg, 4, "r.yaml:4", ("arg", (("4",),), (("8",),))) is None  # type: ignore[arg-type]
     assert compare._shown_as_is(None, arg, 4, "r.yaml:4", ("arg", (("4",),), ())) is None  # type: ignore[arg-type]
     assert compare._shown_as_is(None, arg, [4], "r.yaml:4", ("arg", (("4",),))) is None  # type: ignore[arg-type]
+
+
+# --- a block's args by flag key, from another block of its role ---------------------------------------
+
+# flag names, some of them spellings of one flag (`--tp-size`, `--tensor-parallel-size`; `_` for `-`)
+_FLAGS = ["--tp-size", "--tensor-parallel-size", "--port", "--mem-fraction-static", "--mem_fraction_static", "--disable-radix-cache",
+          "--max-running-requests", "ep-size", "--dp-size", "--host", "--model-path", "--chunked-prefill-size", "--page-size",
+          *(f"--synthetic-option-{i}" for i in range(20))]
+_WORDS = st.lists(st.sampled_from(["1", "2", "0.8", "true", "x y"]), max_size=2)
+_ARGS = st.lists(st.tuples(st.sampled_from(_FLAGS), _WORDS).map(lambda a: (a[0], *a[1])), min_size=4, max_size=30, unique_by=lambda a: a[0])
+
+
+@settings(max_examples=400, deadline=None)
+@given(before=_ARGS, edits=st.lists(st.tuples(st.integers(0, 40), st.sampled_from(_FLAGS), _WORDS, st.booleans()), max_size=4),
+       worker=st.booleans())
+def test_a_block_indexed_from_another_block_of_its_role_is_indexed_as_alone(before: list[tuple[str, ...]],
+                                                                          edits: list[tuple[int, str, list[str], bool]], worker: bool) -> None:
+    """The index of a block's args, made from the index of an earlier block of its role (the few
+    args that differ updated), equals the index made from the block alone: new words, another flag
+    (perhaps one given twice then), or another number of args."""
+    from cookbookgen.diff.compare import _index_args
+
+    after = list(before)
+    for at, flag, words, same_flag in edits:
+        if at < len(after):
+            after[at] = (after[at][0] if same_flag else flag, *words)
+        else:
+            after.append((flag, *words))
+    old = Block(kind="worker", role="decode", title="t", cmd="c", args=tuple(before))
+    new = Block(kind="worker", role="decode", title="t", cmd="c", args=tuple(after))
+    alone = _index_args(new, worker, None)
+    assert _index_args(new, worker, (old, _index_args(old, worker, None))) == alone
+    assert sum(map(len, alone.values())) == len(after)        # every arg is in the index, once
+
+
+def test_a_later_point_of_a_config_indexes_its_block_from_the_last_one(synthetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The points of a config differ in a few args: their blocks are indexed from the last block of
+    their role, and the findings are still a fresh comparison's (above)."""
+    from cookbookgen.diff import compare
+
+    calls: list[bool] = []
+    index_args = compare._index_args
+    monkeypatch.setattr(compare, "_index_args", lambda block, worker, before: calls.append(before is not None) or index_args(block, worker, before))
+    policy = load_policy()
+    for pairs in _pairs(synthetic)[:2]:
+        memo = PointMemo()
+        for pair in pairs:
+            compare_point(point_expect(pair.resolved, policy), pair.resolved.recipe, pair.published, policy, memo)
+    assert calls.count(True) >= 9 and calls.count(False) >= 1

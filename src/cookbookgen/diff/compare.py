@@ -19,8 +19,8 @@ from __future__ import annotations
 import pickle
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import chain, repeat
-from operator import is_not, itemgetter
+from itertools import chain, compress, count, repeat
+from operator import is_not, itemgetter, ne
 from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
 
 from ..policy.classify import leaves
@@ -78,7 +78,7 @@ class Ctx:
     recipe: EffectiveRecipe
     published: PublishedPoint
     policy: Policy
-    arg_index: dict[tuple[int, bool], tuple[Block, dict[str, tuple[Words, ...]]]] = field(default_factory=dict)
+    arg_index: "ArgIndexes" = field(default_factory=dict)
     scopes_used: list[Scope] = field(default_factory=list)   # the Scopes of blocks that checks looked at
     workers: dict[str, list[Block]] = field(default_factory=dict)  # worker blocks by role
     others_key: tuple[int, ...] = ()   # the expectations and the non-worker blocks, interned (`PointMemo`)
@@ -93,14 +93,8 @@ class Ctx:
         key = (id(block), worker)
         hit = self.arg_index.get(key)
         if hit is None or hit[0] is not block:
-            keys = list(map(flag_key, map(itemgetter(0), block.args), repeat(worker)))
-            words = map(itemgetter(slice(1, None)), block.args)    # `Arg`s are tuples: `a[1:]` is the words
-            index: dict[str, tuple[Words, ...]] = dict(zip(keys, zip(words)))   # each flag once: the usual case
-            if len(index) < len(keys):           # a flag given more than once keeps all its values, in order
-                index = {}
-                for k, a in zip(keys, block.args):
-                    index[k] = (*index.get(k, ()), a[1:])
-            hit = self.arg_index[key] = (block, index)
+            role = (block.kind, block.role, worker)      # the role's block indexed last: most of its args are the same
+            hit = self.arg_index[key] = self.arg_index[role] = (block, _index_args(block, worker, self.arg_index.get(role)))
         return hit[1]
 
     def finding(self, role: str, kind: str, item: str, cls: str, **rest: Any) -> Finding:
@@ -123,6 +117,35 @@ class Ctx:
             p = p[:-1]
             found = origins.get(p)
         return _where_text(found if found is not None else (self.recipe.file, 0))
+
+
+ArgIndex = dict[str, tuple[Words, ...]]          # a block's arg values by flag key
+# The indexes of blocks, by (id, worker), and the block of a (kind, role, worker) indexed last
+ArgIndexes = dict[tuple[Any, ...], tuple[Block, ArgIndex]]
+
+
+def _index_args(block: Block, worker: bool, before: tuple[Block, ArgIndex] | None) -> ArgIndex:
+    """`Ctx.args_by_key` of `block`. From `before` (another block of the role, its index with each flag
+    once, and as many args), when few of the args differ from its args, place by place (the points
+    of a config differ in the few args their overrides set) and those have the same flag keys: its
+    index with those args' words."""
+    args = block.args
+    if before is not None and len(before[0].args) == len(args) == len(before[1]):
+        old = before[0].args
+        changed = list(compress(count(), map(ne, args, old)))     # at C speed
+        if len(changed) * 4 <= len(args) and all(flag_key(args[i][0], worker) == flag_key(old[i][0], worker) for i in changed):
+            updated = dict(before[1])
+            for i in changed:
+                updated[flag_key(args[i][0], worker)] = (args[i][1:],)
+            return updated
+    keys = list(map(flag_key, map(itemgetter(0), args), repeat(worker)))
+    words = map(itemgetter(slice(1, None)), args)    # `Arg`s are tuples: `a[1:]` is the words
+    index: ArgIndex = dict(zip(keys, zip(words)))   # each flag once: the usual case
+    if len(index) < len(keys):           # a flag given more than once keeps all its values, in order
+        index = {}
+        for k, a in zip(keys, args):
+            index[k] = (*index.get(k, ()), a[1:])
+    return index
 
 
 @lru_cache(maxsize=65536)
@@ -241,18 +264,25 @@ _ABSENT = object()
 def _shown_in(ctx: Ctx, facts: PathFacts, value: RawYaml) -> tuple[Any, ...] | None:
     """What a leaf's findings can depend on besides the leaf itself (unless a check looks at a block's
     scope): for a role's arg or env, what its worker blocks show for it; for a leaf outside roles and
-    services, the expectations and the non-worker blocks. None for the others (never shared alone)."""
+    services, the expectations and the non-worker blocks; nothing (`("leaf",)`) for a role's leaf
+    whose check reads the leaf alone (`_LEAF_ONLY`). None for the others (never shared alone)."""
     key = facts.key
     if key[0] != "roles":
         return None if key[0] == "services" else ("other", *ctx.others_key)
-    if len(key) != 4:
-        return None
     kind = _check_kind(facts)
-    if kind == "arg":
-        return _arg_shown(facts.arg_key, [ctx.args_by_key(b, True) for b in ctx.role_blocks(key[1])])
-    if kind == "env":
-        return ("env", *(b.env.get(key[3], _ABSENT) for b in ctx.role_blocks(key[1])))
-    return None
+    if len(key) == 4:
+        if kind == "arg":
+            return _arg_shown(facts.arg_key, [ctx.args_by_key(b, True) for b in ctx.role_blocks(key[1])])
+        if kind == "env":
+            return ("env", *(b.env.get(key[3], _ABSENT) for b in ctx.role_blocks(key[1])))
+    return _LEAF_ALONE if kind in _LEAF_ONLY else None
+
+
+# The checks of a role's leaf whose findings read the leaf alone (its path, value, policy rule and
+# `file:line`): `structure` (checked once per point by `structure.check`), `unverified`, and none
+# (the mismatch that asks for a check); as are the policy's excluded and prohibited findings.
+_LEAF_ONLY = frozenset(("structure", "unverified", ""))
+_LEAF_ALONE = ("leaf",)
 
 
 def _check_kind(facts: PathFacts) -> str:
@@ -282,6 +312,8 @@ def _shown_as_is(ctx: Ctx, facts: PathFacts, value: RawYaml, where: str, shown_i
         if not all(got and got[0] == want for got in shown_in[1:]):
             return None
         item, cookbook = facts.flag, shown(want)
+    elif shown_in[0] != "env":
+        return None             # a leaf outside roles: compared with the expectations, not shown as is
     else:
         text = word(value)
         if shown_in[1:].count(text) != len(shown_in) - 1:
@@ -322,8 +354,7 @@ class PointMemo:
     explanations: dict[tuple[Any, ...], Finding] = field(default_factory=dict)
     others_of: dict[tuple[Any, ...], tuple[Any, Any, list[Finding]]] = field(default_factory=dict)
     last_args: dict[tuple[Any, ...], "_ArgsSeen"] = field(default_factory=dict)
-    arg_layouts: dict[tuple[Any, ...], "_ArgsLayout"] = field(default_factory=dict)
-    arg_index: dict[tuple[int, bool], tuple[Block, dict[str, tuple[Words, ...]]]] = field(default_factory=dict)
+    arg_index: ArgIndexes = field(default_factory=dict)
     block_shapes: dict[int, tuple[Block, int]] = field(default_factory=dict)
     shapes: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
 
@@ -403,10 +434,7 @@ class PointMemo:
         the same line) and whose values in the blocks are unchanged keeps its findings; the others are
         compared. An override changes a few args, so a point costs what its override changes."""
         names = tuple(args)
-        layout = self.arg_layouts.get((path, names))
-        if layout is None:
-            layout = self.arg_layouts[(path, names)] = _ArgsLayout.of(path, names)
-        paths, flags, facts, by_flag = layout
+        paths, flags, facts, by_flag = _args_layout(path, names)
         values = tuple(args.values())
         origins = tuple(map(ctx.recipe.origins.get, paths))
         indexes = [ctx.args_by_key(b, True) for b in blocks]
@@ -506,12 +534,15 @@ class _ArgsLayout(NamedTuple):
     facts: tuple[PathFacts, ...]
     by_flag: tuple[bool, ...]           # whether its check is `arg`: compared with the words of its flag (`_arg_shown`)
 
-    @classmethod
-    def of(cls, path: KeyPath, names: tuple[str, ...]) -> "_ArgsLayout":
-        paths = tuple(path + (n,) for n in names)
-        facts = tuple(map(path_facts, paths))
-        return cls(paths, tuple(flag_key(_flag(str(n)), True) for n in names), facts,
-                   tuple(_check_kind(f) == "arg" for f in facts))
+
+@lru_cache(maxsize=4096)
+def _args_layout(path: KeyPath, names: tuple[str, ...]) -> _ArgsLayout:
+    """The layout of the args `names` at `path`, worked out once per process: the configs of a
+    recipe family share their arg names (names are text: the YAML builder makes every key text)."""
+    paths = tuple(path + (n,) for n in names)
+    facts = tuple(map(path_facts, paths))
+    return _ArgsLayout(paths, tuple(flag_key(_flag(str(n)), True) for n in names), facts,
+                       tuple(_check_kind(f) == "arg" for f in facts))
 
 
 @dataclass(frozen=True)
