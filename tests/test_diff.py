@@ -53,6 +53,35 @@ def test_bundled_cookbook_with_no_arguments_is_at_parity(monkeypatch: pytest.Mon
     assert text.rstrip().endswith("Result: parity over 13 point(s) of 3 config(s) (exit 0)")
 
 
+def test_the_command_prints_everything_and_exits_with_the_diffs_status_without_a_teardown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`cookbookgen` (`cli.console`) skips the interpreter's teardown: its output is still whole (a
+    large one and one smaller than a buffer, printed only when flushed), its exit status the
+    command's, and a reader that goes away early gets no traceback."""
+    import subprocess
+    import sys
+
+    from cookbookgen.cli import main
+
+    monkeypatch.chdir(ROOT)
+    command = [sys.executable, "-m", "cookbookgen.cli"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}     # output buffered, as usual
+    printed = []
+    for argv in (["diff", "--format", "json"], ["render", "--config", AGG, "--point", "tp4/c16", "--role", "etcd"]):
+        done = subprocess.run([*command, *argv], capture_output=True, text=True, timeout=300, env=env)
+        assert main(argv) == done.returncode == 0
+        assert capsys.readouterr().out == done.stdout and done.stderr == ""
+        printed.append(done.stdout)
+    assert len(printed[0]) > 8192 > len(printed[1]) and "etcd" in printed[1]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("title: x\n")
+    failed = subprocess.run([*command, "diff", "--cookbook", str(bad)], capture_output=True, text=True, timeout=300, env=env)
+    assert failed.returncode == 2 and failed.stdout == "" and failed.stderr.startswith("cookbookgen: error: ")
+    first = subprocess.run(f"{' '.join(command)} diff --format json | head -c 10", shell=True, capture_output=True, text=True, timeout=300, env=env)
+    assert first.stdout == printed[0][:10]
+    assert "Traceback" not in first.stderr and "Exception" not in first.stderr
+
+
 def test_bundled_markdown_has_the_reviewers_shape(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     status, text = _run(format="markdown", config=AGG)

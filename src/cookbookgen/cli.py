@@ -8,9 +8,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 
 from . import __version__
 from .commands import agentx, diff, site
@@ -151,5 +152,24 @@ def _as_json(rendered: RenderedPoint, blocks: list[Block]) -> str:
 _FORMATS: dict[str, Callable[[RenderedPoint, list[Block]], str]] = {"text": _as_text, "json": _as_json, "sh": _as_sh}
 
 
+def console() -> NoReturn:
+    """The `cookbookgen` command: `main`, then its exit status without the interpreter's teardown.
+
+    When `main` returns, a command has done all its work: files written and closed, worker processes
+    joined, caches committed. What a normal exit adds is freeing the heap object by object and a last
+    garbage collection: 50 to 70 ms after a diff of 1,000 configs, for nothing, since the process
+    ends. So the output is flushed and the process exits at once (as mypy's fast exit does)."""
+    code = main()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:      # the reader went away (`| head`): as `main` takes it
+        pass
+    try:
+        sys.stderr.flush()
+    except OSError:
+        pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()
