@@ -120,3 +120,24 @@ def test_a_prohibited_setting_stops_the_diff_with_the_builds_message(tmp_path, c
     with pytest.raises(CookbookError) as diffed:
         _diff(manifest, "text", tmp_path / "cache" if cache else None)
     assert "prohibited setting" in str(built.value) and str(diffed.value) == str(built.value)
+
+
+# --- the rule a setting's path and value find first ------------------------------------------------
+
+_VALUES = st.sampled_from([None, True, 1, "1", "v", 0.9])
+
+
+@settings(max_examples=400, deadline=None)
+@given(rules=st.lists(st.tuples(st.lists(SEGMENTS, min_size=1, max_size=4).map(tuple), st.booleans(), _VALUES), min_size=1, max_size=8),
+       path=st.lists(KEYS, min_size=1, max_size=5).map(tuple), value=_VALUES)
+def test_the_first_rule_is_the_first_whose_pattern_and_value_match(rules: list[tuple[tuple[str, ...], bool, Any]],
+                                                                   path: tuple[str, ...], value: Any) -> None:
+    """`Policy.first_match` (which globs only the rules whose plain keys are all in the path, and keeps
+    what it found per path) names the first rule, in order, whose pattern matches the path or one of
+    its prefixes and whose `value`, when it has one, is the setting's (equal and of the same type)."""
+    policy = Policy(tuple(Rule(pattern, "harness-only", f"rule {i}", *((v,) if conditional else ()))
+                          for i, (pattern, conditional, v) in enumerate(rules)))
+    expected = next((r for r, (_, conditional, v) in zip(policy.rules, rules)
+                     if glob_matches(r.pattern, path) and (not conditional or (type(v) is type(value) and v == value))), None)
+    assert policy.first_match(path, value) is expected
+    assert policy.first_match(path, value) is expected          # again, from what it keeps per path

@@ -23,6 +23,7 @@ from ..recipes.load import Document, parse_yaml, read_yaml_file
 CLASSES = ("published", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "prohibited")
 DROPPED = frozenset({"harness-only", "default-equivalent"})
 _NO_VALUE = object()
+_GLOB_CHARS = frozenset("*?[")
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,12 @@ class Policy:
         return None if plain is None else self.rules[plain]
 
     @cached_property
+    def plain_parts(self) -> tuple[frozenset[str], ...]:
+        """Per rule, the parts of its pattern that are plain keys (no `*`, `?`, `[`): a path the rule
+        matches has each of them among its keys, so a path without one of them needs no globbing."""
+        return tuple(frozenset(p for p in r.pattern if _GLOB_CHARS.isdisjoint(p)) for r in self.rules)
+
+    @cached_property
     def prohibited(self) -> tuple[tuple[str, ...], ...]:
         """The patterns of the prohibited rules, each once."""
         return tuple(dict.fromkeys(r.pattern for r in self.rules if r.cls == "prohibited"))
@@ -77,8 +84,9 @@ class Policy:
 def _candidates(policy: Policy, path: tuple[str, ...]) -> tuple[int | None, tuple[tuple[int, Rule], ...]]:
     """The first value-free rule matching `path`, and the value-conditioned rules before it that match."""
     conditional: list[tuple[int, Rule]] = []
-    for i, rule in enumerate(policy.rules):
-        if not glob_matches(rule.pattern, path):
+    keys = frozenset(path)
+    for i, (rule, plain) in enumerate(zip(policy.rules, policy.plain_parts)):
+        if not plain <= keys or not glob_matches(rule.pattern, path):
             continue
         if rule.value is _NO_VALUE:
             return i, tuple(conditional)
