@@ -141,3 +141,22 @@ def test_the_first_rule_is_the_first_whose_pattern_and_value_match(rules: list[t
                      if glob_matches(r.pattern, path) and (not conditional or (type(v) is type(value) and v == value))), None)
     assert policy.first_match(path, value) is expected
     assert policy.first_match(path, value) is expected          # again, from what it keeps per path
+
+
+def _globbed(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    """What `glob_matches` means, part by part with `fnmatchcase`: the pattern matches the path or a
+    prefix of it, `**` standing for any number of keys."""
+    from fnmatch import fnmatchcase
+
+    if not pattern:
+        return True
+    if pattern[0] == "**":
+        return any(_globbed(pattern[1:], path[i:]) for i in range(len(path) + 1))
+    return bool(path) and fnmatchcase(path[0], pattern[0]) and _globbed(pattern[1:], path[1:])
+
+
+@settings(max_examples=1000, deadline=None)
+@given(pattern=st.lists(st.sampled_from(["**", "*", "env", "X", "roles", "0", "e*", "[XY]", "?", "en?", "a.b", "(x)"]), max_size=5).map(tuple),
+       path=st.lists(st.sampled_from(["env", "envs", "args", "X", "Y", "roles", "0", "01", "1", "a.b", "(x)", "ex"]), max_size=6).map(tuple))
+def test_a_pattern_matches_as_globbing_it_part_by_part_does(pattern: tuple[str, ...], path: tuple[str, ...]) -> None:
+    assert glob_matches(pattern, path) is _globbed(pattern, path)

@@ -95,13 +95,21 @@ def _candidates(policy: Policy, path: tuple[str, ...]) -> tuple[int | None, tupl
 
 
 def glob_matches(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
-    """True when `pattern` matches `path` or one of its prefixes."""
+    """True when `pattern` matches `path` or one of its prefixes. A plain part (no `*`, `?`, `[`)
+    matches only the very key, so it is compared, not globbed; after `**`, only the places that
+    hold the next plain part are tried."""
     if not pattern:
         return True
     head, rest = pattern[0], pattern[1:]
     if head == "**":
+        if rest and rest[0] != "**" and _GLOB_CHARS.isdisjoint(rest[0]):
+            return any(key == rest[0] and glob_matches(rest[1:], path[i + 1:]) for i, key in enumerate(path))
         return any(glob_matches(rest, path[i:]) for i in range(len(path) + 1))
-    return bool(path) and fnmatchcase(path[0], head) and glob_matches(rest, path[1:])
+    if not path:
+        return False
+    if _GLOB_CHARS.isdisjoint(head):
+        return path[0] == head and glob_matches(rest, path[1:])
+    return fnmatchcase(path[0], head) and glob_matches(rest, path[1:])
 
 
 def load_policy(user_file: Path | None = None) -> Policy:
