@@ -20,6 +20,7 @@ from cookbookgen.diff.model import PublishedPoint
 from cookbookgen.diff.pairing import Pair, pair_config
 from cookbookgen.diff.sources import published_from_cookbook
 from cookbookgen.policy.rules import Policy, load_policy
+from cookbookgen.recipes.load import YamlFloat
 from cookbookgen.recipes.workspace import Workspace
 from cookbookgen.render.model import Block
 
@@ -266,6 +267,8 @@ def test_the_shortcut_steps_aside_unless_every_block_shows_the_recipes_words() -
     assert compare._shown_as_is(None, arg, 4, "r.yaml:4", ("arg", (("4",),), (("8",),))) is None  # type: ignore[arg-type]
     assert compare._shown_as_is(None, arg, 4, "r.yaml:4", ("arg", (("4",),), ())) is None  # type: ignore[arg-type]
     assert compare._shown_as_is(None, arg, [4], "r.yaml:4", ("arg", (("4",),))) is None  # type: ignore[arg-type]
+    # a float as the YAML spells it: another spelling of the same number is for the general path to judge
+    assert compare._shown_as_is(None, arg, YamlFloat(0.9, "0.90"), "r.yaml:4", ("arg", (("0.9",),))) is None  # type: ignore[arg-type]
 
 
 # --- a block's args by flag key, from another block of its role ---------------------------------------

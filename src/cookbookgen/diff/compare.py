@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
 from ..policy.classify import leaves
 from ..policy.rules import DROPPED, Policy, Rule
 from ..recipes.bundle import EffectiveRecipe
-from ..recipes.load import KeyPath, dotted
+from ..recipes.load import KeyPath, YamlFloat, dotted
 from ..render.model import Block
 from . import structure
 from .expect import PointExpect
@@ -295,7 +295,7 @@ def _arg_shown(flag: str, indexes: list[dict[str, tuple[Words, ...]]]) -> tuple[
     return ("arg", *[index.get(flag, ()) for index in indexes])
 
 
-_SCALARS = (str, int, float, bool)
+_SCALARS = (str, int, float, bool, YamlFloat)    # the exact types a YAML scalar has (a float keeps its spelling: `YamlFloat`)
 _SHOWN_AS_COMPARED = frozenset(("harness-only", "default-equivalent", "placeholder", "prohibited"))   # `_judge`'s other paths
 
 
