@@ -17,6 +17,7 @@ from cookbookgen.diff.check import resolve_config
 from cookbookgen.diff.compare import PointMemo, compare_point
 from cookbookgen.diff.expect import PointExpect, point_expect
 from cookbookgen.diff.model import PublishedPoint
+from cookbookgen.diff.words import flag_key
 from cookbookgen.diff.pairing import Pair, pair_config
 from cookbookgen.diff.sources import published_from_cookbook
 from cookbookgen.policy.rules import Policy, load_policy
@@ -300,8 +301,11 @@ def test_a_block_indexed_from_another_block_of_its_role_is_indexed_as_alone(befo
     old = Block(kind="worker", role="decode", title="t", cmd="c", args=tuple(before))
     new = Block(kind="worker", role="decode", title="t", cmd="c", args=tuple(after))
     alone = _index_args(new, worker, None)
-    assert _index_args(new, worker, (old, _index_args(old, worker, None))) == alone
+    made = _index_args(new, worker, (old, _index_args(old, worker, None)))
+    assert made == alone and list(made.items()) == list(alone.items())      # in the same order, too
     assert sum(map(len, alone.values())) == len(after)        # every arg is in the index, once
+    if len(alone) == len(after):        # each flag once: the keys are the args' keys, in order (`_extras` reads them so)
+        assert list(alone) == [flag_key(a[0], worker) for a in after]
 
 
 def test_a_later_point_of_a_config_indexes_its_block_from_the_last_one(synthetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:

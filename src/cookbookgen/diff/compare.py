@@ -125,10 +125,11 @@ ArgIndexes = dict[tuple[Any, ...], tuple[Block, ArgIndex]]
 
 
 def _index_args(block: Block, worker: bool, before: tuple[Block, ArgIndex] | None) -> ArgIndex:
-    """`Ctx.args_by_key` of `block`. From `before` (another block of the role, its index with each flag
-    once, and as many args), when few of the args differ from its args, place by place (the points
-    of a config differ in the few args their overrides set) and those have the same flag keys: its
-    index with those args' words."""
+    """`Ctx.args_by_key` of `block`: with each flag once, its keys in the args' order (`_extras` reads
+    them so). From `before` (another block of the role, its index with each flag once, and as many
+    args), when few of the args differ from its args, place by place (the points of a config differ
+    in the few args their overrides set) and those have the same flag keys: its index with those
+    args' words."""
     args = block.args
     if before is not None and len(before[0].args) == len(args) == len(before[1]):
         old = before[0].args
@@ -781,8 +782,10 @@ def _extras(ctx: Ctx, block: Block, covered: tuple[set[str], set[str]], addition
     out: list[Finding] = []
     covered_args, covered_env = covered
     worker = block.kind == "worker"
-    for arg in block.args:
-        if flag_key(arg[0], worker) not in covered_args:
+    index = ctx.args_by_key(block, worker)       # with each flag once, its keys are the args' keys, in order
+    keys = index if len(index) == len(block.args) else [flag_key(arg[0], worker) for arg in block.args]
+    for arg, key in zip(block.args, keys):
+        if key not in covered_args:
             out.append(find("args", arg[0], tuple(arg[1:])))
     for name, value in block.env.items():
         if name not in covered_env:
