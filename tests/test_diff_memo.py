@@ -16,7 +16,7 @@ from cookbookgen.cells.assemble import load_cookbook
 from cookbookgen.diff.check import resolve_config
 from cookbookgen.diff.compare import PointMemo, compare_point
 from cookbookgen.diff.expect import PointExpect, point_expect
-from cookbookgen.diff.model import PublishedPoint
+from cookbookgen.diff.model import Finding, PublishedPoint
 from cookbookgen.diff.words import flag_key
 from cookbookgen.diff.pairing import Pair, pair_config
 from cookbookgen.diff.sources import published_from_cookbook
@@ -81,6 +81,8 @@ DRIFTS = {
     "added arg value": lambda b: b.model_copy(update={"args": tuple(
         (a[0], "org/other-model") if a[0] == "--model-path" else a for a in b.args)}),
     "added arg unexplained": lambda b: b.model_copy(update={"args": (*b.args, ("--my-tuning", "1"))}),
+    "arg renamed to one unexplained": lambda b: b.model_copy(update={"args": tuple(      # as many args: the additions change
+        ("--my-tuning", *a[1:]) if a[0] == "--synthetic-option-0" else a for a in b.args)}),
     # the point's shape (`structure.check`, shared through `PointMemo.shape`)
     "worker count": lambda b: b.model_copy(update={"workers": (b.workers or 1) + 1}),
     "nodes per worker": lambda b: b.model_copy(update={"nodes_per_worker": (b.nodes_per_worker or 1) + 1}),
@@ -322,3 +324,31 @@ def test_a_later_point_of_a_config_indexes_its_block_from_the_last_one(synthetic
         for pair in pairs:
             compare_point(point_expect(pair.resolved, policy), pair.resolved.recipe, pair.published, policy, memo)
     assert calls.count(True) >= 9 and calls.count(False) >= 1
+
+
+def test_additions_whose_explanation_read_another_arg_are_explained_again(synthetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block's additions are carried to the role's next block that differs only in covered args,
+    unless an explanation read the block's other args: then they are explained again, and say what
+    the new block holds (here, an explanation that quotes `--synthetic-option-0`)."""
+    from cookbookgen.diff import compare
+
+    explain = compare._explain_addition
+
+    def reading(ctx, block, section, name, words, scope):  # type: ignore[no-untyped-def]
+        found = explain(ctx, block, section, name, words, scope)
+        if block.kind != "worker":
+            return found
+        quoted = scope.args_named("--synthetic-option-0")
+        return Finding(found.config, found.point, found.role, found.kind, found.item, found.cls, detail=f"{found.detail} {quoted}",
+                       cookbook=found.cookbook, reason=found.reason, rule=found.rule, path=found.path)
+
+    monkeypatch.setattr(compare, "_explain_addition", reading)
+    checked = 0
+    for last, pair, expect, memo, policy in _walk(synthetic):
+        published = pair.published
+        if last:
+            published = _edit(published, next(b.role for b in published.blocks if b.kind == "worker"), DRIFTS["arg value"])
+        shared = compare_point(expect, pair.resolved.recipe, published, policy, memo)
+        assert shared == compare_point(expect, pair.resolved.recipe, published, policy), pair.published.point_id
+        checked += last and any("12345" in f.detail for f in shared)
+    assert checked >= 2

@@ -355,6 +355,8 @@ class PointMemo:
     explanations: dict[tuple[Any, ...], Finding] = field(default_factory=dict)
     others_of: dict[tuple[Any, ...], tuple[Any, Any, list[Finding]]] = field(default_factory=dict)
     last_args: dict[tuple[Any, ...], "_ArgsSeen"] = field(default_factory=dict)
+    last_extras: dict[tuple[Any, ...], tuple[Block, list[Finding]]] = field(default_factory=dict)   # a role's last worker block and its additions
+    args_read: int = 0          # explanations of additions that read their block's other args, so far
     arg_index: ArgIndexes = field(default_factory=dict)
     block_shapes: dict[int, tuple[Block, int]] = field(default_factory=dict)
     shapes: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
@@ -489,7 +491,18 @@ class PointMemo:
             covered = self.covered.get((block.role, names))
             if covered is None:
                 covered = self.covered[(block.role, names)] = structure.covered(ctx.recipe.data, block, ctx.blocks)
-            hit = self.extras_of[key] = _unique(_extras(ctx, block, covered, lambda *item: self.explained(ctx, block, same_point, *item)))
+            last_key = (block.role, names, same_point)
+            last = self.last_extras.get(last_key)
+            if last is not None and _same_additions(last[0], block, covered[0]):
+                hit = last[1]           # the block adds what the role's last block added
+            else:
+                read = self.args_read
+                hit = _unique(_extras(ctx, block, covered, lambda *item: self.explained(ctx, block, same_point, *item)))
+                if self.args_read != read:      # an explanation read the block's other args: not to be carried
+                    self.last_extras.pop(last_key, None)
+                    return self.extras_of.setdefault(key, hit)
+            self.last_extras[last_key] = (block, hit)
+            self.extras_of[key] = hit
         return hit
 
     def label_extras(self, ctx: Ctx, blocks: list[Block], same_point: int) -> list[Finding]:
@@ -525,6 +538,8 @@ class PointMemo:
             hit = _explain_addition(ctx, block, section, name, words, scope)
             if not scope.read_args:
                 self.explanations[key] = hit
+            else:
+                self.args_read += 1
         return hit
 
 
@@ -555,6 +570,17 @@ class _ArgsSeen:
     origins: tuple[Any, ...]
     indexes: list[dict[str, tuple[Words, ...]]]   # per block: values by flag key
     found: list[list[Finding] | None]       # None: not to be shared
+
+
+def _same_additions(before: Block, block: Block, covered_args: set[str]) -> bool:
+    """Whether worker `block` adds to the recipe what `before` (a block of its role, whose additions'
+    explanations read no other arg) adds: the same env, and as many args, those that differ (place
+    by place) having flags the recipe covers in both. Its uncovered args are then the very same."""
+    if len(before.args) != len(block.args) or before.env != block.env:
+        return False
+    old, new = before.args, block.args
+    return all(flag_key(new[i][0], True) in covered_args and flag_key(old[i][0], True) in covered_args
+               for i in compress(count(), map(ne, new, old)))
 
 
 def _changed_flags(indexes: list[dict[str, tuple[Words, ...]]], before: list[dict[str, tuple[Words, ...]]]) -> set[str]:
