@@ -475,8 +475,10 @@ class PointMemo:
 
     def extras(self, ctx: Ctx, block: Block, same_point: int) -> list[Finding]:
         """What `block` adds to the recipe (a worker's: once per block, expectations and names of the
-        role's args and env, which are all `structure.covered` reads of the recipe). Below a changed
-        block, each addition is explained once per name, words, role and expectations (`explained`)."""
+        role's args and env, which are all `structure.covered` reads of the recipe). A block that
+        differs from the role's last block only in args the recipe covers adds what that block added
+        (`_same_additions`); below another changed block, each addition is explained once per name,
+        words, role and expectations (`explained`)."""
         if block.kind != "worker":
             return self.other_extras(ctx, block)
         spec = (ctx.recipe.data.get("roles") or {}).get(block.role)
@@ -495,13 +497,14 @@ class PointMemo:
             last = self.last_extras.get(last_key)
             if last is not None and _same_additions(last[0], block, covered[0]):
                 hit = last[1]           # the block adds what the role's last block added
+                self.last_extras[last_key] = (block, hit)
             else:
                 read = self.args_read
                 hit = _unique(_extras(ctx, block, covered, lambda *item: self.explained(ctx, block, same_point, *item)))
-                if self.args_read != read:      # an explanation read the block's other args: not to be carried
+                if self.args_read == read:
+                    self.last_extras[last_key] = (block, hit)
+                else:                   # an explanation read the block's other args: not to be carried
                     self.last_extras.pop(last_key, None)
-                    return self.extras_of.setdefault(key, hit)
-            self.last_extras[last_key] = (block, hit)
             self.extras_of[key] = hit
         return hit
 

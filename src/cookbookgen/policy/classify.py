@@ -17,7 +17,7 @@ from ..recipes.bundle import EffectiveRecipe
 from ..recipes.load import KeyPath
 from ..recipes.merge import changed_positions
 from ..render.model import Setting
-from .rules import Policy
+from .rules import GLOB_CHARS, Policy
 
 RawYaml = Any
 
@@ -111,9 +111,6 @@ def may_prohibit(recipe: EffectiveRecipe, policy: Policy) -> bool:
     return any(_has_path(tree, pattern, policy.memo) for pattern in policy.prohibited for tree in trees)
 
 
-_GLOB_CHARS = frozenset("*?[")
-
-
 def _has_path(node: RawYaml, pattern: tuple[str, ...], memo: dict[Any, Any]) -> bool:
     """Whether `pattern` (a rule's dotted glob, as `rules.glob_matches` reads it) matches the path of
     a node in the tree under `node`, keyed as `classify` keys them (a table's items by their index).
@@ -130,7 +127,7 @@ def _has_path(node: RawYaml, pattern: tuple[str, ...], memo: dict[Any, Any]) -> 
     head, rest = pattern[0], pattern[1:]
     if head == "**":      # no key, or one more key and `**` again
         found = _anywhere(node, rest, memo)
-    elif isinstance(node, dict) and _GLOB_CHARS.isdisjoint(head):
+    elif isinstance(node, dict) and GLOB_CHARS.isdisjoint(head):
         found = head in node and _has_path(node[head], rest, memo)
     else:
         found = any(fnmatchcase(name, head) and _has_path(child, rest, memo) for name, child in _children(node))
@@ -141,7 +138,7 @@ def _has_path(node: RawYaml, pattern: tuple[str, ...], memo: dict[Any, Any]) -> 
 def _anywhere(node: RawYaml, rest: tuple[str, ...], memo: dict[Any, Any]) -> bool:
     """`_has_path(node, ("**", *rest))`: whether `rest` matches at `node` or at a node under it, the
     nodes walked with a stack (a mapping without `rest`'s plain first key is passed over unasked)."""
-    plain = rest[0] if rest and rest[0] != "**" and _GLOB_CHARS.isdisjoint(rest[0]) else None
+    plain = rest[0] if rest and rest[0] != "**" and GLOB_CHARS.isdisjoint(rest[0]) else None
     stack = [node]
     while stack:
         here = stack.pop()

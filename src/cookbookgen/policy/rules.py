@@ -23,7 +23,7 @@ from ..recipes.load import Document, parse_yaml, read_yaml_file
 CLASSES = ("published", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "prohibited")
 DROPPED = frozenset({"harness-only", "default-equivalent"})
 _NO_VALUE = object()
-_GLOB_CHARS = frozenset("*?[")
+GLOB_CHARS = frozenset("*?[")    # what makes a pattern part a glob (`fnmatch`); a part without them is a plain key
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class Policy:
     def plain_parts(self) -> tuple[frozenset[str], ...]:
         """Per rule, the parts of its pattern that are plain keys (no `*`, `?`, `[`): a path the rule
         matches has each of them among its keys, so a path without one of them needs no globbing."""
-        return tuple(frozenset(p for p in r.pattern if _GLOB_CHARS.isdisjoint(p)) for r in self.rules)
+        return tuple(frozenset(p for p in r.pattern if GLOB_CHARS.isdisjoint(p)) for r in self.rules)
 
     @cached_property
     def prohibited(self) -> tuple[tuple[str, ...], ...]:
@@ -102,12 +102,12 @@ def glob_matches(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
         return True
     head, rest = pattern[0], pattern[1:]
     if head == "**":
-        if rest and rest[0] != "**" and _GLOB_CHARS.isdisjoint(rest[0]):
+        if rest and rest[0] != "**" and GLOB_CHARS.isdisjoint(rest[0]):
             return any(key == rest[0] and glob_matches(rest[1:], path[i + 1:]) for i, key in enumerate(path))
         return any(glob_matches(rest, path[i:]) for i in range(len(path) + 1))
     if not path:
         return False
-    if _GLOB_CHARS.isdisjoint(head):
+    if GLOB_CHARS.isdisjoint(head):
         return path[0] == head and glob_matches(rest, path[1:])
     return fnmatchcase(path[0], head) and glob_matches(rest, path[1:])
 
