@@ -205,11 +205,22 @@ def _roles_from_sibling(roles: RawYaml, before: RawYaml, typed: Recipe) -> dict[
             if adapter is None:
                 return None
             try:
-                update[section] = adapter.validate_python(value)
+                update[section] = _section_from_sibling(adapter, value, old[section], getattr(typed.roles[role], section))
             except ValidationError:
                 return None
         out[role] = typed.roles[role].model_copy(update=update)
     return out
+
+
+def _section_from_sibling(adapter: TypeAdapter[Any], value: RawYaml, before: RawYaml, typed_before: Any) -> Any:
+    """`adapter.validate_python(value)` for a role's args or env. A mapping validates entry by entry,
+    so when `value` has the keys of the sibling's mapping `before`, in order, only the entries that
+    are not the very objects of `before` are validated: the others are the sibling's (`typed_before`)."""
+    if not (isinstance(value, dict) and isinstance(before, dict) and isinstance(typed_before, dict)
+            and tuple(value) == tuple(before) == tuple(typed_before)):
+        return adapter.validate_python(value)
+    changed = {key: item for key, item in value.items() if item is not before[key]}
+    return {**typed_before, **adapter.validate_python(changed)}
 
 
 def _check_parallel_sizes(recipe: EffectiveRecipe, typed: Recipe) -> None:
