@@ -58,6 +58,7 @@ def test_the_command_prints_everything_and_exits_with_the_diffs_status_without_a
     """`cookbookgen` (`cli.console`) skips the interpreter's teardown: its output is still whole (a
     large one and one smaller than a buffer, printed only when flushed), its exit status the
     command's, and a reader that goes away early gets no traceback."""
+    import shlex
     import subprocess
     import sys
 
@@ -77,7 +78,7 @@ def test_the_command_prints_everything_and_exits_with_the_diffs_status_without_a
     bad.write_text("title: x\n")
     failed = subprocess.run([*command, "diff", "--cookbook", str(bad)], capture_output=True, text=True, timeout=300, env=env)
     assert failed.returncode == 2 and failed.stdout == "" and failed.stderr.startswith("cookbookgen: error: ")
-    first = subprocess.run(f"{' '.join(command)} diff --format json | head -c 10", shell=True, capture_output=True, text=True, timeout=300, env=env)
+    first = subprocess.run(f"{shlex.join(command)} diff --format json | head -c 10", shell=True, capture_output=True, text=True, timeout=300, env=env)
     assert first.stdout == printed[0][:10]
     assert "Traceback" not in first.stderr and "Exception" not in first.stderr
 

@@ -17,9 +17,9 @@ from cookbookgen.diff.check import resolve_config
 from cookbookgen.diff.compare import PointMemo, compare_point
 from cookbookgen.diff.expect import PointExpect, point_expect
 from cookbookgen.diff.model import Finding, PublishedPoint
-from cookbookgen.diff.words import flag_key
 from cookbookgen.diff.pairing import Pair, pair_config
 from cookbookgen.diff.sources import published_from_cookbook
+from cookbookgen.diff.words import flag_key
 from cookbookgen.policy.rules import Policy, load_policy
 from cookbookgen.recipes.load import YamlFloat
 from cookbookgen.recipes.workspace import Workspace

@@ -79,6 +79,7 @@ class Ctx:
     published: PublishedPoint
     policy: Policy
     arg_index: "ArgIndexes" = field(default_factory=dict)
+    last_indexed: "LastIndexed" = field(default_factory=dict)
     scopes_used: list[Scope] = field(default_factory=list)   # the Scopes of blocks that checks looked at
     workers: dict[str, list[Block]] = field(default_factory=dict)  # worker blocks by role
     others_key: tuple[int, ...] = ()   # the expectations and the non-worker blocks, interned (`PointMemo`)
@@ -94,7 +95,7 @@ class Ctx:
         hit = self.arg_index.get(key)
         if hit is None or hit[0] is not block:
             role = (block.kind, block.role, worker)      # the role's block indexed last: most of its args are the same
-            hit = self.arg_index[key] = self.arg_index[role] = (block, _index_args(block, worker, self.arg_index.get(role)))
+            hit = self.arg_index[key] = self.last_indexed[role] = (block, _index_args(block, worker, self.last_indexed.get(role)))
         return hit[1]
 
     def finding(self, role: str, kind: str, item: str, cls: str, **rest: Any) -> Finding:
@@ -120,8 +121,13 @@ class Ctx:
 
 
 ArgIndex = dict[str, tuple[Words, ...]]          # a block's arg values by flag key
-# The indexes of blocks, by (id, worker), and the block of a (kind, role, worker) indexed last
-ArgIndexes = dict[tuple[Any, ...], tuple[Block, ArgIndex]]
+ArgIndexes = dict[tuple[int, bool], tuple[Block, ArgIndex]]                # by the block's id and whether it is a worker
+LastIndexed = dict[tuple[str, str | None, bool], tuple[Block, ArgIndex]]   # the block of a (kind, role, worker) indexed last
+
+
+def _differing_places(values: Sequence[Any], before: Sequence[Any]) -> list[int]:
+    """The places where two sequences (as long) hold unequal values, found at C speed."""
+    return list(compress(count(), map(ne, values, before)))
 
 
 def _index_args(block: Block, worker: bool, before: tuple[Block, ArgIndex] | None) -> ArgIndex:
@@ -133,7 +139,7 @@ def _index_args(block: Block, worker: bool, before: tuple[Block, ArgIndex] | Non
     args = block.args
     if before is not None and len(before[0].args) == len(args) == len(before[1]):
         old = before[0].args
-        changed = list(compress(count(), map(ne, args, old)))     # at C speed
+        changed = _differing_places(args, old)
         if len(changed) * 4 <= len(args) and all(flag_key(args[i][0], worker) == flag_key(old[i][0], worker) for i in changed):
             updated = dict(before[1])
             for i in changed:
@@ -186,7 +192,7 @@ def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: Publ
             workers.setdefault(block.role or "", []).append(block)
         else:
             others.append(block)
-    ctx = Ctx(expect, recipe, published, policy, memo.arg_index, workers=workers, others_key=(same_point, *memo.block_ids(others)))
+    ctx = Ctx(expect, recipe, published, policy, memo.arg_index, memo.last_indexed, workers=workers, others_key=(same_point, *memo.block_ids(others)))
     labels = _by_label(ctx.blocks)
     out = memo.shape(ctx, same_point, len(labels) < len(ctx.blocks))
     for top, value in recipe.data.items():
@@ -358,6 +364,7 @@ class PointMemo:
     last_extras: dict[tuple[Any, ...], tuple[Block, list[Finding]]] = field(default_factory=dict)   # a role's last worker block and its additions
     args_read: int = 0          # explanations of additions that read their block's other args, so far
     arg_index: ArgIndexes = field(default_factory=dict)
+    last_indexed: LastIndexed = field(default_factory=dict)
     block_shapes: dict[int, tuple[Block, int]] = field(default_factory=dict)
     shapes: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
 
@@ -583,7 +590,7 @@ def _same_additions(before: Block, block: Block, covered_args: set[str]) -> bool
         return False
     old, new = before.args, block.args
     return all(flag_key(new[i][0], True) in covered_args and flag_key(old[i][0], True) in covered_args
-               for i in compress(count(), map(ne, new, old)))
+               for i in _differing_places(new, old))
 
 
 def _changed_flags(indexes: list[dict[str, tuple[Words, ...]]], before: list[dict[str, tuple[Words, ...]]]) -> set[str]:
