@@ -55,19 +55,33 @@ class PathFacts(NamedTuple):
     check: RawYaml | None       # its `synthesized.yaml: recipe_checks` entry
     flag: str                   # the last part as a flag (`--tp-size`), for role args
     arg_key: str                # that flag's key among a worker's args (`words.flag_key`)
+    kind: str                   # the kind of its check (`arg`, `env`, ...; "" without one)
 
 
 @lru_cache(maxsize=65536)
 def _path_facts(path: KeyPath, types: tuple[type, ...]) -> PathFacts:
     key = cast("tuple[str, ...]", path) if all(t is str for t in types) else tuple(str(p) for p in path)
     flag = _flag(key[-1])
-    return PathFacts(key, dotted(path), recipe_check(key), flag, flag_key(flag, True))
+    check = recipe_check(key)
+    return PathFacts(key, dotted(path), check, flag, flag_key(flag, True), str(check["check"]) if check else "")
+
+
+_TEXT_PATH_FACTS: dict[KeyPath, PathFacts] = {}    # the facts of paths whose parts are all text
+_TEXT_PATHS_MAX = 65536
 
 
 def path_facts(path: KeyPath) -> PathFacts:
     """The facts of a leaf path: the same paths recur in every point and config (cached with the
-    types of the parts, so that `True` and `1`, which are equal, stay apart)."""
-    return _path_facts(path, tuple(map(type, path)))
+    types of the parts, so that `True` and `1`, which are equal, stay apart). A path of text parts
+    (a mapping's keys: the usual case) is looked up directly: no part of another type equals text."""
+    hit = _TEXT_PATH_FACTS.get(path)
+    if hit is not None:
+        return hit
+    types = tuple(map(type, path))
+    facts = _path_facts(path, types)
+    if types.count(str) == len(types) and len(_TEXT_PATH_FACTS) < _TEXT_PATHS_MAX:
+        _TEXT_PATH_FACTS[tuple(path)] = facts
+    return facts
 
 
 @dataclass(frozen=True)
@@ -112,7 +126,7 @@ class Ctx:
     def where(self, path: KeyPath) -> str:
         """`file:line` of the setting (as `recipe.problem(path)` locates it), or the file alone."""
         origins = self.recipe.origins
-        p = tuple(path)
+        p = path if type(path) is tuple else tuple(path)
         found = origins.get(p)
         while found is None and p:
             p = p[:-1]
@@ -276,7 +290,7 @@ def _shown_in(ctx: Ctx, facts: PathFacts, value: RawYaml) -> tuple[Any, ...] | N
     key = facts.key
     if key[0] != "roles":
         return None if key[0] == "services" else ("other", *ctx.others_key)
-    kind = _check_kind(facts)
+    kind = facts.kind
     if len(key) == 4:
         if kind == "arg":
             return _arg_shown(facts.arg_key, [ctx.args_by_key(b, True) for b in ctx.role_blocks(key[1])])
@@ -290,11 +304,6 @@ def _shown_in(ctx: Ctx, facts: PathFacts, value: RawYaml) -> tuple[Any, ...] | N
 # (the mismatch that asks for a check); as are the policy's excluded and prohibited findings.
 _LEAF_ONLY = frozenset(("structure", "unverified", ""))
 _LEAF_ALONE = ("leaf",)
-
-
-def _check_kind(facts: PathFacts) -> str:
-    """The kind of the leaf's `recipe_checks` entry (`arg`, `env`, ...; "" without one)."""
-    return str(facts.check["check"]) if facts.check else ""
 
 
 def _arg_shown(flag: str, indexes: list[dict[str, tuple[Words, ...]]]) -> tuple[Any, ...]:
@@ -569,7 +578,7 @@ def _args_layout(path: KeyPath, names: tuple[str, ...]) -> _ArgsLayout:
     paths = tuple(path + (n,) for n in names)
     facts = tuple(map(path_facts, paths))
     return _ArgsLayout(paths, tuple(flag_key(_flag(str(n)), True) for n in names), facts,
-                       tuple(_check_kind(f) == "arg" for f in facts))
+                       tuple(f.kind == "arg" for f in facts))
 
 
 @dataclass(frozen=True)
