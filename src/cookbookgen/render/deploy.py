@@ -13,6 +13,7 @@ from typing import Any, Callable
 from ..policy.classify import classify, may_prohibit
 from ..policy.rules import Policy
 from ..recipes.bundle import EffectiveRecipe
+from ..recipes.merge import changed_positions
 from ..recipes.schema import Recipe, RoleSpec, ServiceSpec
 from .layout import RoleLayout, Slot, plan
 from .model import Block, Deployment, Setting
@@ -21,6 +22,7 @@ from .tables import order_worker_args, tables
 from .values import (
     args_from_mapping,
     args_from_words,
+    kept_arg,
     kept_args,
     kept_env,
     replace_args,
@@ -127,14 +129,45 @@ def _shared_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, l
                    slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
     """`_worker`, once per run for each role subtree and slot (`_shared`): the block is a function of
     the role subtree (which `spec` validates) and of the values keyed below."""
-    def build() -> list[Block]:
-        return [_worker(typed, ctx, kind, layout, slot, spec, cluster_env)]
     if not isinstance(raw, dict):
-        return build()[0]
+        return _worker(typed, ctx, kind, layout, slot, spec, cluster_env)
     plane = typed.dynamo.request_plane
     mooncake = any(s.type == "mooncake-master" for s in typed.services or [])
     key = ("worker", kind, layout, slot, ctx.model_id, plane, mooncake, tuple(cluster_env.items()))
+
+    def build() -> list[Block]:
+        last_key = ("last", *key)
+        last = ctx.policy.memo.get(last_key)
+        block = (last and _worker_from_last(ctx.policy, layout.role, spec, *last)) or _worker(typed, ctx, kind, layout, slot, spec, cluster_env)
+        ctx.policy.memo[last_key] = (spec, block)
+        return [block]
     return _shared(ctx, key, (raw,), build)[0]
+
+
+def _worker_from_last(policy: Policy, role: str, spec: RoleSpec, before: RoleSpec, block: Block) -> Block | None:
+    """`_worker` of `spec`, made from `block`: the block rendered last with the same key (`_shared_worker`:
+    all it reads but the role's spec) for the spec `before`. When the two specs differ only in the
+    values of a few args (the points of a bundle differ in what their overrides set), each of those
+    args shows in the block once, under the same flag, and is replaced there: the block's flags, so
+    its order, are the same. None when the new block must be made whole."""
+    names = tuple(spec.args)
+    if names != tuple(before.args) or spec.kv_events != before.kv_events or spec.env.keys() != before.env.keys():
+        return None
+    if changed_positions(tuple(spec.env.values()), tuple(before.env.values())):
+        return None
+    values = tuple(spec.args.values())
+    changed = changed_positions(values, tuple(before.args.values()))
+    if len(changed) * 4 > len(names):
+        return None
+    base = ("roles", role, "args")
+    args = list(block.args)
+    flags = [a[0] for a in args]
+    for i in changed:
+        old, new = kept_arg(policy, base, names[i], before.args[names[i]]), kept_arg(policy, base, names[i], values[i])
+        if old is None or new is None or old[0] != new[0] or flags.count(old[0]) != 1:
+            return None
+        args[flags.index(old[0])] = new
+    return block.model_copy(update={"args": tuple(args)})
 
 
 def _worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,

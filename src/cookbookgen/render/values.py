@@ -64,15 +64,20 @@ def kept_args(policy: Policy, prefix: KeyPath, args: dict[str, RawYaml]) -> list
     else:
         shown, todo = [None] * len(names), range(len(names))
     for i in todo:
-        name, value = names[i], values[i]
-        key = ("kept_arg", base, name, id(value))
-        hit = memo.get(key)
-        if hit is None or hit[0] is not value:
-            keep, word_of = _kept(policy, base + (str(name),), value)
-            hit = memo[key] = (value, arg_tuple(name, word_of) if keep else None)
-        shown[i] = hit[1]
+        shown[i] = kept_arg(policy, base, names[i], values[i])
     memo[("kept_args at", base)] = (names, values, shown)
     return [a for a in shown if a is not None]
+
+
+def kept_arg(policy: Policy, base: tuple[str, ...], name: str, value: RawYaml) -> tuple[str, ...] | None:
+    """One arg of the args at `base` as the command shows it (None: dropped, or no argument),
+    worked out once per run for each value object."""
+    key = ("kept_arg", base, name, id(value))
+    hit = policy.memo.get(key)
+    if hit is None or hit[0] is not value:
+        keep, word_of = _kept(policy, base + (str(name),), value)
+        hit = policy.memo[key] = (value, arg_tuple(name, word_of) if keep else None)
+    return hit[1]  # type: ignore[no-any-return]
 
 
 def kept_env(policy: Policy, prefix: KeyPath, env: dict[str, RawYaml]) -> dict[str, str]:
