@@ -77,7 +77,7 @@ def kept_arg(policy: Policy, base: tuple[str, ...], name: str, value: RawYaml) -
     if hit is None or hit[0] is not value:
         keep, word_of = _kept(policy, base + (str(name),), value)
         hit = policy.memo[key] = (value, arg_tuple(name, word_of) if keep else None)
-    return hit[1]  # type: ignore[no-any-return]
+    return hit[1]
 
 
 def kept_env(policy: Policy, prefix: KeyPath, env: dict[str, RawYaml]) -> dict[str, str]:
