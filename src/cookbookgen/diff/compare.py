@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import chain, compress, count, repeat
 from operator import is_not, itemgetter, ne
 from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
@@ -31,7 +31,7 @@ from ..render.model import Block
 from . import structure
 from .expect import PointExpect
 from .explain import Explanation, Miss, Scope, check_arg, explain, recipe_check
-from .model import DIFFERENT, EXTRA, MISSING, Finding, PublishedPoint
+from .model import DIFFERENT, EXTRA, MISSING, Finding, PublishedPoint, finding
 from .words import Words, flag_key, recipe_words, shown, word, words_equal
 
 RawYaml = Any
@@ -113,7 +113,7 @@ class Ctx:
         return hit[1]
 
     def finding(self, role: str, kind: str, item: str, cls: str, **rest: Any) -> Finding:
-        return Finding(self.expect.config, self.expect.point, role, kind, item, cls, **rest)  # type: ignore[arg-type]
+        return finding(self.expect.config, self.expect.point, role, kind, item, cls, **rest)  # type: ignore[arg-type]
 
     def scope(self, block: Block) -> Scope:
         scope = Scope(self.expect, block)
@@ -214,7 +214,8 @@ def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: Publ
             for role, spec in value.items():
                 out += _role_findings(ctx, memo, str(role), spec, same_point, workers.get(str(role), []))
         else:
-            out += memo.group(ctx, (top,), value, ctx.others_key)
+            path = (top,)
+            out += memo.section(ctx, path, value, ctx.others_key, partial(memo.group, ctx, path, value, ctx.others_key))
     for blocks in labels.values():
         out += memo.extras(ctx, blocks[0], same_point) if len(blocks) == 1 else memo.label_extras(ctx, blocks, same_point)
     return out
@@ -241,9 +242,11 @@ def _role_findings(ctx: Ctx, memo: "PointMemo", role: str, spec: RawYaml, same_p
         for section, value in spec.items():
             path = prefix + (section,)
             if section == "env" and isinstance(value, dict):
-                out += memo.group(ctx, path, value, (same_point, *(memo.intern(tuple(b.env.items())) for b in blocks)))
+                out += memo.group(ctx, path, value, (same_point, *(memo.env_id(b.env) for b in blocks)))
             elif section == "args" and isinstance(value, dict):
                 out += memo.args_section(ctx, path, value, blocks, same_point)
+            elif not isinstance(value, (dict, list)) and path_facts(path).kind in _LEAF_ONLY:   # findings of the leaf alone
+                out += memo.section(ctx, path, value, (), partial(_group_findings, ctx, path, value, memo))
             else:
                 out += _group_findings(ctx, path, value, memo)
         return out
@@ -338,7 +341,7 @@ def _shown_as_is(ctx: Ctx, facts: PathFacts, value: RawYaml, where: str, shown_i
     rule = ctx.policy.first_match(key, value)
     if rule is not None and rule.cls in _SHOWN_AS_COMPARED:
         return None
-    return [Finding(ctx.expect.config, ctx.expect.point, key[1], shown_in[0], item, "match", detail="same value", recipe=shown(want),
+    return [finding(ctx.expect.config, ctx.expect.point, key[1], shown_in[0], item, "match", detail="same value", recipe=shown(want),
                     cookbook=cookbook, path=dotted_path, where=where, rule=rule.text if rule else "",
                     reason=rule.reason if rule else "no policy rule: published")]
 
@@ -376,9 +379,19 @@ class PointMemo:
     last_indexed: LastIndexed = field(default_factory=dict)
     block_shapes: dict[int, tuple[Block, int]] = field(default_factory=dict)
     shapes: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
+    envs: dict[int, tuple[dict[str, str], int]] = field(default_factory=dict)
+    last_sections: dict[tuple[Any, ...], tuple[Any, ...]] = field(default_factory=dict)
 
     def intern(self, content: Any) -> int:
         return self.contents.setdefault(content, len(self.contents))
+
+    def env_id(self, env: dict[str, str]) -> int:
+        """`intern` of a block's env, once per env object (blocks that differ only in args share theirs:
+        `render.deploy._worker_from_last`)."""
+        hit = self.envs.get(id(env))
+        if hit is None or hit[0] is not env:
+            hit = self.envs[id(env)] = (env, self.intern(tuple(env.items())))
+        return hit[1]
 
     def expect_id(self, expect: PointExpect) -> int:
         """Equal for two points whose expectations differ only in the point's name (pickled: `0.90`
@@ -396,6 +409,23 @@ class PointMemo:
                 hit = self.blocks[id(block)] = (block, self.intern(_block_content(block)))
             out.append(hit[1])
         return tuple(out)
+
+    def section(self, ctx: Ctx, path: KeyPath, value: RawYaml, inputs: tuple[Any, ...], compute: Callable[[], list[Finding]]) -> list[Finding]:
+        """`compute()`, the findings of the recipe section at `path` (a top-level section, a role's
+        setting), taken from the last point of the config when the section holds the same object,
+        set at the same line of the same file (so the same subtree), and meets equal `inputs` (what
+        `group` keys the findings by besides the subtree). Findings a check made looking at a
+        block's scope are not kept. A point then costs a comparison per section its override leaves alone."""
+        origin = ctx.recipe.origins.get(path)
+        last = self.last_sections.get(path)
+        if (last is not None and last[0] is value and origin is not None and last[1] == origin and last[2] == inputs
+                and last[3] == ctx.recipe.file):
+            return last[4]  # type: ignore[no-any-return]
+        used = len(ctx.scopes_used)
+        found = compute()
+        if len(ctx.scopes_used) == used:
+            self.last_sections[path] = (value, origin, inputs, ctx.recipe.file, found)
+        return found
 
     def group(self, ctx: Ctx, prefix: KeyPath, value: RawYaml, inputs: tuple[int, ...],
               compute: Callable[[], list[Finding]] | None = None) -> list[Finding]:

@@ -56,10 +56,10 @@ class Finding:
     def __init__(self, config: str, point: str, role: str, kind: str, item: str, cls: FindingClass, detail: str = "",
                  recipe: str | None = None, cookbook: str | None = None, reason: str = "", rule: str = "", path: str = "",
                  where: str = "") -> None:
-        # The fields in one dict update: a diff makes a finding per setting per point, and a frozen
-        # dataclass's own __init__ sets them one `object.__setattr__` at a time (four times slower).
-        self.__dict__.update(config=config, point=point, role=role, kind=kind, item=item, cls=cls, detail=detail,
-                             recipe=recipe, cookbook=cookbook, reason=reason, rule=rule, path=path, where=where)
+        # The fields in one dict update: a frozen dataclass's own __init__ sets them one
+        # `object.__setattr__` at a time (four times slower). `finding` makes one without the class call.
+        self.__dict__.update({"config": config, "point": point, "role": role, "kind": kind, "item": item, "cls": cls, "detail": detail,
+                              "recipe": recipe, "cookbook": cookbook, "reason": reason, "rule": rule, "path": path, "where": where})
 
     @property
     def is_mismatch(self) -> bool:
@@ -74,6 +74,20 @@ class Finding:
         other.__dict__.update(self.__dict__)
         other.__dict__["point"] = point
         return other
+
+
+_new_object = object.__new__
+
+
+def finding(config: str, point: str, role: str, kind: str, item: str, cls: FindingClass, detail: str = "",
+            recipe: str | None = None, cookbook: str | None = None, reason: str = "", rule: str = "", path: str = "",
+            where: str = "") -> Finding:
+    """`Finding(...)` without the call of the class (a third of the cost of making one): a diff
+    makes one per setting per point."""
+    made: Finding = _new_object(Finding)
+    made.__dict__.update({"config": config, "point": point, "role": role, "kind": kind, "item": item, "cls": cls, "detail": detail,
+                          "recipe": recipe, "cookbook": cookbook, "reason": reason, "rule": rule, "path": path, "where": where})
+    return made
 
 
 @dataclass(frozen=True)
