@@ -66,7 +66,15 @@ def is_bundle(doc: Document) -> bool:
 
 
 def variant_names(doc: Document) -> list[str]:
-    """Every selector the file offers, in file order (empty for a plain recipe)."""
+    """Every selector the file offers, in file order (empty for a plain recipe); worked out once per
+    document (each variant asks)."""
+    names = doc.memo.get("variant names")
+    if names is None:
+        names = doc.memo["variant names"] = tuple(_variant_names(doc))
+    return list(names)
+
+
+def _variant_names(doc: Document) -> list[str]:
     data = doc.data if isinstance(doc.data, dict) else {}
     names: list[str] = []
     for key, value in data.items():
