@@ -323,26 +323,30 @@ def _shown_as_is(ctx: Ctx, facts: PathFacts, value: RawYaml, where: str, shown_i
     blocks shows with the recipe's very words, under no rule or a rule that publishes it. The finding
     is the one `_leaf_once` makes (one for all the blocks, as it makes them once each;
     `tests/test_diff_memo.py` checks both ways agree); None for anything else."""
-    if len(shown_in) < 2 or type(value) not in _SCALARS:
+    kind = type(value)
+    if len(shown_in) < 2 or kind not in _SCALARS:
         return None
-    key, dotted_path = facts.key, facts.dotted
+    key = facts.key
+    text = value if kind is str else word(value)        # the value's one word
     if shown_in[0] == "arg":
-        want: Words = () if value is True else (word(value),)
-        if not all(got and got[0] == want for got in shown_in[1:]):
-            return None
-        item, cookbook = facts.flag, shown(want)
+        want: Words = () if value is True else (text,)
+        for got in shown_in[1:]:
+            if not got or got[0] != want:
+                return None
+        item = facts.flag
+        if value is True:
+            text = "(switch)"   # as `words.shown` prints a bare flag
     elif shown_in[0] != "env":
         return None             # a leaf outside roles: compared with the expectations, not shown as is
     else:
-        text = word(value)
         if shown_in[1:].count(text) != len(shown_in) - 1:
             return None
-        want, item, cookbook = (text,), key[3], text
+        item = key[3]
     rule = ctx.policy.first_match(key, value)
     if rule is not None and rule.cls in _SHOWN_AS_COMPARED:
         return None
-    return [finding(ctx.expect.config, ctx.expect.point, key[1], shown_in[0], item, "match", detail="same value", recipe=shown(want),
-                    cookbook=cookbook, path=dotted_path, where=where, rule=rule.text if rule else "",
+    return [finding(ctx.expect.config, ctx.expect.point, key[1], shown_in[0], item, "match", detail="same value", recipe=text,
+                    cookbook=text, path=facts.dotted, where=where, rule=rule.text if rule else "",
                     reason=rule.reason if rule else "no policy rule: published")]
 
 
