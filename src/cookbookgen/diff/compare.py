@@ -298,7 +298,7 @@ def _shown_in(ctx: Ctx, facts: PathFacts, value: RawYaml) -> tuple[Any, ...] | N
         if kind == "arg":
             return _arg_shown(facts.arg_key, [ctx.args_by_key(b, True) for b in ctx.role_blocks(key[1])])
         if kind == "env":
-            return ("env", *(b.env.get(key[3], _ABSENT) for b in ctx.role_blocks(key[1])))
+            return ("env", *[b.env.get(key[3], _ABSENT) for b in ctx.role_blocks(key[1])])
     return _LEAF_ALONE if kind in _LEAF_ONLY else None
 
 

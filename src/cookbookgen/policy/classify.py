@@ -28,7 +28,10 @@ def leaves(data: RawYaml, prefix: KeyPath = ()) -> list[tuple[KeyPath, RawYaml]]
     if isinstance(data, dict) and data:
         out: list[tuple[KeyPath, RawYaml]] = []
         for key, value in data.items():
-            out.extend(leaves(value, prefix + (key,)))
+            if isinstance(value, (dict, list)):
+                out.extend(leaves(value, prefix + (key,)))
+            else:               # a scalar is a leaf: taken here, without a call
+                out.append((prefix + (key,), value))
         return out
     if isinstance(data, list) and _is_table(data):
         out = []
