@@ -324,8 +324,8 @@ def _shown_as_is(ctx: Ctx, facts: PathFacts, value: RawYaml, where: str, shown_i
     is the one `_leaf_once` makes (one for all the blocks, as it makes them once each;
     `tests/test_diff_memo.py` checks both ways agree); None for anything else."""
     kind = type(value)
-    if len(shown_in) < 2 or kind not in _SCALARS:
-        return None
+    if len(shown_in) < 2 or shown_in[0] not in ("arg", "env") or kind not in _SCALARS:
+        return None             # not a role's arg or env (a leaf outside roles is compared with the expectations)
     key = facts.key
     text = value if kind is str else word(value)        # the value's one word
     if shown_in[0] == "arg":
@@ -336,9 +336,7 @@ def _shown_as_is(ctx: Ctx, facts: PathFacts, value: RawYaml, where: str, shown_i
         item = facts.flag
         if value is True:
             text = "(switch)"   # as `words.shown` prints a bare flag
-    elif shown_in[0] != "env":
-        return None             # a leaf outside roles: compared with the expectations, not shown as is
-    else:
+    else:                       # env
         if shown_in[1:].count(text) != len(shown_in) - 1:
             return None
         item = key[3]
