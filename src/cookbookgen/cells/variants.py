@@ -166,7 +166,7 @@ def _layouts(workers: list[Block]) -> dict[str, RoleLayout]:
 
 
 def _launch_sorted(blocks: list[Block]) -> list[Block]:
-    order = {k: i for i, k in enumerate(tables().raw["launch_order"])}
+    order = tables().launch_order
     return sorted(blocks, key=lambda b: order[b.kind])
 
 

@@ -71,7 +71,7 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
         raw = (recipe.data.get("roles") or {}).get(role)
         for slot in layout.slots:
             blocks.append(_shared_worker(raw, typed, ctx, kind, layout, slot, spec, cluster_env))
-    order = {k: i for i, k in enumerate(tables().raw["launch_order"])}
+    order = tables().launch_order
     blocks.sort(key=lambda b: order[b.kind])
     gpus = sum(lay.workers * lay.gpus_per_worker for lay in layouts.values())
     nodes = sum(lay.nodes for lay in layouts.values())
@@ -99,7 +99,7 @@ def _shared(ctx: RenderContext, key: tuple[object, ...], inputs: tuple[RawYaml, 
 
 def _dedicated_infra(typed: Recipe) -> bool:
     """Whether the recipe puts the frontend or the control-plane services on a CPU node of their own."""
-    names = set(tables().raw["dedicated_placements"])
+    names = tables().dedicated_placements
     placements = [typed.frontend.placement] + [s.placement for s in typed.services or ()]
     return typed.infra.etcd_nats_dedicated_node or any(p is not None and p.node in names for p in placements)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from operator import itemgetter
 from importlib import resources
 from typing import Any, cast
@@ -20,9 +20,19 @@ class Tables:
     def ports(self) -> dict[str, int]:
         return cast(dict[str, int], self.raw["ports"])
 
-    @property
+    @cached_property
     def lead_flags(self) -> dict[str, int]:
         return {flag: i for i, flag in enumerate(self.raw["lead_flags"])}
+
+    @cached_property
+    def launch_order(self) -> dict[str, int]:
+        """Each block kind's place in the order blocks are launched."""
+        return {kind: i for i, kind in enumerate(self.raw["launch_order"])}
+
+    @cached_property
+    def dedicated_placements(self) -> frozenset[str]:
+        """The named nodes that put a process on a CPU node of its own."""
+        return frozenset(self.raw["dedicated_placements"])
 
     def command(self, kind: str, frontend: str | None = None) -> str:
         value = self.raw["commands"][kind]
