@@ -33,6 +33,22 @@ class Checkout:
     def real_root(self) -> Path:
         return self.root.resolve()
 
+    @cached_property
+    def _real_paths(self) -> dict[tuple[str, ...], Path]:
+        return {}       # parts of a path under the e2e root -> that path resolved (`_resolved`)
+
+    def _resolved(self, parts: tuple[str, ...]) -> Path:
+        """`(self.e2e / PurePosixPath(*parts)).resolve()` for parts without `..`, each folder resolved
+        once per checkout (a checkout's recipes share most of their folders): a name that is not a
+        symbolic link is its resolved folder's entry; a link is resolved whole."""
+        hit = self._real_paths.get(parts)
+        if hit is None:
+            hit = (self._resolved(parts[:-1]) / parts[-1]) if parts else self.e2e.resolve()
+            if parts and hit.is_symlink():
+                hit = hit.resolve()
+            self._real_paths[parts] = hit
+        return hit
+
     def master_files(self) -> list[Path]:
         configs = self.e2e / "configs"
         return sorted(p for p in configs.glob("*master*.yaml") if p.is_file()) if configs.is_dir() else []
@@ -57,13 +73,15 @@ class Checkout:
         elif recipe_dir:
             rel = PurePosixPath(recipe_dir) / rel
         try:
-            path = (self.e2e / rel).resolve()
+            path = self._resolved(rel.parts)
             if not path.is_relative_to(self.real_root):
                 raise CookbookError([_moved(where, f"recipe path {ref!r} leaves the checkout")])
             if not path.is_file():
                 raise CookbookError([_moved(where, f"recipe file not found: {self.shown(self.e2e / rel)}")])
-        except OSError as exc:     # a name too long, a loop of links...
+        except OSError as exc:     # a name too long...
             raise CookbookError([_moved(where, f"recipe path {ref!r} cannot be read: {exc.strerror}")]) from None
+        except RuntimeError:       # what Python 3.11's `Path.resolve` raises for a loop of symbolic links
+            raise CookbookError([_moved(where, f"recipe path {ref!r} cannot be read: a loop of symbolic links")]) from None
         return path
 
 
