@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import operator
 import re
+import stat
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -125,13 +126,14 @@ def read_yaml_file(path: Path, shown_as: str | None = None) -> Document:
 def read_yaml_text(path: Path, name: str) -> str:
     """The text of `path`, refused as `read_yaml_file` refuses it (missing, too large, not UTF-8)."""
     try:
-        size = path.stat().st_size
+        status = path.stat()
     except FileNotFoundError:
         raise CookbookError.at(name, 0, "", "file not found") from None
     except OSError as exc:
         raise CookbookError.at(name, 0, "", f"cannot read: {exc.strerror}") from None
-    if not path.is_file():
+    if not stat.S_ISREG(status.st_mode):
         raise CookbookError.at(name, 0, "", "not a regular file")
+    size = status.st_size
     if size > MAX_BYTES:
         raise CookbookError.at(name, 0, "", f"file is {size} bytes; the limit is {MAX_BYTES}")
     raw = path.read_bytes()
