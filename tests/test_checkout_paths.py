@@ -24,6 +24,8 @@ FOLDERS = ["a", "b", "a/c", "b/c"]
 TARGETS = ["a", "b", "c", "a/c", "../a", "../../outside", "f.yaml", "l1", "l2", "missing", "/a", "^", "^/f.yaml"]
 LINKS = st.dictionaries(st.sampled_from(["l1", "l2", "a/l1", "b/l2", "a/c/l1"]), st.sampled_from(TARGETS), max_size=4)
 QUERIES = st.lists(st.lists(st.sampled_from(NAMES), min_size=1, max_size=4).map("/".join), min_size=1, max_size=6)
+# an entry's `srt-recipe-dir`, which the recipe's path is under: `..` in it may leave the checkout
+RECIPE_DIRS = st.sampled_from([None, "a", "a/c", "l1", "a/..", "../../outside", "/tmp"])
 
 
 def _tree(top: Path, links: dict[str, str]) -> Path:
@@ -45,10 +47,10 @@ def _tree(top: Path, links: dict[str, str]) -> Path:
     return top / "checkout"
 
 
-def _expected(checkout: Checkout, ref: str) -> tuple[str, str]:
+def _expected(checkout: Checkout, ref: str, recipe_dir: str | None) -> tuple[str, str]:
     """What `recipe_path` of `ref` should give, from `Path.resolve` of the whole path."""
     try:
-        path = (checkout.e2e / ref).resolve()
+        path = (checkout.e2e / (recipe_dir or "") / ref).resolve()
     except RuntimeError:
         return ("error", "a loop of symbolic links")
     except OSError as exc:
@@ -60,21 +62,21 @@ def _expected(checkout: Checkout, ref: str) -> tuple[str, str]:
     return ("path", str(path))
 
 
-def _got(checkout: Checkout, ref: str) -> tuple[str, str]:
+def _got(checkout: Checkout, ref: str, recipe_dir: str | None) -> tuple[str, str]:
     try:
-        return ("path", str(checkout.recipe_path(ref, Problem("master.yaml", 3, "k", ""))))
+        return ("path", str(checkout.recipe_path(ref, Problem("master.yaml", 3, "k", ""), recipe_dir)))
     except CookbookError as exc:
         return ("error", exc.problems[0].message)
 
 
 @settings(max_examples=150, deadline=None)
-@given(LINKS, QUERIES)
-def test_a_recipe_path_resolves_as_the_whole_path_does(links: dict[str, str], refs: list[str]) -> None:
+@given(LINKS, QUERIES, RECIPE_DIRS)
+def test_a_recipe_path_resolves_as_the_whole_path_does(links: dict[str, str], refs: list[str], recipe_dir: str | None) -> None:
     with tempfile.TemporaryDirectory() as top:
         checkout = Checkout(_tree(Path(top), links))     # one checkout: its folders are resolved once, for every query
         for ref in refs:
-            kind, text = _got(checkout, ref)
-            want_kind, want_text = _expected(checkout, ref)
+            kind, text = _got(checkout, ref, recipe_dir)
+            want_kind, want_text = _expected(checkout, ref, recipe_dir)
             assert kind == want_kind, (ref, text, want_text)
             assert text == want_text if kind == "path" else want_text in text, (ref, text, want_text)
 

@@ -37,10 +37,17 @@ class Checkout:
     def _real_paths(self) -> dict[tuple[str, ...], Path]:
         return {}       # parts of a path under the e2e root -> that path resolved (`_resolved`)
 
+    def _real_path(self, rel: PurePosixPath) -> Path:
+        """`(self.e2e / rel).resolve()`; for a relative path without `..` (a recipe's, always),
+        each folder resolved once per checkout (`_resolved`)."""
+        if rel.is_absolute() or ".." in rel.parts:
+            return (self.e2e / rel).resolve()
+        return self._resolved(rel.parts)
+
     def _resolved(self, parts: tuple[str, ...]) -> Path:
-        """`(self.e2e / PurePosixPath(*parts)).resolve()` for parts without `..`, each folder resolved
-        once per checkout (a checkout's recipes share most of their folders): a name that is not a
-        symbolic link is its resolved folder's entry; a link is resolved whole."""
+        """`(self.e2e / PurePosixPath(*parts)).resolve()` for the parts of a relative path without
+        `..`: a name that is not a symbolic link is its resolved folder's entry; a link is resolved
+        whole. Folders are resolved once per checkout (a checkout's recipes share most of theirs)."""
         hit = self._real_paths.get(parts)
         if hit is None:
             hit = (self._resolved(parts[:-1]) / parts[-1]) if parts else self.e2e.resolve()
@@ -73,7 +80,7 @@ class Checkout:
         elif recipe_dir:
             rel = PurePosixPath(recipe_dir) / rel
         try:
-            path = self._resolved(rel.parts)
+            path = self._real_path(rel)
             if not path.is_relative_to(self.real_root):
                 raise CookbookError([_moved(where, f"recipe path {ref!r} leaves the checkout")])
             if not path.is_file():
