@@ -82,3 +82,30 @@ def test_a_later_point_takes_its_worker_block_from_the_last_one(monkeypatch: pyt
         assert _render(recipe, typed, shared) == _render(recipe, typed, load_policy())
     # the second and third points come from the one before; the fourth adds an arg (other names): made whole
     assert made == [True, True, False]
+
+
+def test_a_point_whose_env_has_the_same_names_in_another_order_is_made_whole() -> None:
+    """Two points whose role env has the same names, in another order, with the values swapped: the
+    values compared place by place are the very same objects (one-character texts are shared), yet
+    the env differs."""
+    bundle: dict[str, Any] = {"base": minimal_recipe(), "override_a": {"roles": {"agg": {"env": {"A": "1", "B": "2"}}}},
+                              "override_b": {"roles": {"agg": {"env": {"B": "1", "A": "2"}}}}}
+    doc = parse_yaml(dump(bundle), "bundle.yaml")
+    shared, sibling = load_policy(), None
+    for selector in ("override_a", "override_b"):
+        recipe, typed = sibling = normalise(select(doc, selector), sibling)
+        assert _render(recipe, typed, shared) == _render(recipe, typed, load_policy())
+
+
+def test_a_point_whose_kv_events_settings_are_equal_but_not_the_same_is_made_whole() -> None:
+    """`1` and `true` are equal in Python, not in the `--kv-events-config` JSON they become."""
+    bundle: dict[str, Any] = {"base": minimal_recipe(), "override_a": {"roles": {"agg": {"kv_events": {"buffer": 1}}}},
+                              "override_b": {"roles": {"agg": {"kv_events": {"buffer": True}}}}}
+    doc = parse_yaml(dump(bundle), "bundle.yaml")
+    shared, sibling, shown = load_policy(), None, []
+    for selector in ("override_a", "override_b"):
+        recipe, typed = sibling = normalise(select(doc, selector), sibling)
+        deployment = _render(recipe, typed, shared)
+        assert deployment == _render(recipe, typed, load_policy())
+        shown += [a for b in deployment.blocks for a in b.args if a[0] == "--kv-events-config"]
+    assert '"buffer":1' in shown[0][1] and '"buffer":true' in shown[1][1]

@@ -151,8 +151,8 @@ def _worker_from_last(policy: Policy, role: str, spec: RoleSpec, before: RoleSpe
     args shows in the block once, under the same flag, and is replaced there: the block's flags, so
     its order, are the same. None when the new block must be made whole."""
     names = tuple(spec.args)
-    if names != tuple(before.args) or spec.kv_events != before.kv_events or spec.env.keys() != before.env.keys():
-        return None
+    if names != tuple(before.args) or spec.kv_events is not before.kv_events or tuple(spec.env) != tuple(before.env):
+        return None         # names compared in order: the values are compared place by place
     if changed_positions(tuple(spec.env.values()), tuple(before.env.values())):
         return None
     values = tuple(spec.args.values())
