@@ -18,7 +18,6 @@ from .manifest import ConfigSource, Manifest, PageSpec, read_manifest, source_ro
 
 if TYPE_CHECKING:  # the models and the render stack load with the first render: `diff --cache` may need neither
     from ..pipeline import RenderedPoint
-    from ..render.model import Block
     from .model import Cell, Cookbook, Point, Provenance
 
 Progress = Callable[[str], None]
@@ -145,9 +144,8 @@ def group_cells(manifest: Manifest, source: ConfigSource, rendered: list[Rendere
     from . import describe
 
     groups: dict[str, list[RenderedPoint]] = {}
-    seen: dict[int, tuple[Block, str]] = {}
     for rp in rendered:
-        groups.setdefault(describe.topology_label(rp.deployment, seen), []).append(rp)
+        groups.setdefault(describe.topology_label(rp.deployment), []).append(rp)
     return [_cell(manifest, source, k, label, rps, changelog_pr, summaries) for k, (label, rps) in enumerate(groups.items())]
 
 

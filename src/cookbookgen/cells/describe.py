@@ -59,27 +59,17 @@ def _workers(dep: Deployment, role: str) -> list[Block]:
     return [b for b in dep.blocks if b.kind == "worker" and b.role == role]
 
 
-def topology_label(dep: Deployment, seen: dict[int, tuple[Block, str]] | None = None) -> str:
-    """`Agg TP8`, `Disagg 1P2D · prefill TP4 · decode DEP8`... With `seen`, the parallel label of each
-    block is worked out once (the points of a config share most of their blocks)."""
-    def label(block: Block) -> str:
-        if seen is None:
-            return parallel_label(block)
-        hit = seen.get(id(block))
-        if hit is None or hit[0] is not block:
-            hit = seen[id(block)] = (block, parallel_label(block))
-        return hit[1]
-
+def topology_label(dep: Deployment) -> str:
     agg = _workers(dep, "agg")
     if agg:
         first = agg[0]
         count = sum(b.workers or 1 for b in agg)
         nodes = f" ({first.nodes_per_worker} nodes)" if (first.nodes_per_worker or 1) > 1 else ""
-        return f"Agg {count}x {label(first)}{nodes}" if count > 1 else f"Agg {label(first)}{nodes}"
+        return f"Agg {count}x {parallel_label(first)}{nodes}" if count > 1 else f"Agg {parallel_label(first)}{nodes}"
     prefill, decode = _workers(dep, "prefill"), _workers(dep, "decode")
     p = sum(b.workers or 1 for b in prefill)
     d = sum(b.workers or 1 for b in decode)
-    return f"Disagg {p}P{d}D · prefill {label(prefill[0])} · decode {label(decode[0])}"
+    return f"Disagg {p}P{d}D · prefill {parallel_label(prefill[0])} · decode {parallel_label(decode[0])}"
 
 
 def spec_detail(dep: Deployment) -> str:

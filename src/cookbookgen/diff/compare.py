@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import lru_cache
 from itertools import chain, compress, count, repeat
 from operator import is_not, itemgetter, ne
 from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
@@ -214,8 +214,7 @@ def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: Publ
             for role, spec in value.items():
                 out += _role_findings(ctx, memo, str(role), spec, same_point, workers.get(str(role), []))
         else:
-            path = (top,)
-            out += memo.section(ctx, path, value, ctx.others_key, partial(memo.group, ctx, path, value, ctx.others_key))
+            out += memo.group(ctx, (top,), value, ctx.others_key)
     for blocks in labels.values():
         out += memo.extras(ctx, blocks[0], same_point) if len(blocks) == 1 else memo.label_extras(ctx, blocks, same_point)
     return out
@@ -245,8 +244,6 @@ def _role_findings(ctx: Ctx, memo: "PointMemo", role: str, spec: RawYaml, same_p
                 out += memo.group(ctx, path, value, (same_point, *(memo.env_id(b.env) for b in blocks)))
             elif section == "args" and isinstance(value, dict):
                 out += memo.args_section(ctx, path, value, blocks, same_point)
-            elif not isinstance(value, (dict, list)) and path_facts(path).kind in _LEAF_ONLY:   # findings of the leaf alone
-                out += memo.section(ctx, path, value, (), partial(_group_findings, ctx, path, value, memo))
             else:
                 out += _group_findings(ctx, path, value, memo)
         return out
@@ -382,7 +379,6 @@ class PointMemo:
     block_shapes: dict[int, tuple[Block, int]] = field(default_factory=dict)
     shapes: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
     envs: dict[int, tuple[dict[str, str], int]] = field(default_factory=dict)
-    last_sections: dict[tuple[Any, ...], tuple[Any, ...]] = field(default_factory=dict)
 
     def intern(self, content: Any) -> int:
         return self.contents.setdefault(content, len(self.contents))
@@ -411,23 +407,6 @@ class PointMemo:
                 hit = self.blocks[id(block)] = (block, self.intern(_block_content(block)))
             out.append(hit[1])
         return tuple(out)
-
-    def section(self, ctx: Ctx, path: KeyPath, value: RawYaml, inputs: tuple[Any, ...], compute: Callable[[], list[Finding]]) -> list[Finding]:
-        """`compute()`, the findings of the recipe section at `path` (a top-level section, a role's
-        setting), taken from the last point of the config when the section holds the same object,
-        set at the same line of the same file (so the same subtree), and meets equal `inputs` (what
-        `group` keys the findings by besides the subtree). Findings a check made looking at a
-        block's scope are not kept. A point then costs a comparison per section its override leaves alone."""
-        origin = ctx.recipe.origins.get(path)
-        last = self.last_sections.get(path)
-        if (last is not None and last[0] is value and origin is not None and last[1] == origin and last[2] == inputs
-                and last[3] == ctx.recipe.file):
-            return last[4]  # type: ignore[no-any-return]
-        used = len(ctx.scopes_used)
-        found = compute()
-        if len(ctx.scopes_used) == used:
-            self.last_sections[path] = (value, origin, inputs, ctx.recipe.file, found)
-        return found
 
     def group(self, ctx: Ctx, prefix: KeyPath, value: RawYaml, inputs: tuple[int, ...],
               compute: Callable[[], list[Finding]] | None = None) -> list[Finding]:

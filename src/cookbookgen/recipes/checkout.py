@@ -9,7 +9,7 @@ A recipe path that leaves the checkout (`..`, absolute paths, symlinks out) is r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
@@ -23,6 +23,7 @@ class Checkout:
     """One checkout as it is when first asked (its layout and real root are looked up once)."""
 
     root: Path
+    _real_paths: dict[tuple[str, ...], Path] = field(default_factory=dict, init=False, compare=False, repr=False)  # `_resolved`
 
     @cached_property
     def e2e(self) -> Path:
@@ -33,9 +34,6 @@ class Checkout:
     def real_root(self) -> Path:
         return self.root.resolve()
 
-    @cached_property
-    def _real_paths(self) -> dict[tuple[str, ...], Path]:
-        return {}       # parts of a path under the e2e root -> that path resolved (`_resolved`)
 
     def _real_path(self, rel: PurePosixPath) -> Path:
         """`(self.e2e / rel).resolve()`; for a relative path without `..` (a recipe's, always),
