@@ -13,7 +13,7 @@ from cookbookgen.recipes.workspace import Workspace
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
 SOURCE = DATA / "inferencex"
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = ROOT / "tests" / "data" / "corpus"   # public data files, sources in tests/data/SOURCES.md
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,7 @@ from cookbookgen.errors import CookbookError
 from cookbookgen.render.model import Block
 from cookbookgen.render.shell import block_argv
 
-CORPUS = Path("/work/shared/corpus/sglang-cookbook/agentx")
+CORPUS = Path(__file__).resolve().parent / "data" / "corpus" / "sglang-cookbook" / "agentx"
 V4 = "deepseek-ai/deepseek-v4.jsx"
 GLM = "zai-org/glm-5.2.jsx"
 FILES = (V4, GLM)

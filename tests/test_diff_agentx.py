@@ -18,7 +18,7 @@ import pytest
 
 from cookbookgen.commands.diff import run_diff
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
 MODULE = CORPUS / "sglang-cookbook" / "agentx" / "deepseek-ai" / "deepseek-v4.jsx"
 CHECKOUT = CORPUS / "inferencex"
 AGG = "dsv4-fp4-gb300-dynamo-sglang-agentic-agg"

@@ -29,7 +29,7 @@ from cookbookgen.policy.rules import load_policy
 from cookbookgen.recipes.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = ROOT / "tests" / "data" / "corpus"
 MODULE = CORPUS / "sglang-cookbook" / "agentx" / "deepseek-ai" / "deepseek-v4.jsx"
 MULTI = "inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes"
 SINGLE = "inferencex-e2e/benchmarks/single_node/srt-slurm-recipes"

@@ -20,7 +20,7 @@ from cookbookgen.recipes.workspace import Workspace
 from cookbookgen.render.shell import format_block
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = ROOT / "tests" / "data" / "corpus"
 
 
 @pytest.fixture(scope="module")

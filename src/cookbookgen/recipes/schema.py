@@ -241,12 +241,19 @@ def _positive_whole(value: object) -> bool:
 
 
 def _check_engine(recipe: EffectiveRecipe) -> None:
+    """`engine: sglang`, or srt-slurm's mapping form `engine: {type: sglang, ...}` (whose other keys
+    only the engines not supported yet use)."""
     engine = recipe.data.get("engine", "sglang")
+    where: KeyPath = ("engine",)
+    if isinstance(engine, dict):
+        engine, where = engine.get("type"), ("engine", "type")
     if engine in SUPPORTED_ENGINES:
-        return
-    if engine in KNOWN_ENGINES:
-        raise recipe.error(("engine",), f"engine {engine!r} is not supported yet (supported: sglang)")
-    raise recipe.error(("engine",), f"unknown engine {engine!r}; expected one of: {', '.join(KNOWN_ENGINES)}")
+        if where == ("engine",):
+            return
+        raise recipe.error(("engine",), f"the mapping form of engine {engine!r} is not supported yet; write `engine: {engine}`")
+    if isinstance(engine, str) and engine in KNOWN_ENGINES:
+        raise recipe.error(where, f"engine {engine!r} is not supported yet (supported: sglang)")
+    raise recipe.error(where, f"unknown engine {engine!r}; expected one of: {', '.join(KNOWN_ENGINES)}")
 
 
 def _from_v1(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawYaml], Origins]:
