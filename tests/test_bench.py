@@ -91,3 +91,32 @@ def test_the_stage_timers_split_a_diff_by_stage_and_point_and_put_the_code_back(
     lines = stages.table(total, own).splitlines()
     shares = [float(line.rsplit("|", 2)[1].strip().rstrip("%")) for line in lines[2:]]
     assert len(shares) == len(own) + 1 and abs(sum(shares) - 100) < 0.5
+
+
+def test_a_terminated_run_removes_its_temporary_work_folder(tmp_path: Path) -> None:
+    """SIGTERM (a CI timeout, `kill`) unwinds like Ctrl-C: the running child is killed and the temporary
+    work folder removed, exit 128 + 15."""
+    import os
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "bench.py"), "--configs", "3"],
+                            env={**os.environ, "TMPDIR": str(tmp_path)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("cookbookgen-bench-*/logs/render.log")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(tmp_path.glob("cookbookgen-bench-*")), "the run never started"
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, out
+    assert not list(tmp_path.iterdir()), out
+
+
+def test_work_folder_of_the_users_is_never_replaced(tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench.py"), "--configs", "1", "--diff-only", "--work", str(mine)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0 and "is not an earlier benchmark's work folder" in proc.stderr
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
