@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from cookbookgen.pipeline import RenderedPoint, render_config_point
 from cookbookgen.policy.rules import Policy, load_policy
@@ -14,6 +16,29 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
 SOURCE = DATA / "inferencex"
 CORPUS = ROOT / "tests" / "data" / "corpus"   # public data files, sources in tests/data/SOURCES.md
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--full", action="store_true", help="run every property and fuzz test with all its examples (CI=true does too)")
+
+
+FULL = False   # set once options are parsed, before any test module is imported
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global FULL
+    FULL = bool(config.getoption("--full")) or os.environ.get("CI", "").lower() in ("true", "1")
+    settings.register_profile("quick", max_examples=examples(100))   # property tests without their own count
+    settings.load_profile("default" if FULL else "quick")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return "property and fuzz tests: " + ("every example (--full)" if FULL else "a tenth of their examples; --full (or CI=true) runs them all")
+
+
+def examples(n: int) -> int:
+    """How many examples a property or fuzz test draws: `n` in a full run, a tenth (at least 10) otherwise."""
+    return n if FULL else max(10, n // 10)
 
 
 @pytest.fixture(scope="session")

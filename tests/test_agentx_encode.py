@@ -18,7 +18,7 @@ from cookbookgen.cells.model import Cookbook, Variant
 from cookbookgen.cells.variants import TIERS, with_variants
 from cookbookgen.errors import CookbookError
 
-from conftest import CORPUS, DATA
+from conftest import CORPUS, DATA, examples
 from test_variants_strategies import cookbooks
 
 MODULES = CORPUS / "sglang-cookbook" / "agentx"
@@ -62,7 +62,7 @@ def _assert_round_trip(module: dict, cb: Cookbook) -> int:
 
 # ---- round trips ----
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(cookbooks())
 def test_random_deployments_round_trip(cb: Cookbook) -> None:
     cb = with_variants(cb)

@@ -13,6 +13,8 @@ from cookbookgen.errors import CookbookError
 from cookbookgen.recipes.changelog import read_changelog
 from cookbookgen.recipes.load import parse_yaml
 
+from conftest import examples
+
 KEYS = ["dsv4-fp4-gb300-agg", "dsv4-fp4-gb300-disagg", "qwen3.5-fp8-b200-agg", "glm5-fp4-gb200-disagg"]
 PATTERNS = KEYS + ["dsv4-fp4-*", "*-agg", "qwen3.?-fp8-b200-agg", "glm5-fp[48]-gb200-*", "qwen3.5*", "*"]
 
@@ -32,7 +34,7 @@ def _doc(entries: list[dict[str, object]]):  # type: ignore[no-untyped-def]
     return parse_yaml(yaml.safe_dump(entries), "perf-changelog.yaml")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=3), st.integers(1, 5000) | st.none()),
                 max_size=12))
 def test_the_index_answers_as_a_scan_from_the_newest_entry(raw: list[tuple[list[str], int | None]]) -> None:

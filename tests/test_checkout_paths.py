@@ -17,6 +17,8 @@ from cookbookgen.recipes.checkout import Checkout
 
 from test_bad_input import _copy_source, one_problem
 
+from conftest import examples
+
 NAMES = ["a", "b", "c", "l1", "l2", "f.yaml"]
 FOLDERS = ["a", "b", "a/c", "b/c"]
 # link (under the e2e root) -> target, relative to the link's folder or absolute (`/` marks the e2e root,
@@ -69,7 +71,7 @@ def _got(checkout: Checkout, ref: str, recipe_dir: str | None) -> tuple[str, str
         return ("error", exc.problems[0].message)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(LINKS, QUERIES, RECIPE_DIRS)
 def test_a_recipe_path_resolves_as_the_whole_path_does(links: dict[str, str], refs: list[str], recipe_dir: str | None) -> None:
     with tempfile.TemporaryDirectory() as top:

@@ -25,7 +25,7 @@ from cookbookgen.recipes.load import YamlFloat
 from cookbookgen.recipes.workspace import Workspace
 from cookbookgen.render.model import Block
 
-from conftest import DATA
+from conftest import DATA, examples
 
 
 @pytest.fixture(scope="module")
@@ -284,7 +284,7 @@ _WORDS = st.lists(st.sampled_from(["1", "2", "0.8", "true", "x y"]), max_size=2)
 _ARGS = st.lists(st.tuples(st.sampled_from(_FLAGS), _WORDS).map(lambda a: (a[0], *a[1])), min_size=4, max_size=30, unique_by=lambda a: a[0])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(before=_ARGS, edits=st.lists(st.tuples(st.integers(0, 40), st.sampled_from(_FLAGS), _WORDS, st.booleans()), max_size=4),
        worker=st.booleans())
 def test_a_block_indexed_from_another_block_of_its_role_is_indexed_as_alone(before: list[tuple[str, ...]],

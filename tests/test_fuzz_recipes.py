@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 
 from cookbookgen.cli import main
 
-from conftest import DATA, SOURCE
+from conftest import DATA, SOURCE, examples
 
 RECIPES = SOURCE / "inferencex-e2e/benchmarks"
 BUNDLES = [
@@ -45,7 +45,7 @@ BUNDLES = [
 # The default run is derandomized (the same examples on every machine, so CI is reproducible);
 # COOKBOOKGEN_FUZZ_EXAMPLES=N explores N new random examples per input.
 _EXPLORE = os.environ.get("COOKBOOKGEN_FUZZ_EXAMPLES")
-FUZZ = settings(max_examples=int(_EXPLORE or 60), derandomize=not _EXPLORE, deadline=None,
+FUZZ = settings(max_examples=int(_EXPLORE) if _EXPLORE else examples(60), derandomize=not _EXPLORE, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 LINE = re.compile(r"^cookbookgen: error: (?P<where>.+?:\d+: \S+): .+$")
 

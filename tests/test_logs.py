@@ -23,6 +23,8 @@ from cookbookgen.diff.logs import (
 from cookbookgen.errors import CookbookError
 from cookbookgen.recipes.load import parse_yaml
 
+from conftest import examples
+
 # One decode worker's line, fields in SGLang's ServerArgs order (a subset of the ~450 fields).
 REAL_LINE = (
     "[2026-10-16 08:12:01 TP0] server_args=ServerArgs("
@@ -195,7 +197,7 @@ values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.dictionaries(field_names, values, max_size=8))
 def test_any_repr_keyword_list_round_trips(fields: dict[str, object]) -> None:
     parsed = parse_server_args(server_args_line(**fields))

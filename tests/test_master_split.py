@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from cookbookgen.errors import CookbookError
 from cookbookgen.recipes.load import parse_yaml, split_top_level
 
+from conftest import examples
+
 KEYS = st.text(string.ascii_letters + string.digits + "-_.", min_size=1, max_size=8).filter(lambda k: k[0].isalpha())
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=12)
 VALUES = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), TEXT),
@@ -44,7 +46,7 @@ def _parts(text: str) -> Any:
     return data, lines
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(entries=MASTERS, comments=st.booleans(), flow=st.booleans())
 def test_a_master_config_dumped_by_yaml_splits_into_the_entries_a_whole_parse_gives(entries: dict[str, Any], comments: bool, flow: bool) -> None:
     # a master config's shape: each entry a block under its key, the values inside in block or flow style
@@ -65,7 +67,7 @@ def test_a_master_config_dumped_by_yaml_splits_into_the_entries_a_whole_parse_gi
 EDITS = st.sampled_from(['"', "'", "[", "]", "{", "}", "\n", "\nkey:\n", "\nyes:\n", "&a ", "*a", "|\n", "\t", "#", ": ", "- ", "\r", "---\n"])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(entries=ENTRIES, edits=st.lists(st.tuples(st.floats(0, 1), EDITS), min_size=1, max_size=3))
 def test_when_every_part_parses_alone_they_are_what_the_whole_file_is(entries: dict[str, Any], edits: list[tuple[float, str]]) -> None:
     """Whatever is inserted where: either no split, or a part that fails (the files are then read

@@ -18,6 +18,8 @@ from cookbookgen.policy.rules import Policy, Rule, glob_matches
 from cookbookgen.recipes.bundle import EffectiveRecipe
 from cookbookgen.recipes.merge import deep_merge
 
+from conftest import examples
+
 KEYS = st.sampled_from(["env", "args", "X", "Y", "roles", "0", "1"])
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["", "v", "0.90"]))
 TREES = st.recursive(
@@ -37,14 +39,14 @@ def _policy(pattern: tuple[str, ...]) -> Policy:
     return Policy((Rule(("args",), "published", "kept"), Rule(pattern, "prohibited", "never")))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=st.dictionaries(KEYS, TREES, max_size=5), pattern=st.lists(SEGMENTS, min_size=1, max_size=4).map(tuple))
 def test_it_says_whether_a_prohibited_rules_path_matches_a_leaf(data: dict[str, Any], pattern: tuple[str, ...]) -> None:
     expected = any(glob_matches(pattern, tuple(map(str, path))) for path, _ in leaves(data))
     assert may_prohibit(_recipe(data), _policy(pattern)) == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(data=st.dictionaries(KEYS, TREES, max_size=5), pattern=st.lists(SEGMENTS, min_size=1, max_size=4).map(tuple))
 def test_it_is_true_whenever_classify_finds_a_prohibited_setting(data: dict[str, Any], pattern: tuple[str, ...]) -> None:
     policy = _policy(pattern)
@@ -54,7 +56,7 @@ def test_it_is_true_whenever_classify_finds_a_prohibited_setting(data: dict[str,
         assert may_prohibit(_recipe(data), policy)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(base=st.dictionaries(KEYS, TREES, max_size=5), over=st.dictionaries(KEYS, TREES, max_size=4),
        pattern=st.lists(SEGMENTS, min_size=1, max_size=4).map(tuple))
 def test_the_trees_a_recipe_was_merged_from_hold_every_path_it_has(base: dict[str, Any], over: dict[str, Any],
@@ -127,7 +129,7 @@ def test_a_prohibited_setting_stops_the_diff_with_the_builds_message(tmp_path, c
 _VALUES = st.sampled_from([None, True, 1, "1", "v", 0.9])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(rules=st.lists(st.tuples(st.lists(SEGMENTS, min_size=1, max_size=4).map(tuple), st.booleans(), _VALUES), min_size=1, max_size=8),
        path=st.lists(KEYS, min_size=1, max_size=5).map(tuple), value=_VALUES)
 def test_the_first_rule_is_the_first_whose_pattern_and_value_match(rules: list[tuple[tuple[str, ...], bool, Any]],
@@ -155,7 +157,7 @@ def _globbed(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
     return bool(path) and fnmatchcase(path[0], pattern[0]) and _globbed(pattern[1:], path[1:])
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(pattern=st.lists(st.sampled_from(["**", "*", "env", "X", "roles", "0", "e*", "[XY]", "?", "en?", "a.b", "(x)"]), max_size=5).map(tuple),
        path=st.lists(st.sampled_from(["env", "envs", "args", "X", "Y", "roles", "0", "01", "1", "a.b", "(x)", "ex"]), max_size=6).map(tuple))
 def test_a_pattern_matches_as_globbing_it_part_by_part_does(pattern: tuple[str, ...], path: tuple[str, ...]) -> None:

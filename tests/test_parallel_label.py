@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 from cookbookgen.cells.describe import parallel_label
 from cookbookgen.render.model import Block
 
+from conftest import examples
+
 FLAGS = ["--tensor-parallel-size", "--tp-size", "--data-parallel-size", "--dp-size", "--expert-parallel-size", "--ep-size",
          "--enable-dp-attention", "--mem-fraction-static"]
 ARGS = st.lists(st.tuples(st.sampled_from(FLAGS)).map(tuple) | st.tuples(st.sampled_from(FLAGS), st.sampled_from(["1", "2", "4", "8", ""])),
@@ -29,7 +31,7 @@ def _expected(args: list[tuple[str, ...]]) -> str:
     return f"TP{tp}" + (f"·EP{ep}" if ep > 1 else "")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(args=ARGS)
 def test_the_label_reads_the_first_value_of_each_parallel_size(args: list[tuple[str, ...]]) -> None:
     block = Block(kind="worker", role="agg", title="t", cmd="c", args=tuple(args))

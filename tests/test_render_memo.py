@@ -20,6 +20,8 @@ from cookbookgen.render.model import Deployment
 
 from recipes_factory import dump, minimal_recipe
 
+from conftest import examples
+
 # Args the policy treats differently: published, harness-only, placeholder with and without a
 # replacement, `port` (the block has a `--port` of its own), a switch whose `false` is dropped, and
 # `request-plane`, a flag the block also has from the recipe's `dynamo.request_plane`.
@@ -55,7 +57,7 @@ def _render(recipe: Any, typed: Any, policy: Any) -> Deployment:
     return render(recipe, typed, RenderContext("org/Model-1", policy, settings=False))
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(ARGS, OVERRIDES, st.one_of(st.none(), st.integers(0, 4)))
 def test_each_point_renders_as_with_a_fresh_policy(base_args: dict[str, Any], overrides: list[dict[str, Any]],
                                                   env_change: int | None) -> None:

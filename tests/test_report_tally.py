@@ -16,6 +16,8 @@ from cookbookgen.diff import report
 from cookbookgen.diff.check import flatten
 from cookbookgen.diff.model import CLASSES, Finding
 
+from conftest import examples
+
 POOL = [Finding("cfg", "p", role, kind, f"--flag-{i}", cls, detail="d", reason=f"r{i % 3}", path=f"roles.{role}.args.x{i}")
         for i, (role, kind, cls) in enumerate((r, k, c) for r in ("prefill", "decode", "frontend")
                                                   for k in ("arg", "env", "point") for c in CLASSES)]
@@ -42,7 +44,7 @@ def _section(runs: list[tuple[str, list[Finding]]]) -> str:
     return report.text_config(report.TextRenderer(False), "cfg", runs)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(runs=points())
 def test_a_point_counted_from_the_last_one_gives_the_section_counting_afresh_gives(runs: list[tuple[str, list[Finding]]]) -> None:
     shared = _section(runs)
@@ -72,7 +74,7 @@ def sections(draw: Any) -> list[tuple[str | None, list[Finding]]]:
     return [(None, before), *runs, (None, after)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(runs=sections())
 def test_a_section_of_point_runs_is_the_section_of_their_findings_each_naming_its_point(runs: list[tuple[str | None, list[Finding]]]) -> None:
     assert _section(runs) == _section([(None, flatten(runs))])

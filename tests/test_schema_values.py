@@ -17,6 +17,8 @@ from cookbookgen.recipes.merge import deep_merge
 from cookbookgen.recipes.load import YamlFloat
 from cookbookgen.recipes.schema import ArgValue, Scalar, normalise
 
+from conftest import examples
+
 SMART = TypeAdapter(dict[str, Scalar | list[Scalar] | None])    # the union as pydantic checks it by default
 EXACT = TypeAdapter(dict[str, ArgValue])
 
@@ -36,7 +38,7 @@ def _outcome(adapter: TypeAdapter[Any], args: dict[str, Any]) -> Any:
                     str(v) if isinstance(v, float) else None) for k, v in value.items()])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(args=st.dictionaries(st.sampled_from(["tp", "mem", "flag", "x"]), VALUES, max_size=4))
 def test_exact_members_give_what_the_smart_union_gives(args: dict[str, Any]) -> None:
     assert _outcome(EXACT, args) == _outcome(SMART, args)
@@ -79,7 +81,7 @@ def _typed(recipe: EffectiveRecipe, sibling: Any = None) -> Any:
     return _exact(typed)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(first=OVERRIDE, second=OVERRIDE)
 @example(first={}, second={"roles": {"agg": {"args": {"x": {}}}}})         # a bad value only the variant has
 @example(first={"roles": {"agg": {"env": {"F": "1"}}}}, second={"roles": {"agg": {"env": {"F": YamlFloat(1.5, "1.50")}}}})

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from cookbookgen.render.model import Block
 from cookbookgen.render.shell import block_argv, copy_all, format_block, heredoc, quote
 
+from conftest import examples
+
 values = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")) | st.sampled_from(list("$'\"{} \\`!*?;&|<>()#~=")), max_size=20)
 flags = st.from_regex(r"--[a-z][a-z0-9-]{0,12}", fullmatch=True)
 env_names = st.from_regex(r"[A-Z][A-Z0-9_]{0,10}", fullmatch=True)
@@ -29,7 +31,7 @@ def test_quote_rules_match_the_explorer() -> None:
     assert quote("daemon off;") == "'daemon off;'"
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.lists(st.tuples(flags, st.lists(values, max_size=3)), max_size=6), st.dictionaries(env_names, values, max_size=4))
 def test_shlex_recovers_the_exact_argv(args, env) -> None:
     block = Block(kind="worker", role="agg", title="t", cmd="python3 -m sglang.launch_server",
@@ -38,7 +40,7 @@ def test_shlex_recovers_the_exact_argv(args, env) -> None:
     assert shlex.split(text.replace("\\\n", " ")) == block_argv(block)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(flags, st.lists(values, max_size=2)), max_size=4), st.dictionaries(env_names, values, max_size=3))
 def test_every_command_passes_bash_n(args, env) -> None:
     block = Block(kind="worker", role="agg", title="t", cmd="python3 -m sglang.launch_server",

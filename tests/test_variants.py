@@ -18,7 +18,7 @@ from cookbookgen.render.model import Block, Deployment
 from cookbookgen.render.shell import format_block
 from cookbookgen.render.tables import tables
 
-from conftest import CORPUS, DATA
+from conftest import CORPUS, DATA, examples
 from test_variants_strategies import cookbooks
 
 GLM = CORPUS / "sglang-cookbook" / "agentx" / "zai-org" / "glm-5.2.jsx"
@@ -198,7 +198,7 @@ def _fake_cell(dep: Deployment):
                 provenance=_provenance("verified"), points=(point,), exclusions=(), disclosures=(), notes=())
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(cookbooks())
 def test_random_deployments_give_consistent_variants(cb: Cookbook) -> None:
     for cell in _cells(cb):

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from cookbookgen.errors import CookbookError
 from cookbookgen.recipes.load import YamlFloat, parse_yaml
 
+from conftest import examples
+
 # Plain scalars whose tag depends on the text: each resolves to str, int, float, bool or null.
 AMBIGUOUS = [
     "0", "1", "-7", "+3", "0x1F", "0o17", "017", "1_000", "190:20:30",
@@ -76,7 +78,7 @@ trees = st.recursive(scalar_text, collections, max_leaves=30)
 documents = st.dictionaries(key_text, trees, min_size=1, max_size=6)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(documents)
 def test_block_documents_build_as_safe_load_does(tree: dict[str, Any]) -> None:
     text = "\n".join(block(tree)) + "\n"
@@ -87,7 +89,7 @@ def test_block_documents_build_as_safe_load_does(tree: dict[str, Any]) -> None:
             assert doc.lines[(line.split(":", 1)[0],)] == number
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(scalar_text, min_size=1, max_size=12), st.lists(plain, min_size=1, max_size=12))
 def test_flow_and_repeated_scalars_keep_their_tags(values: list[str], repeated: list[str]) -> None:
     # The same text plain, quoted and again plain in one document: the memo of tags and values must not
@@ -110,7 +112,7 @@ small_keys = st.sampled_from(["tp", "dp", "ep", "mem", "port"])
 anchored = st.lists(st.dictionaries(small_keys, plain, max_size=4), min_size=1, max_size=4)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(anchored, st.data())
 def test_merge_keys_build_as_safe_load_does(anchors: list[dict[str, str]], data: st.DataObject) -> None:
     # Anchored mappings that may merge earlier ones, and a point merging some of them (one `<<`, a
