@@ -1,0 +1,357 @@
+#!/usr/bin/env python3
+"""Write the flag catalog of an engine release: every command-line flag its server parser accepts.
+
+    python scripts/flag_catalogs.py sglang 0.5.23 [0.5.22 ...]    # pip download, then read with `ast`
+    python scripts/flag_catalogs.py sglang 0.5.23 --package FILE   # a wheel or sdist already on disk
+
+The package is downloaded with `pip download <pkg>==<ver> --no-deps` into a temporary folder and read
+as text: nothing of it is imported (SGLang needs torch). The parser is rebuilt as SGLang's
+`prepare_server_args` builds it:
+- `ServerArgs.add_cli_args` in `srt/server_args.py`: its `parser.add_argument(...)` calls (the only
+  source up to 0.5.1x);
+- `add_cli_args_from_dataclass(parser, ServerArgs)`: one flag per field annotated `A[T, "help"]` or
+  `A[T, Arg(...)]`, of `ServerArgs` itself or of the namespace classes (`_NS_PATH`) under
+  `srt/arg_groups/fields/` that newer releases assemble it from; the flag's shape follows that
+  function's rules (custom action, Literal -> choices, list -> nargs '+', bool -> store_true, else one value);
+- argparse's own `-h/--help`.
+Names of constants (choice lists) are looked up in the module-level assignments of the files read;
+a value that is not a literal there (a plugin registry, an f-string) is recorded as unknown (`null`).
+
+Output: `src/cookbookgen/flags/catalogs/<engine>-<version>.json`, keys sorted, one flag per line,
+with the package file name and sha256 it came from. Running it again on the same package writes the
+same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CATALOGS = Path(__file__).resolve().parent.parent / "src" / "cookbookgen" / "flags" / "catalogs"
+PACKAGES = {"sglang": "sglang"}
+SERVER_ARGS = "sglang/srt/server_args.py"
+FIELDS_DIR = "sglang/srt/arg_groups/"
+UNKNOWN = object()   # a value the reader cannot state without running the code
+
+# argparse's own actions that take no value; every other action takes `nargs` (default: one value).
+NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "append_const", "count", "help", "version"}
+DEPRECATED_HELP = re.compile(r"^\s*[\[(]?\s*deprecated\b", re.IGNORECASE)
+REPLACEMENT = re.compile(r"\b(?:use|alias for|replaced by|in favou?r of)\s+(--[A-Za-z0-9][\w-]*(?:\{[\w,]+\})?(?:=[\w{},<>-]+| <[\w-]+>)?)",
+                         re.IGNORECASE)
+
+
+@dataclass
+class Flag:
+    names: list[str]
+    nargs: int | str = 1
+    choices: list[str] | None = None
+    default: Any = UNKNOWN
+    deprecated: bool = False
+    replacement: str | None = None
+    refused: str | None = None      # the parser stops with this message (a retired flag)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"nargs": self.nargs}
+        if len(self.names) > 1:
+            out["aliases"] = self.names[1:]
+        if self.choices is not None:
+            out["choices"] = self.choices
+        if self.default is not UNKNOWN:
+            out["default"] = self.default
+        if self.deprecated:
+            out["deprecated"] = True
+        if self.replacement:
+            out["replacement"] = self.replacement
+        if self.refused:
+            out["refused"] = self.refused
+        return out
+
+
+@dataclass
+class Sources:
+    """The package's Python files that build the parser, parsed, plus the constants they define."""
+
+    trees: dict[str, ast.Module]
+    constants: dict[str, Any] = field(default_factory=dict)
+    action_nargs: dict[str, int | str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for tree in self.trees.values():
+            for node in tree.body:
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    self.constants.setdefault(node.targets[0].id, (node.value, {}))
+                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                    self.constants.setdefault(node.target.id, (node.value, {}))
+                elif isinstance(node, ast.ClassDef):
+                    nargs = _action_class_nargs(node)
+                    if nargs is not None:
+                        self.action_nargs[node.name] = nargs
+
+
+def _action_class_nargs(cls: ast.ClassDef) -> int | str | None:
+    """For a subclass of argparse.Action: the `nargs` its `__init__` defaults to (None: one value)."""
+    if not any(ast.unparse(b).endswith("Action") for b in cls.bases):
+        return None
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            args = node.args.args[len(node.args.args) - len(node.args.defaults):]
+            for arg, default in zip(args, node.args.defaults):
+                if arg.arg == "nargs" and isinstance(default, ast.Constant):
+                    return _nargs(default.value)
+    return 1
+
+
+def _nargs(value: Any) -> int | str:
+    return 1 if value is None else value
+
+
+def evaluate(node: ast.expr | None, src: Sources, local: dict[str, ast.expr] | None = None, depth: int = 0) -> Any:
+    """The value of a literal expression, following names to their assignment; UNKNOWN otherwise."""
+    if node is None or depth > 20:
+        return UNKNOWN
+    again = lambda n: evaluate(n, src, local, depth + 1)  # noqa: E731
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        items = [again(e) for e in node.elts]
+        return UNKNOWN if any(i is UNKNOWN for i in items) else items
+    if isinstance(node, ast.Dict):
+        keys = [again(k) for k in node.keys if k is not None]
+        return UNKNOWN if any(k is UNKNOWN for k in keys) or None in node.keys else dict.fromkeys(keys)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.BitOr)):
+        left, right = again(node.left), again(node.right)
+        if isinstance(left, list) and isinstance(right, list):
+            return left + right if isinstance(node.op, ast.Add) else sorted(set(left) | set(right), key=str)
+        if isinstance(left, str) and isinstance(right, str) and isinstance(node.op, ast.Add):
+            return left + right
+        return UNKNOWN
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = again(node.operand)
+        return -value if isinstance(value, (int, float)) else UNKNOWN
+    if isinstance(node, ast.Name):
+        if local and node.id in local:
+            return again(local[node.id])
+        if node.id in src.constants:
+            return again(src.constants[node.id][0])
+        return UNKNOWN
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple", "set", "sorted") \
+            and len(node.args) == 1 and not node.keywords:
+        value = again(node.args[0])
+        return list(value) if isinstance(value, (list, dict)) else UNKNOWN
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "keys" and not node.args:
+        value = again(node.func.value)
+        return list(value) if isinstance(value, dict) else UNKNOWN
+    return UNKNOWN
+
+
+def _choices(value: Any) -> list[str] | None:
+    if value is UNKNOWN or not isinstance(value, list):
+        return None
+    return sorted({str(v) for v in value})
+
+
+def _literal_default(value: Any) -> Any:
+    plain = (str, int, float, bool, type(None))
+    if isinstance(value, plain) or (isinstance(value, list) and all(isinstance(v, plain) for v in value)):
+        return value
+    return UNKNOWN
+
+
+def _deprecation(flag: Flag, action: str, kwargs: dict[str, Any], help_text: Any) -> None:
+    text = help_text if isinstance(help_text, str) else ""
+    if "Deprecated" in action or DEPRECATED_HELP.search(text):
+        flag.deprecated = True
+        new_flag = kwargs.get("new_flag")
+        found = REPLACEMENT.search(text)
+        flag.replacement = new_flag if isinstance(new_flag, str) else found.group(1) if found else None
+    message = kwargs.get("error_message")
+    if action == "DeprecatedAction" and message is not None:
+        flag.refused = message if isinstance(message, str) else "the parser refuses this flag"
+
+
+def flag_from_call(call: ast.Call, src: Sources, local: dict[str, ast.expr]) -> Flag | None:
+    """One `parser.add_argument("--x", ...)` call."""
+    names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if not names or not names[0].startswith("-"):
+        return None
+    kwargs = {k.arg: k.value for k in call.keywords if k.arg}
+    values = {k: evaluate(v, src, local) for k, v in kwargs.items() if k != "action"}
+    action = ast.unparse(kwargs["action"]).split(".")[-1].strip("'\"") if "action" in kwargs else "store"
+    flag = Flag(names)
+    if action == "BooleanOptionalAction":
+        flag.names += ["--no-" + n[2:] for n in names if n.startswith("--")]
+        flag.nargs = 0
+    elif action in NO_VALUE_ACTIONS:
+        flag.nargs = 0
+    elif "nargs" in kwargs:
+        flag.nargs = _nargs(values["nargs"]) if values["nargs"] is not UNKNOWN else "*"
+    else:
+        flag.nargs = src.action_nargs.get(action, 1)
+    if "choices" in kwargs:
+        flag.choices = _choices(values["choices"])
+    flag.default = _literal_default(values["default"]) if "default" in values else UNKNOWN
+    _deprecation(flag, action, values, values.get("help"))
+    return flag
+
+
+def _annotated(node: ast.expr) -> tuple[ast.expr, list[ast.expr]] | None:
+    """`A[T, meta, ...]` / `Annotated[T, ...]` -> (T, [meta, ...])."""
+    if isinstance(node, ast.Subscript) and ast.unparse(node.value).split(".")[-1] in ("A", "Annotated") \
+            and isinstance(node.slice, ast.Tuple) and node.slice.elts:
+        return node.slice.elts[0], node.slice.elts[1:]
+    return None
+
+
+def _unwrap_optional(node: ast.expr) -> ast.expr:
+    if isinstance(node, ast.Subscript) and ast.unparse(node.value).split(".")[-1] == "Optional":
+        return node.slice
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        sides = [s for s in (node.left, node.right) if ast.unparse(s) != "None"]
+        return sides[0] if len(sides) == 1 else node
+    if isinstance(node, ast.Subscript) and ast.unparse(node.value).split(".")[-1] == "Union" and isinstance(node.slice, ast.Tuple):
+        sides = [s for s in node.slice.elts if ast.unparse(s) != "None"]
+        return sides[0] if len(sides) == 1 else node
+    return node
+
+
+def flag_from_field(stmt: ast.AnnAssign, src: Sources) -> Flag | None:
+    """One annotated field, as `add_cli_args_from_dataclass` registers it."""
+    found = _annotated(stmt.annotation) if isinstance(stmt.target, ast.Name) else None
+    if found is None:
+        return None
+    type_node, metas = found
+    meta: dict[str, ast.expr] | None = None
+    for m in metas:
+        if isinstance(m, ast.Call) and ast.unparse(m.func).split(".")[-1] == "Arg":
+            meta = {k.arg: k.value for k in m.keywords if k.arg}
+            break
+        if isinstance(m, (ast.JoinedStr, ast.BinOp)) or (isinstance(m, ast.Constant) and isinstance(m.value, str)):
+            meta = {"help": m}
+            break
+    if meta is None or evaluate(meta.get("no_cli"), src) is True:
+        return None
+    name = stmt.target.id  # type: ignore[union-attr]
+    cli_name = evaluate(meta.get("cli_name"), src)
+    aliases = evaluate(meta.get("aliases"), src)
+    flag = Flag([cli_name if isinstance(cli_name, str) else "--" + name.replace("_", "-")] + (aliases if isinstance(aliases, list) else []))
+    flag.default = _literal_default(evaluate(stmt.value, src)) if stmt.value is not None else UNKNOWN
+    given_choices = evaluate(meta.get("choices"), src) if "choices" in meta else None
+    given_nargs = evaluate(meta.get("nargs"), src) if "nargs" in meta else None
+    inner = _unwrap_optional(type_node)
+    head = ast.unparse(inner.value if isinstance(inner, ast.Subscript) else inner).split(".")[-1]
+    if "action" in meta:
+        action = ast.unparse(meta["action"]).split(".")[-1].strip("'\"")
+        extra = evaluate(meta.get("action_kwargs"), src) if "action_kwargs" in meta else {}
+        kwargs = {"nargs": extra.get("nargs")} if isinstance(extra, dict) and "nargs" in extra else {}
+        flag.nargs = 0 if action in NO_VALUE_ACTIONS else _nargs(kwargs["nargs"]) if kwargs else src.action_nargs.get(action, 1)
+        if isinstance(extra, dict) and "choices" in extra:
+            flag.choices = _choices(extra["choices"])
+        _deprecation(flag, action, extra if isinstance(extra, dict) else {}, evaluate(meta.get("help"), src))
+        return flag
+    if head == "Literal" and isinstance(inner, ast.Subscript):
+        literal = evaluate(inner.slice if isinstance(inner.slice, ast.Tuple) else ast.Tuple([inner.slice]), src)
+        flag.choices = _choices(given_choices if given_choices is not None else literal)
+    elif head in ("List", "list") and "type_parser" not in meta:
+        flag.nargs = given_nargs if isinstance(given_nargs, (str, int)) else "+"
+        flag.choices = _choices(given_choices) if given_choices else None
+    elif head == "bool":
+        flag.nargs = 0
+    else:
+        flag.choices = _choices(given_choices) if given_choices else None
+        flag.nargs = _nargs(given_nargs) if isinstance(given_nargs, (str, int)) else 1
+    _deprecation(flag, "", {}, evaluate(meta.get("help"), src))
+    return flag
+
+
+def _is_field_class(cls: ast.ClassDef) -> bool:
+    return cls.name == "ServerArgs" or any(
+        isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_NS_PATH" for t in s.targets) for s in cls.body)
+
+
+def read_parser(src: Sources) -> list[Flag]:
+    """Every flag of the SGLang server parser, in registration order (fields, then add_cli_args)."""
+    flags: list[Flag] = []
+    for path in sorted(src.trees):
+        for cls in ast.walk(src.trees[path]):
+            if isinstance(cls, ast.ClassDef) and _is_field_class(cls):
+                flags += [f for s in cls.body if isinstance(s, ast.AnnAssign) and (f := flag_from_field(s, src))]
+    for func in ast.walk(src.trees[SERVER_ARGS]):
+            if isinstance(func, ast.FunctionDef) and func.name == "add_cli_args":
+                local = {t.id: s.value for s in ast.walk(func) if isinstance(s, ast.Assign)
+                         for t in s.targets if isinstance(t, ast.Name)}
+                for call in ast.walk(func):
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument":
+                        flag = flag_from_call(call, src, local)
+                        if flag is not None:
+                            flags.append(flag)
+    flags.append(Flag(["-h", "--help"], nargs=0))
+    return flags
+
+
+def read_package(archive: Path) -> Sources:
+    """The server-args sources of a wheel or sdist, parsed (no file of it is imported or run)."""
+    texts: dict[str, str] = {}
+    wanted = lambda name: name == SERVER_ARGS or (name.startswith(FIELDS_DIR) and name.endswith(".py"))  # noqa: E731
+    if archive.suffix == ".whl":
+        with zipfile.ZipFile(archive) as z:
+            texts = {n: z.read(n).decode() for n in z.namelist() if wanted(n)}
+    else:
+        with tarfile.open(archive) as t:
+            for member in t.getmembers():
+                inner = member.name.split("/", 1)[-1].removeprefix("python/")
+                if member.isfile() and wanted(inner):
+                    texts[inner] = t.extractfile(member).read().decode()  # type: ignore[union-attr]
+    if SERVER_ARGS not in texts:
+        sys.exit(f"flag_catalogs: {archive.name} has no {SERVER_ARGS}")
+    return Sources({name: ast.parse(text, name) for name, text in texts.items()})
+
+
+def catalog(engine: str, version: str, archive: Path) -> str:
+    flags = read_parser(read_package(archive))
+    by_name = {f.names[0]: f.to_json() for f in flags}
+    lines = [f" {json.dumps(name)}: {json.dumps(entry, sort_keys=True)}" for name, entry in sorted(by_name.items())]
+    head = {"engine": engine, "version": version, "package": archive.name,
+            "sha256": hashlib.sha256(archive.read_bytes()).hexdigest(), "options": sum(len(f.names) for f in flags)}
+    return json.dumps(head, sort_keys=True)[:-1] + ', "flags": {\n' + ",\n".join(lines) + "\n}}\n"
+
+
+def download(package: str, version: str, into: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "pip", "download", f"{package}=={version}", "--no-deps", "-q", "-d", str(into)], check=True)
+    found = sorted(p for p in into.iterdir() if p.suffix in (".whl", ".gz"))
+    if not found:
+        sys.exit(f"flag_catalogs: pip downloaded nothing for {package}=={version}")
+    return found[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("engine", choices=sorted(PACKAGES))
+    parser.add_argument("versions", nargs="+")
+    parser.add_argument("--package", type=Path, help="read this wheel/sdist instead of downloading (one version only)")
+    parser.add_argument("--out", type=Path, default=CATALOGS, help=f"output folder (default: {CATALOGS})")
+    args = parser.parse_args(argv)
+    if args.package and len(args.versions) != 1:
+        parser.error("--package goes with exactly one version")
+    args.out.mkdir(parents=True, exist_ok=True)
+    for version in args.versions:
+        with tempfile.TemporaryDirectory() as tmp:
+            archive = args.package or download(PACKAGES[args.engine], version, Path(tmp))
+            target = args.out / f"{args.engine}-{version}.json"
+            target.write_text(catalog(args.engine, version, archive))
+            print(f"{target}: from {archive.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
