@@ -39,9 +39,13 @@ from pathlib import Path
 from typing import Any
 
 CATALOGS = Path(__file__).resolve().parent.parent / "src" / "cookbookgen" / "flags" / "catalogs"
-PACKAGES = {"sglang": "sglang"}
+PACKAGES = {"sglang": "sglang", "ai-dynamo": "ai-dynamo"}
 SERVER_ARGS = "sglang/srt/server_args.py"
 FIELDS_DIR = "sglang/srt/arg_groups/"
+# The parser of `python3 -m dynamo.sglang` reads these groups first (`parse_known_args`) and hands the
+# rest to SGLang's own parser; the helpers' module holds the constants they use.
+DYNAMO_GROUPS = ("dynamo/common/configuration/groups/runtime_args.py", "dynamo/sglang/backend_args.py")
+DYNAMO_HELPERS = "dynamo/common/configuration/utils.py"
 UNKNOWN = object()   # a value the reader cannot state without running the code
 
 # argparse's own actions that take no value; every other action takes `nargs` (default: one value).
@@ -128,7 +132,7 @@ def evaluate(node: ast.expr | None, src: Sources, local: dict[str, ast.expr] | N
         return UNKNOWN if any(i is UNKNOWN for i in items) else items
     if isinstance(node, ast.Dict):
         keys = [again(k) for k in node.keys if k is not None]
-        return UNKNOWN if any(k is UNKNOWN for k in keys) or None in node.keys else dict.fromkeys(keys)
+        return UNKNOWN if any(k is UNKNOWN for k in keys) or None in node.keys else dict(zip(keys, map(again, node.values)))
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.BitOr)):
         left, right = again(node.left), again(node.right)
         if isinstance(left, list) and isinstance(right, list):
@@ -189,20 +193,25 @@ def flag_from_call(call: ast.Call, src: Sources, local: dict[str, ast.expr]) -> 
     values = {k: evaluate(v, src, local) for k, v in kwargs.items() if k != "action"}
     action = ast.unparse(kwargs["action"]).split(".")[-1].strip("'\"") if "action" in kwargs else "store"
     flag = Flag(names)
-    if action == "BooleanOptionalAction":
-        flag.names += ["--no-" + n[2:] for n in names if n.startswith("--")]
-        flag.nargs = 0
-    elif action in NO_VALUE_ACTIONS:
-        flag.nargs = 0
-    elif "nargs" in kwargs:
-        flag.nargs = _nargs(values["nargs"]) if values["nargs"] is not UNKNOWN else "*"
-    else:
-        flag.nargs = src.action_nargs.get(action, 1)
+    _shape(flag, action, values, src)
     if "choices" in kwargs:
         flag.choices = _choices(values["choices"])
     flag.default = _literal_default(values["default"]) if "default" in values else UNKNOWN
     _deprecation(flag, action, values, values.get("help"))
     return flag
+
+
+def _shape(flag: Flag, action: str, kwargs: dict[str, Any], src: Sources) -> None:
+    """The names and `nargs` an action gives the flag (BooleanOptionalAction adds `--no-` names)."""
+    if action == "BooleanOptionalAction":
+        flag.names += ["--no-" + n[2:] for n in flag.names if n.startswith("--")]
+        flag.nargs = 0
+    elif action in NO_VALUE_ACTIONS:
+        flag.nargs = 0
+    elif "nargs" in kwargs:
+        flag.nargs = _nargs(kwargs["nargs"]) if kwargs["nargs"] is not UNKNOWN else "*"
+    else:
+        flag.nargs = src.action_nargs.get(action, 1)
 
 
 def _annotated(node: ast.expr) -> tuple[ast.expr, list[ast.expr]] | None:
@@ -253,11 +262,11 @@ def flag_from_field(stmt: ast.AnnAssign, src: Sources) -> Flag | None:
     if "action" in meta:
         action = ast.unparse(meta["action"]).split(".")[-1].strip("'\"")
         extra = evaluate(meta.get("action_kwargs"), src) if "action_kwargs" in meta else {}
-        kwargs = {"nargs": extra.get("nargs")} if isinstance(extra, dict) and "nargs" in extra else {}
-        flag.nargs = 0 if action in NO_VALUE_ACTIONS else _nargs(kwargs["nargs"]) if kwargs else src.action_nargs.get(action, 1)
-        if isinstance(extra, dict) and "choices" in extra:
+        extra = extra if isinstance(extra, dict) else {}
+        _shape(flag, action, extra, src)
+        if "choices" in extra:
             flag.choices = _choices(extra["choices"])
-        _deprecation(flag, action, extra if isinstance(extra, dict) else {}, evaluate(meta.get("help"), src))
+        _deprecation(flag, action, extra, evaluate(meta.get("help"), src))
         return flag
     if head == "Literal" and isinstance(inner, ast.Subscript):
         literal = evaluate(inner.slice if isinstance(inner.slice, ast.Tuple) else ast.Tuple([inner.slice]), src)
@@ -277,6 +286,52 @@ def flag_from_field(stmt: ast.AnnAssign, src: Sources) -> Flag | None:
 def _is_field_class(cls: ast.ClassDef) -> bool:
     return cls.name == "ServerArgs" or any(
         isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_NS_PATH" for t in s.targets) for s in cls.body)
+
+
+def flag_from_helper(call: ast.Call, src: Sources) -> Flag | None:
+    """Dynamo's `add_argument(group, flag_name=..., obsolete_flag=..., deprecated=Deprecated(...))` and
+    `add_negatable_bool_argument(...)` (which adds `--no-<name>`)."""
+    kwargs = {k.arg: k.value for k in call.keywords if k.arg}
+    values = {k: evaluate(v, src) for k, v in kwargs.items() if k != "action"}
+    name, obsolete = values.get("flag_name"), values.get("obsolete_flag")
+    if not isinstance(name, str):
+        return None
+    flag = Flag([name] + ([obsolete] if isinstance(obsolete, str) else []))
+    negatable = ast.unparse(call.func) == "add_negatable_bool_argument"
+    action = "BooleanOptionalAction" if negatable else ast.unparse(kwargs["action"]).split(".")[-1].strip("'\"") if "action" in kwargs else "store"
+    _shape(flag, action, values, src)
+    if "choices" in kwargs:
+        flag.choices = _choices(values["choices"])
+    flag.default = _literal_default(values["default"]) if "default" in values else UNKNOWN
+    deprecated = kwargs.get("deprecated")
+    if isinstance(deprecated, ast.Call):
+        flag.deprecated = True
+        given = {k.arg: evaluate(k.value, src) for k in deprecated.keywords if k.arg}
+        replacement = given.get("replacement", evaluate(deprecated.args[0], src) if deprecated.args else None)
+        flag.replacement = replacement if isinstance(replacement, str) else None
+    return flag
+
+
+def read_dynamo_parser(src: Sources) -> list[Flag]:
+    """The Dynamo SGLang wrapper's own flags: every registration in the groups' `add_arguments`."""
+    flags: list[Flag] = []
+    for path in DYNAMO_GROUPS:
+        for func in ast.walk(src.trees[path]):
+            if not (isinstance(func, ast.FunctionDef) and func.name == "add_arguments"):
+                continue
+            for call in ast.walk(func):
+                if not isinstance(call, ast.Call):
+                    continue
+                if isinstance(call.func, ast.Name) and call.func.id in ("add_argument", "add_negatable_bool_argument"):
+                    flag = flag_from_helper(call, src)
+                elif isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument":
+                    flag = flag_from_call(call, src, {})
+                else:
+                    continue
+                if flag is not None:
+                    flags.append(flag)
+    flags.append(Flag(["-h", "--help"], nargs=0))
+    return flags
 
 
 def read_parser(src: Sources) -> list[Flag]:
@@ -299,10 +354,19 @@ def read_parser(src: Sources) -> list[Flag]:
     return flags
 
 
-def read_package(archive: Path) -> Sources:
-    """The server-args sources of a wheel or sdist, parsed (no file of it is imported or run)."""
+def _wanted(engine: str, name: str) -> bool:
+    if engine == "ai-dynamo":
+        return name in DYNAMO_GROUPS or name == DYNAMO_HELPERS
+    return name == SERVER_ARGS or (name.startswith(FIELDS_DIR) and name.endswith(".py"))
+
+
+READERS = {"sglang": (SERVER_ARGS, read_parser), "ai-dynamo": (DYNAMO_GROUPS[0], read_dynamo_parser)}
+
+
+def read_package(engine: str, archive: Path) -> Sources:
+    """The parser's sources of a wheel or sdist, parsed (no file of it is imported or run)."""
     texts: dict[str, str] = {}
-    wanted = lambda name: name == SERVER_ARGS or (name.startswith(FIELDS_DIR) and name.endswith(".py"))  # noqa: E731
+    wanted = lambda name: _wanted(engine, name)  # noqa: E731
     if archive.suffix == ".whl":
         with zipfile.ZipFile(archive) as z:
             texts = {n: z.read(n).decode() for n in z.namelist() if wanted(n)}
@@ -312,13 +376,13 @@ def read_package(archive: Path) -> Sources:
                 inner = member.name.split("/", 1)[-1].removeprefix("python/")
                 if member.isfile() and wanted(inner):
                     texts[inner] = t.extractfile(member).read().decode()  # type: ignore[union-attr]
-    if SERVER_ARGS not in texts:
-        sys.exit(f"flag_catalogs: {archive.name} has no {SERVER_ARGS}")
+    if READERS[engine][0] not in texts:
+        sys.exit(f"flag_catalogs: {archive.name} has no {READERS[engine][0]}")
     return Sources({name: ast.parse(text, name) for name, text in texts.items()})
 
 
 def catalog(engine: str, version: str, archive: Path) -> str:
-    flags = read_parser(read_package(archive))
+    flags = READERS[engine][1](read_package(engine, archive))
     by_name = {f.names[0]: f.to_json() for f in flags}
     lines = [f" {json.dumps(name)}: {json.dumps(entry, sort_keys=True)}" for name, entry in sorted(by_name.items())]
     head = {"engine": engine, "version": version, "package": archive.name,

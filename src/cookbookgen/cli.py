@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 
 from . import __version__
-from .commands import agentx, diff, site
+from .commands import agentx, diff, flags, site
 from .errors import CookbookError
 from .text import one_line
 
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     site.register(sub)
     diff.register(sub)
     agentx.register(sub)
+    flags.register(sub)
     return parser
 
 

@@ -32,7 +32,7 @@ FAILING: frozenset[FlagClass] = frozenset(CLASSES[:6])   # the server would refu
 @dataclass(frozen=True)
 class FlagFinding:
     cell: str
-    block: str          # the block's title
+    block: str          # the block's role (prefill, decode, agg) or kind
     flag: str           # as published
     cls: FlagClass
     detail: str
@@ -50,7 +50,7 @@ class CellCheck:
     versions: dict[str, str]
     findings: tuple[FlagFinding, ...]
     checked_flags: int
-    unchecked_blocks: tuple[str, ...]   # block titles with no catalog for their command
+    unchecked_blocks: tuple[str, ...]   # titles of the blocks with no catalog for their command
 
 
 def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_version: str | None = None) -> CellCheck:
@@ -71,18 +71,18 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
         if engine_version:
             versions = {**versions, parsers[-1]: engine_version}
         engine = _catalog_of(parsers[-1], versions.get(parsers[-1]))
+        name = block.role or block.kind
         if engine is None:
             if not reported_version:
                 reported_version = True
                 detail = _no_version(parsers[-1], versions.get(parsers[-1]), why, image)
-                findings[("", "", "", "unknown-version")] = FlagFinding(cell, block.title, "", "unknown-version", detail)
+                findings[("", "", "", "unknown-version")] = FlagFinding(cell, name, "", "unknown-version", detail)
             continue
         wrappers = parsers[:-1]
         for arg in block.args:
             checked += 1
             for found in _check_arg(arg, wrappers, versions, engine):
-                findings.setdefault((block.title, found[0], found[1], found[2]),
-                                    FlagFinding(cell, block.title, found[0], found[1], found[2], found[3]))
+                findings.setdefault((name, found[0], found[1], found[2]), FlagFinding(cell, name, *found))
     return CellCheck(cell, versions, tuple(findings.values()), checked, tuple(unchecked))
 
 

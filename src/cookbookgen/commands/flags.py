@@ -1,0 +1,132 @@
+"""`cookbookgen flags`: check every published flag against the engine version its cell pins.
+
+Exit status: 0 when no flag would stop a server, 1 when one would (unknown, removed, ambiguous,
+bad choice, missing or unexpected value), 2 on bad input (a `CookbookError`, printed by `cli.main`).
+Reads the cookbook (a manifest, an AgentX module, a cookbook JSON, a site) or renders a config of a
+checkout; prints the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ..errors import CookbookError
+
+if TYPE_CHECKING:
+    from ..flags.check import CellCheck
+
+DEFAULT_MANIFEST = Path("data/cookbook.yaml")
+
+
+def register(subparsers: Any) -> None:
+    f = subparsers.add_parser(
+        "flags", help="check every published flag against the engine version its cell pins",
+        description="Check each flag of each worker block against the flag catalog of the engine version the cell's image pins "
+                    "(shipped catalogs; nothing is downloaded). Exit 0 when clean, 1 when a flag would stop the server, 2 on bad input.")
+    f.add_argument("module", nargs="?", type=Path, metavar="MODULE", help="an AgentX module (.jsx/.json) or any other cookbook --cookbook takes")
+    f.add_argument("--cookbook", type=Path, metavar="M|MODULE.jsx|MODULE.json|SITE_DIR",
+                   help="cookbook to check; default: data/cookbook.yaml")
+    f.add_argument("--source", type=Path, metavar="ROOT", help="InferenceX checkout: check the points of --config as rendered from it")
+    f.add_argument("--config", metavar="KEY", help="with --source: the config key; with a cookbook: only this config")
+    f.add_argument("--engine-version", metavar="V", help="check against this engine version instead of the one the image pins")
+    f.add_argument("--format", choices=["text", "json"], default="text", help="report format (default: text)")
+    f.set_defaults(run=run_flags)
+
+
+def run_flags(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from ..flags.check import failing
+
+    checks = _checks(args)
+    stream = out or sys.stdout
+    stream.write(as_json(checks) if args.format == "json" else as_text(checks))
+    return 1 if failing(checks) else 0
+
+
+def _checks(args: argparse.Namespace) -> list[CellCheck]:
+    from ..flags.check import check_cell
+
+    cells: dict[str, tuple[str | None, list[Any]]] = {}
+    for config, cell, image, blocks in _published(args):
+        if args.config and config != args.config:
+            continue
+        cells.setdefault(cell, (image, []))[1].extend(blocks)
+    if not cells:
+        raise CookbookError.at("cookbookgen", 0, "--config", f"no cell of config {args.config!r} in the cookbook")
+    version = args.engine_version
+    if version is not None:
+        _check_version(version)
+    return [check_cell(cell, image, blocks, version) for cell, (image, blocks) in cells.items()]
+
+
+def _check_version(version: str) -> None:
+    from ..flags.catalog import catalogs
+
+    known = sorted({c.version for items in catalogs().values() for c in items})
+    if version not in known:
+        raise CookbookError.at("cookbookgen", 0, "--engine-version", f"no catalog for version {version!r}; catalogs: {', '.join(known)}")
+
+
+def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tuple[Any, ...]]]:
+    """(config key, cell id, image, blocks) per point of what the arguments name."""
+    given = [p for p in (args.module, args.cookbook) if p is not None]
+    if args.source is not None:
+        if given or not args.config:
+            raise CookbookError.at("cookbookgen", 0, "--source", "give --source ROOT --config KEY, or a cookbook, not both")
+        from ..pipeline import render_all_points
+        from ..policy.rules import load_policy
+        from ..recipes.workspace import Workspace
+
+        if not args.source.is_dir():
+            raise CookbookError.at(str(args.source), 0, "--source", "checkout not found")
+        rendered = render_all_points(Workspace(args.source), load_policy(None), args.config, settings=False)
+        return [(args.config, args.config, r.deployment.image or None, r.deployment.blocks) for r in rendered]
+    if len(given) > 1:
+        raise CookbookError.at("cookbookgen", 0, "--cookbook", "give one cookbook: MODULE or --cookbook M")
+    path = given[0] if given else DEFAULT_MANIFEST
+    if not given and not path.is_file():
+        raise CookbookError.at("cookbookgen", 0, "flags", f"no {DEFAULT_MANIFEST} here; name a cookbook or --source ROOT --config KEY")
+    from ..diff.sources import read_cookbook
+
+    published = read_cookbook(path).published
+    return [(p.config, p.cell, p.image, p.blocks) for p in published.points]
+
+
+def counts(checks: list[CellCheck]) -> dict[str, int]:
+    """Findings per class, in the report's order."""
+    from ..flags.check import CLASSES
+
+    found = Counter(f.cls for c in checks for f in c.findings)
+    return {cls: found[cls] for cls in CLASSES if found[cls]}
+
+
+def as_text(checks: list[CellCheck]) -> str:
+    lines: list[str] = []
+    for check in checks:
+        versions = ", ".join(f"{e} {v}" for e, v in sorted(check.versions.items())) or "version unknown"
+        lines.append(f"{check.cell} ({versions}): {check.checked_flags} flags checked")
+        for f in check.findings:
+            where = f"{f.block}: {f.flag}: " if f.flag else f"{f.block}: "
+            lines.append(f"  {f.cls}: {where}{f.detail}")
+        if check.unchecked_blocks:
+            lines.append(f"  not checked (no catalog for the command): {', '.join(check.unchecked_blocks)}")
+    total = counts(checks)
+    summary = ", ".join(f"{n} {cls}" for cls, n in total.items()) or "no findings"
+    lines.append(f"{len(checks)} cells, {sum(c.checked_flags for c in checks)} flags checked: {summary}")
+    return "\n".join(lines) + "\n"
+
+
+def as_json(checks: list[CellCheck]) -> str:
+    from ..flags.check import failing
+
+    doc = {
+        "exit": 1 if failing(checks) else 0,
+        "counts": counts(checks),
+        "cells": [{"cell": c.cell, "versions": dict(sorted(c.versions.items())), "checked_flags": c.checked_flags,
+                   "findings": [f.to_json() for f in c.findings], "unchecked_blocks": list(c.unchecked_blocks)} for c in checks],
+    }
+    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
