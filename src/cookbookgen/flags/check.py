@@ -153,7 +153,7 @@ def _check_in(catalog: Catalog, flag: str, values: list[str]) -> list[Found]:
 
 def _values(option: Option, given: list[str]) -> list[tuple[FlagClass, str]]:
     n, nargs = len(given), option.nargs
-    low, high = {"?": (0, 1), "*": (0, None), "+": (1, None)}.get(str(nargs), (int(nargs), int(nargs)))
+    low, high = (nargs, nargs) if isinstance(nargs, int) else {"?": (0, 1), "+": (1, None)}.get(nargs, (0, None))
     if n < low:
         return [("missing-value", f"{option.name} takes {_count(nargs)}; given none" if n == 0 else f"takes {_count(nargs)}; given {n}")]
     if high is not None and n > high:

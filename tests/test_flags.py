@@ -1,0 +1,207 @@
+"""`cookbookgen flags` and `scripts/flag_catalogs.py`: every published flag checked against the parser
+of the engine version its cell pins (issue 21)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cookbookgen.cli import main
+from cookbookgen.flags.catalog import catalogs
+from conftest import CORPUS, DATA, ROOT
+
+SCRIPT = ROOT / "scripts" / "flag_catalogs.py"
+MINI = ROOT / "tests" / "data" / "flags" / "mini-sglang"
+RELEASE_19 = "lmsysorg/sglang:v0.5.19-cu130"
+RELEASE_23 = "lmsysorg/sglang:v0.5.23-cu130"
+NIGHTLY = "lmsysorg/sglang:nightly-dev-cu13-20261015-a6a8c560"
+
+
+def worker(*args: list[str], cmd: str = "python3 -m sglang.launch_server", role: str = "agg") -> dict[str, Any]:
+    return {"kind": "worker", "role": role, "title": f"{role} worker", "cmd": cmd, "args": [list(a) for a in args]}
+
+
+def points_file(tmp_path: Path, *points: tuple[str, str, list[dict[str, Any]]]) -> Path:
+    """A cookbook as `render --format json` writes it: one (config, image, blocks) per point."""
+    path = tmp_path / "points.json"
+    path.write_text(json.dumps([{"config": c, "image": i, "blocks": b} for c, i, b in points]))
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    code = main(["flags", *argv, "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def classes(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    return sorted((f["flag"], f["class"]) for cell in doc["cells"] for f in cell["findings"])
+
+
+# --- the catalogs ----------------------------------------------------------------------------------
+
+def test_two_real_sglang_catalogs_differ_where_the_issue_says() -> None:
+    sglang = {c.version: c for c in catalogs()["sglang"]}
+    old, new = sglang["0.5.19"], sglang["0.5.23"]
+    assert "--nsa-prefill-backend" in old.options and "--nsa-prefill-backend" not in new.options
+    assert not old.options["--enable-dp-attention"].deprecated
+    assert new.options["--enable-dp-attention"].deprecated and new.options["--enable-dp-attention"].replacement == "--attn-dp-size <dp-size>"
+    assert "--cuda-graph-max-bs" in old.options and "--cuda-graph-max-bs" not in new.options
+    assert len({o.name for o in new.options.values()}) == 532   # the issue's count of SGLang 0.5.23's options
+    assert new.sha256 == "00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937"
+
+
+def test_generator_reads_a_server_args_like_package(tmp_path: Path) -> None:
+    wheel = tmp_path / "sglang-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for path in sorted(MINI.rglob("*.txt")):
+            z.write(path, str(path.relative_to(MINI)).removesuffix(".txt"))
+    subprocess.run([sys.executable, str(SCRIPT), "sglang", "9.9.9", "--package", str(wheel), "--out", str(tmp_path)], check=True,
+                   capture_output=True)
+    doc = json.loads((tmp_path / "sglang-9.9.9.json").read_text())
+    flags = doc["flags"]
+    assert doc["version"] == "9.9.9" and doc["package"] == wheel.name and len(doc["sha256"]) == 64
+    assert flags["--model-path"] == {"aliases": ["--model"], "nargs": 1}
+    assert flags["--tp-size"] == {"aliases": ["--tensor-parallel-size"], "default": 1, "nargs": 1}
+    assert flags["--trust-remote-code"] == {"default": False, "nargs": 0}
+    assert flags["--load-format"]["choices"] == ["auto", "dummy", "pt"]           # a list concatenation of a constant
+    assert flags["--kv-dtype"]["choices"] == ["auto", "fp8"]                      # Optional[Literal[...]]
+    assert flags["--overlap"] == {"aliases": ["--no-overlap"], "default": None, "nargs": 0}
+    assert flags["--grpc-mode"]["deprecated"] and flags["--grpc-mode"]["replacement"] == "--smg-grpc-mode"
+    assert flags["--attention-backend"]["choices"] == ["fa3", "flashinfer", "triton"]   # a constant of another module
+    assert "choices" not in flags["--reasoning-parser"]                           # a registry: unknown, so not checked
+    assert flags["--cuda-graph-bs"]["nargs"] == "+"
+    assert flags["--old-backend"]["replacement"] == "--attention-backend" and flags["--old-backend"]["nargs"] == 1
+    assert flags["--old-switch"] == {"deprecated": True, "nargs": 0, "replacement": "--enable-metrics"}
+    assert flags["--gone"]["refused"] == "--gone is no longer supported."
+    assert flags["--dp-size"]["nargs"] == 1 and flags["--lora-paths"]["nargs"] == "+"   # a namespace class under fields/
+    assert "--hidden-field" not in flags and "--plain-field" not in flags
+    assert flags["-h"] == {"aliases": ["--help"], "nargs": 0}
+
+
+# --- the check ------------------------------------------------------------------------------------
+
+def test_each_class_reported_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocks = [worker(["--model-path", "m"], ["--nsa-prefill-backend", "fa3"], ["--enable-dp-attention"], ["--tp", "4"],
+                     ["--cuda-graph-max-bs", "64"], ["--attention-backend", "no-such-kernel"], ["--no-such-flag"])]
+    path = points_file(tmp_path, ("key", RELEASE_23, blocks), ("key", RELEASE_23, blocks))
+    code, doc = run(capsys, str(path))
+    assert code == 1
+    assert classes(doc) == [
+        ("--attention-backend", "bad-choice"), ("--cuda-graph-max-bs", "ambiguous-abbreviation"),
+        ("--enable-dp-attention", "deprecated"), ("--no-such-flag", "unknown-flag"),
+        ("--nsa-prefill-backend", "removed-in"), ("--tp", "abbreviation-only")]
+    details = {f["flag"]: f["detail"] for f in doc["cells"][0]["findings"]}
+    assert details["--nsa-prefill-backend"] == "0.5.22 (last in 0.5.19)"
+    assert details["--enable-dp-attention"] == "use --attn-dp-size <dp-size>"
+    assert details["--tp"] == "accepted only as an abbreviation of --tp-size"
+    assert details["--cuda-graph-max-bs"].startswith("could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill")
+    assert doc["counts"] == {"unknown-flag": 1, "removed-in": 1, "ambiguous-abbreviation": 1, "bad-choice": 1,
+                             "deprecated": 1, "abbreviation-only": 1}
+
+
+def test_the_same_flags_against_the_older_release(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocks = [worker(["--nsa-prefill-backend", "fa3"], ["--enable-dp-attention"], ["--cuda-graph-max-bs", "64"])]
+    code, doc = run(capsys, str(points_file(tmp_path, ("key", RELEASE_19, blocks))))
+    assert code == 0
+    assert classes(doc) == [("--cuda-graph-max-bs", "deprecated"), ("--nsa-prefill-backend", "deprecated")]
+
+
+@pytest.mark.parametrize(("arg", "cls"), [
+    (["--tp-size"], "missing-value"),
+    (["--tp-size", "2", "4"], "unexpected-value"),
+    (["--enable-metrics", "true"], "unexpected-value"),
+    (["--enable-metrics=true"], "unexpected-value"),
+    (["--cuda-graph-bs-decode"], "missing-value"),
+    (["--attention-backend=nope"], "bad-choice"),
+])
+def test_values_read_as_argparse_reads_them(arg: list[str], cls: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = run(capsys, str(points_file(tmp_path, ("key", RELEASE_23, [worker(arg)]))))
+    assert (code, classes(doc)) == (1, [(arg[0], cls)])
+
+
+def test_clean_flags_and_placeholders_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocks = [worker(["--model-path", "m"], ["--tp-size", "4"], ["--attention-backend", "fa3"], ["--node-rank", "$NODE_RANK"],
+                     ["--cuda-graph-bs-decode", "1", "2", "4"], ["--host=0.0.0.0"])]
+    assert run(capsys, str(points_file(tmp_path, ("key", RELEASE_23, blocks)))) [0] == 0
+
+
+def test_unknown_version_is_reported_not_guessed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = points_file(tmp_path, ("key", NIGHTLY, [worker(["--no-such-flag"])]))
+    code, doc = run(capsys, str(path))
+    assert code == 0 and classes(doc) == [("", "unknown-version")]
+    assert doc["cells"][0]["versions"] == {} and doc["cells"][0]["checked_flags"] == 0
+    code, doc = run(capsys, str(path), "--engine-version", "0.5.23")
+    assert code == 1 and classes(doc) == [("--no-such-flag", "unknown-flag")]
+    assert doc["cells"][0]["versions"] == {"sglang": "0.5.23"}
+
+
+def test_dynamo_wrapper_reads_its_own_flags_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dynamo = "python3 -m dynamo.sglang"
+    blocks = [worker(["--request-plane", "nats"], ["--tp-size", "4"], cmd=dynamo)]
+    # sglang-runtime:1.2.1 pins both versions: the wrapper's flag is checked against ai-dynamo 1.2.1.
+    code, doc = run(capsys, str(points_file(tmp_path, ("key", "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.2.1", blocks))))
+    assert (code, classes(doc)) == (0, [])
+    assert doc["cells"][0]["versions"] == {"ai-dynamo": "1.2.1", "sglang": "0.5.11"}
+    bad = [worker(["--request-plane", "carrier-pigeon"], cmd=dynamo)]
+    code, doc = run(capsys, str(points_file(tmp_path, ("key", "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.2.1", bad))))
+    assert (code, classes(doc)) == (1, [("--request-plane", "bad-choice")])
+    # An SGLang release image names no Dynamo version: the wrapper's flags are said to be unchecked.
+    code, doc = run(capsys, str(points_file(tmp_path, ("key", RELEASE_19, blocks))))
+    assert (code, classes(doc)) == (0, [("--request-plane", "wrapper-flag")])
+
+
+def test_text_report_groups_per_cell_with_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = points_file(tmp_path, ("a", RELEASE_23, [worker(["--tp", "2"])]), ("b", NIGHTLY, [worker(["--tp", "2"])]))
+    assert main(["flags", "--cookbook", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "a (sglang 0.5.23): 1 flags checked",
+        "  abbreviation-only: agg: --tp: accepted only as an abbreviation of --tp-size",
+        "b (version unknown): 0 flags checked",
+        "  unknown-version: agg: sglang version unknown: a nightly or dev build of SGLang's main branch; no source states the "
+        f"release line of its commit (image {NIGHTLY}); give --engine-version to check",
+        "2 cells, 1 flags checked: 1 abbreviation-only, 1 unknown-version",
+    ]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--engine-version", "0.0.1"], "cookbookgen:1: --engine-version: no catalog for version '0.0.1'; catalogs: "),
+    (["--config", "no-such-key"], "cookbookgen:1: --config: no cell of config 'no-such-key' in the cookbook"),
+    (["--source", "x"], "cookbookgen:1: --source: give --source ROOT --config KEY, or a cookbook, not both"),
+])
+def test_bad_input_exits_2(argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = points_file(tmp_path, ("key", RELEASE_23, [worker(["--tp-size", "2"])]))
+    assert main(["flags", str(path), *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"cookbookgen: error: {message}")
+
+
+# --- the bundled data and the corpus --------------------------------------------------------------
+
+def test_bundled_cells_each_checked_or_reported_unknown(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = run(capsys, "--cookbook", str(DATA / "cookbook.yaml"))
+    assert code == 0
+    for cell in doc["cells"]:
+        assert cell["checked_flags"] or [f["class"] for f in cell["findings"]] == ["unknown-version"]
+    code, doc = run(capsys, "--cookbook", str(DATA / "cookbook.yaml"), "--engine-version", "0.5.23")
+    assert all(cell["checked_flags"] for cell in doc["cells"])
+
+
+def test_source_config_renders_and_checks(capsys: pytest.CaptureFixture[str]) -> None:
+    key = "dsv41flash-fp4-gb300-sglang-agentic-dspark"
+    code, doc = run(capsys, "--source", str(DATA / "inferencex"), "--config", key, "--engine-version", "0.5.23")
+    assert code == 0 and doc["cells"][0]["cell"] == key and doc["cells"][0]["checked_flags"] > 0
+
+
+def test_corpus_module_release_cells_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    module = CORPUS / "sglang-cookbook" / "agentx" / "deepseek-ai" / "deepseek-v4.jsx"
+    code, doc = run(capsys, str(module))
+    release = [c for c in doc["cells"] if c["versions"].get("sglang") == "0.5.19"]
+    assert release and all(c["checked_flags"] for c in release)
+    found = {(f["flag"], f["class"]) for c in release for f in c["findings"]}
+    assert ("--cuda-graph-max-bs", "deprecated") in found and ("--tp", "abbreviation-only") in found
