@@ -205,3 +205,28 @@ def test_corpus_module_release_cells_are_checked(capsys: pytest.CaptureFixture[s
     assert release and all(c["checked_flags"] for c in release)
     found = {(f["flag"], f["class"]) for c in release for f in c["findings"]}
     assert ("--cuda-graph-max-bs", "deprecated") in found and ("--tp", "abbreviation-only") in found
+
+
+# --- the build's badge per cell -------------------------------------------------------------------
+
+def test_build_shows_a_flag_badge_per_cell() -> None:
+    import datetime as dt
+
+    from cookbookgen.cells.assemble import load_cookbook
+    from cookbookgen.publish import pages
+    from cookbookgen.publish.site import read_templates
+
+    cookbook = load_cookbook(DATA / "cookbook.yaml")
+    page = cookbook.pages[0]
+    cell = page.cells[0]
+    point = cell.points[0]
+    blocks = tuple(b.model_copy(update={"args": (*b.args, ("--no-such-flag",))}) if b.kind == "worker" else b
+                   for b in point.deployment.blocks)
+    broken_point = point.model_copy(update={"deployment": point.deployment.model_copy(update={"blocks": blocks})})
+    broken = cell.model_copy(update={"image": RELEASE_23, "points": (broken_point, *cell.points[1:])})
+    changed = cookbook.model_copy(update={"pages": (page.model_copy(update={"cells": (broken, *page.cells[1:])}),)})
+    templates = read_templates(ROOT / "templates")
+    text = pages.site_files(changed, templates, dt.date(2026, 12, 1))[pages.page_path(page)]
+    assert text.count("cb-status-flags-fail") == 1
+    assert "flags-fail</span> 1 flag&#40;s&#41; the pinned sglang 0.5.23 would refuse&#58; --no-such-flag &#40;unknown-flag&#41;" in text
+    assert text.count("cb-status-flags-unchecked") == len(page.cells) - 1

@@ -51,6 +51,31 @@ class CellCheck:
     findings: tuple[FlagFinding, ...]
     checked_flags: int
     unchecked_blocks: tuple[str, ...]   # titles of the blocks with no catalog for their command
+    why: str = ""                       # where the versions come from (flags/engines.yaml), or why there are none
+
+    @property
+    def badge(self) -> str:
+        """One word for the cell: `flags-fail` (a flag would stop the server), `flags-unchecked` (no
+        catalog for the version), `flags-deprecated`, or `flags-ok`."""
+        found = {f.cls for f in self.findings}
+        if found & FAILING:
+            return "flags-fail"
+        if "unknown-version" in found:
+            return "flags-unchecked"
+        return "flags-deprecated" if "deprecated" in found else "flags-ok"
+
+    @property
+    def summary(self) -> str:
+        """The badge's sentence, naming the flags behind it."""
+        versions = ", ".join(f"{e} {v}" for e, v in sorted(self.versions.items()))
+        failing = sorted({f"{f.flag} ({f.cls})" for f in self.findings if f.cls in FAILING})
+        if failing:
+            return f"{len(failing)} flag(s) the pinned {versions} would refuse: {', '.join(failing)}"
+        if any(f.cls == "unknown-version" for f in self.findings):
+            return f"not checked: no flag catalog for {versions}" if versions else f"not checked: engine version unknown ({self.why})"
+        deprecated = sorted({f.flag for f in self.findings if f.cls == "deprecated"})
+        tail = f"; deprecated: {', '.join(deprecated)}" if deprecated else ""
+        return f"every flag is accepted by {versions}{tail}"
 
 
 def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_version: str | None = None) -> CellCheck:
@@ -83,7 +108,7 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
             checked += 1
             for found in _check_arg(arg, wrappers, versions, engine):
                 findings.setdefault((name, found[0], found[1], found[2]), FlagFinding(cell, name, *found))
-    return CellCheck(cell, versions, tuple(findings.values()), checked, tuple(unchecked))
+    return CellCheck(cell, versions, tuple(findings.values()), checked, tuple(unchecked), why)
 
 
 def failing(checks: Sequence[CellCheck]) -> bool:

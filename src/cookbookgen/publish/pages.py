@@ -28,6 +28,7 @@ from pymdownx.slugs import slugify as _pymdownx_slugify
 
 from ..cells.model import Cell, Cookbook, Page, Point, Variant
 from ..errors import CookbookError
+from ..flags.check import CellCheck, check_cell
 from ..render.model import Block, Deployment
 from ..render.shell import copy_all, format_block
 from ..render.tables import tables
@@ -42,6 +43,10 @@ STATUS_TEXT = {
     "verified-pr": "run pinned with /use <run_id>, PR still open",
     "in-progress": "no pinned run yet: the commands are the recipe at the PR head",
     "derived": "a router or KV-tier variant derived from measured commands, never run",
+    "flags-ok": "every flag is accepted by the engine version the image pins",
+    "flags-deprecated": "every flag is accepted; some are deprecated",
+    "flags-fail": "a flag the engine version the image pins would refuse: the server would not start",
+    "flags-unchecked": "no flag catalog for the engine version (unknown or not shipped)",
 }
 DISCLOSURE_TEXT = {
     "synthetic-acceptance": ("Speculative decoding ran with a golden (simulated) acceptance length of {al} "
@@ -178,6 +183,7 @@ class CellView:
     metric_rows: tuple[MetricRow, ...]
     disclosures: tuple[str, ...]
     overrides: tuple[str, ...]
+    flags: CellCheck
 
 
 @dataclass(frozen=True)
@@ -442,8 +448,9 @@ def cell_view(cookbook: Cookbook, cell: Cell, generated_on: dt.date, on_front: s
     variants = variant_groups(cookbook, cell, generated_on)
     keys = metric_keys(cell.points)
     overrides = tuple(dict.fromkeys(p.override for p in cell.points if p.override))
+    flags = check_cell(cell.id, cell.image, (b for p in cell.points for b in p.deployment.blocks))
     return CellView(cell, runs, variants, tuple(metric_title(k) for k in keys),
-                    _metric_rows(cell, keys, on_front), _disclosures(cell), overrides)
+                    _metric_rows(cell, keys, on_front), _disclosures(cell), overrides, flags)
 
 
 def page_view(cookbook: Cookbook, page: Page, generated_on: dt.date) -> tuple[PageView, dict[str, str]]:
