@@ -230,3 +230,18 @@ def test_build_shows_a_flag_badge_per_cell() -> None:
     assert text.count("cb-status-flags-fail") == 1
     assert "flags-fail</span> 1 flag&#40;s&#41; the pinned sglang 0.5.23 would refuse&#58; --no-such-flag &#40;unknown-flag&#41;" in text
     assert text.count("cb-status-flags-unchecked") == len(page.cells) - 1
+
+
+# --- the diff fails on a flag the pinned version refuses ------------------------------------------
+
+def test_diff_reports_a_flag_the_pinned_release_lacks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    key = "dsv41flash-fp4-gb300-sglang-agentic-dspark"
+    assert main(["render", "--source", str(DATA / "inferencex"), "--config", key, "--point", "tp4/c1", "--format", "json"]) == 0
+    point = json.loads(capsys.readouterr().out)
+    point["image"] = "lmsysorg/sglang:v0.5.16-cu130"    # a release before --prefill-decode-interval (first in 0.5.19)
+    path = tmp_path / "point.json"
+    path.write_text(json.dumps(point))
+    assert main(["diff", "--cookbook", str(path), "--source", str(DATA / "inferencex"), "--format", "json"]) == 1
+    flags = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["kind"] == "flag"]
+    assert [(f["role"], f["item"], f["cls"], f["detail"].split(";")[0]) for f in flags] == [
+        ("agg", "--prefill-decode-interval", "mismatch", "unknown-flag: first in 0.5.19")]

@@ -48,19 +48,14 @@ def run_flags(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def _checks(args: argparse.Namespace) -> list[CellCheck]:
-    from ..flags.check import check_cell
+    from ..flags.check import check_points
 
-    cells: dict[str, tuple[str | None, list[Any]]] = {}
-    for config, cell, image, blocks in _published(args):
-        if args.config and config != args.config:
-            continue
-        cells.setdefault(cell, (image, []))[1].extend(blocks)
-    if not cells:
+    if args.engine_version is not None:
+        _check_version(args.engine_version)
+    points = [(cell, image, blocks) for config, cell, image, blocks in _published(args) if not args.config or config == args.config]
+    if not points:
         raise CookbookError.at("cookbookgen", 0, "--config", f"no cell of config {args.config!r} in the cookbook")
-    version = args.engine_version
-    if version is not None:
-        _check_version(version)
-    return [check_cell(cell, image, blocks, version) for cell, (image, blocks) in cells.items()]
+    return check_points(points, args.engine_version)
 
 
 def _check_version(version: str) -> None:

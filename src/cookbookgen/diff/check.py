@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..errors import CookbookError
+from ..flags.check import FAILING, check_points
 from ..policy.rules import Policy
 from ..recipes.master import check_framework
 from ..recipes.workspace import ResolvedPoint, Workspace
@@ -100,6 +101,13 @@ def check_configs(published: Published, ws: Workspace, policy: Policy, only: str
     return ConfigChecks(tuple(runs), tuple(absent), tuple(pairs), runs, variants)
 
 
+def flag_mismatches(key: str, points: list[PublishedPoint]) -> list[Finding]:
+    """A mismatch per flag the engine version a cell pins would refuse (`flags.check`), once per cell and role."""
+    checks = check_points((p.cell, p.image, p.blocks) for p in points)
+    return [Finding(key, check.cell, f.block, "flag", f.flag, "mismatch", detail=f"{f.cls}: {f.detail}", reason=f"checked against {f.version}")
+            for check in checks for f in check.findings if f.cls in FAILING]
+
+
 def _absence(ws: Workspace, key: str) -> str:
     """Why the checkout cannot show config `key` ("" when it can): no master entry, or a recipe file it lacks."""
     entry = ws.entries().get(key)
@@ -119,7 +127,7 @@ def _check_config(points: list[PublishedPoint], ws: Workspace, policy: Policy, k
     except CookbookError as exc:
         return [], [(None, [Finding(key, "", "cell", "point", key, "unverified", detail="not compared", reason=exc.problems[0].message)])]
     pairs, findings = pair_config(key, points, resolve_config(ws, key))
-    runs: list[PointRun] = [(None, findings)]
+    runs: list[PointRun] = [(None, findings + flag_mismatches(key, points))]
     memo = PointMemo()
     for pair in pairs:
         expect = point_expect(pair.resolved, policy)

@@ -111,6 +111,14 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
     return CellCheck(cell, versions, tuple(findings.values()), checked, tuple(unchecked), why)
 
 
+def check_points(points: Iterable[tuple[str, str | None, Iterable[Block]]], engine_version: str | None = None) -> list[CellCheck]:
+    """`check_cell` per cell of (cell id, image, blocks) points, cells in order of first appearance."""
+    cells: dict[str, tuple[str | None, list[Block]]] = {}
+    for cell, image, blocks in points:
+        cells.setdefault(cell, (image, []))[1].extend(blocks)
+    return [check_cell(cell, image, blocks, engine_version) for cell, (image, blocks) in cells.items()]
+
+
 def failing(checks: Sequence[CellCheck]) -> bool:
     return any(f.cls in FAILING for c in checks for f in c.findings)
 
