@@ -383,10 +383,10 @@ def read_package(engine: str, archive: Path) -> Sources:
 
 def catalog(engine: str, version: str, archive: Path) -> str:
     flags = READERS[engine][1](read_package(engine, archive))
-    by_name = {f.names[0]: f.to_json() for f in flags}
-    lines = [f" {json.dumps(name)}: {json.dumps(entry, sort_keys=True)}" for name, entry in sorted(by_name.items())]
+    by_name = {f.names[0]: f for f in flags}   # a field declared twice in a class body is one field: the last
+    lines = [f" {json.dumps(name)}: {json.dumps(flag.to_json(), sort_keys=True)}" for name, flag in sorted(by_name.items())]
     head = {"engine": engine, "version": version, "package": archive.name,
-            "sha256": hashlib.sha256(archive.read_bytes()).hexdigest(), "options": sum(len(f.names) for f in flags)}
+            "sha256": hashlib.sha256(archive.read_bytes()).hexdigest(), "actions": len(by_name)}
     return json.dumps(head, sort_keys=True)[:-1] + ', "flags": {\n' + ",\n".join(lines) + "\n}}\n"
 
 
