@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from cookbookgen.cli import main
-from cookbookgen.flags.catalog import catalogs
+from cookbookgen.flags.catalog import catalog
 from conftest import CORPUS, DATA, ROOT
 
 SCRIPT = ROOT / "scripts" / "flag_catalogs.py"
@@ -46,8 +46,8 @@ def classes(doc: dict[str, Any]) -> list[tuple[str, str]]:
 # --- the catalogs ----------------------------------------------------------------------------------
 
 def test_two_real_sglang_catalogs_differ_where_the_issue_says() -> None:
-    sglang = {c.version: c for c in catalogs()["sglang"]}
-    old, new = sglang["0.5.19"], sglang["0.5.23"]
+    old, new = catalog("sglang", "0.5.19"), catalog("sglang", "0.5.23")
+    assert old is not None and new is not None
     assert "--nsa-prefill-backend" in old.options and "--nsa-prefill-backend" not in new.options
     assert not old.options["--enable-dp-attention"].deprecated
     assert new.options["--enable-dp-attention"].deprecated and new.options["--enable-dp-attention"].replacement == "--attn-dp-size <dp-size>"

@@ -59,9 +59,9 @@ def _checks(args: argparse.Namespace) -> list[CellCheck]:
 
 
 def _check_version(version: str) -> None:
-    from ..flags.catalog import catalogs
+    from ..flags.catalog import shipped_versions
 
-    known = sorted({c.version for items in catalogs().values() for c in items})
+    known = sorted({v for items in shipped_versions().values() for v in items})
     if version not in known:
         raise CookbookError.at("cookbookgen", 0, "--engine-version", f"no catalog for version {version!r}; catalogs: {', '.join(known)}")
 

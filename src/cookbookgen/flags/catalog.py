@@ -59,15 +59,32 @@ def _catalog(doc: dict[str, Any]) -> Catalog:
     return Catalog(doc["engine"], doc["version"], doc["package"], doc["sha256"], options)
 
 
+def _folder() -> Any:
+    return resources.files("cookbookgen").joinpath("flags/catalogs")
+
+
 @cache
-def catalogs() -> dict[str, tuple[Catalog, ...]]:
-    """Engine -> its catalogs, oldest version first."""
-    found: dict[str, list[Catalog]] = {}
-    for item in resources.files("cookbookgen").joinpath("flags/catalogs").iterdir():
+def shipped_versions() -> dict[str, tuple[str, ...]]:
+    """Engine -> the versions it has a catalog for, oldest first (from the file names: nothing is parsed)."""
+    found: dict[str, list[str]] = {}
+    for item in _folder().iterdir():
         if item.name.endswith(".json"):
-            catalog = _catalog(json.loads(item.read_text(encoding="utf-8")))
-            found.setdefault(catalog.engine, []).append(catalog)
-    return {engine: tuple(sorted(items, key=lambda c: version_key(c.version))) for engine, items in sorted(found.items())}
+            engine, _, version = item.name.removesuffix(".json").rpartition("-")
+            found.setdefault(engine, []).append(version)
+    return {engine: tuple(sorted(items, key=version_key)) for engine, items in sorted(found.items())}
+
+
+@cache
+def catalog(engine: str, version: str | None) -> Catalog | None:
+    """The catalog of one engine version, read when first asked for; None when none is shipped."""
+    if version not in shipped_versions().get(engine, ()):
+        return None
+    return _catalog(json.loads(_folder().joinpath(f"{engine}-{version}.json").read_text(encoding="utf-8")))
+
+
+def history(engine: str) -> list[Catalog]:
+    """Every catalog of the engine, oldest first."""
+    return [c for v in shipped_versions().get(engine, ()) if (c := catalog(engine, v)) is not None]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
 from ..render.model import Block
-from .catalog import Catalog, Option, catalogs, engines, version_key
+from .catalog import Catalog, Option, catalog, engines, history, shipped_versions, version_key
 
 FlagClass = Literal["unknown-version", "unknown-flag", "removed-in", "ambiguous-abbreviation", "bad-choice", "missing-value",
                     "unexpected-value", "deprecated", "abbreviation-only", "wrapper-flag"]
@@ -95,7 +95,7 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
             continue
         if engine_version:
             versions = {**versions, parsers[-1]: engine_version}
-        engine = _catalog_of(parsers[-1], versions.get(parsers[-1]))
+        engine = catalog(parsers[-1], versions.get(parsers[-1]))
         name = block.role or block.kind
         if engine is None:
             if not reported_version:
@@ -123,13 +123,9 @@ def failing(checks: Sequence[CellCheck]) -> bool:
     return any(f.cls in FAILING for c in checks for f in c.findings)
 
 
-def _catalog_of(engine: str, version: str | None) -> Catalog | None:
-    return next((c for c in catalogs().get(engine, ()) if c.version == version), None)
-
-
 def _no_version(engine: str, version: str | None, why: str, image: str | None) -> str:
     if version:
-        known = ", ".join(c.version for c in catalogs().get(engine, ())) or "none"
+        known = ", ".join(shipped_versions().get(engine, ())) or "none"
         return f"no {engine} catalog for version {version} (catalogs: {known}); image {image}"
     return f"{engine} version unknown: {why} (image {image or 'none'}); give --engine-version to check"
 
@@ -140,10 +136,10 @@ Found = tuple[str, FlagClass, str, str]   # flag, class, detail, catalog label
 def _check_arg(arg: tuple[str, ...], wrappers: Sequence[str], versions: dict[str, str], engine: Catalog) -> list[Found]:
     flag, values = arg[0], list(arg[1:])
     for wrapper in wrappers:
-        own = _catalog_of(wrapper, versions.get(wrapper))
+        own = catalog(wrapper, versions.get(wrapper))
         if own is not None and _match(own, flag)[0] != "unknown":
             return _check_in(own, flag, values)
-        if own is None and _match(engine, flag)[0] == "unknown" and any(flag.partition("=")[0] in c.options for c in catalogs().get(wrapper, ())):
+        if own is None and _match(engine, flag)[0] == "unknown" and any(flag.partition("=")[0] in c.options for c in history(wrapper)):
             return [(flag, "wrapper-flag", f"a flag of the {wrapper} wrapper, whose version the image does not state: not checked", "")]
     return _check_in(engine, flag, values)
 
@@ -203,13 +199,13 @@ def _count(nargs: int | str) -> str:
 
 
 def _unknown(catalog: Catalog, name: str) -> Found:
-    history = catalogs().get(catalog.engine, ())
-    older = [c for c in history if version_key(c.version) < version_key(catalog.version)]
+    known = history(catalog.engine)
+    older = [c for c in known if version_key(c.version) < version_key(catalog.version)]
     last = next((c for c in reversed(older) if name in c.options), None)
     if last is not None:
         gone = next(c for c in older + [catalog] if version_key(c.version) > version_key(last.version))
         return name, "removed-in", f"{gone.version} (last in {last.version})", catalog.label
-    newer = next((c for c in history if version_key(c.version) > version_key(catalog.version) and name in c.options), None)
+    newer = next((c for c in known if version_key(c.version) > version_key(catalog.version) and name in c.options), None)
     near = difflib.get_close_matches(name, sorted(catalog.options), n=3, cutoff=0.6)
     detail = f"did you mean {', '.join(near)}?" if near else "no similar flag"
     if newer is not None:
