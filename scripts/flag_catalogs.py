@@ -87,16 +87,16 @@ class Sources:
     """The package's Python files that build the parser, parsed, plus the constants they define."""
 
     trees: dict[str, ast.Module]
-    constants: dict[str, Any] = field(default_factory=dict)
+    constants: dict[str, ast.expr] = field(default_factory=dict)   # module-level name -> its value's expression
     action_nargs: dict[str, int | str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for tree in self.trees.values():
             for node in tree.body:
                 if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                    self.constants.setdefault(node.targets[0].id, (node.value, {}))
+                    self.constants.setdefault(node.targets[0].id, node.value)
                 elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-                    self.constants.setdefault(node.target.id, (node.value, {}))
+                    self.constants.setdefault(node.target.id, node.value)
                 elif isinstance(node, ast.ClassDef):
                     nargs = _action_class_nargs(node)
                     if nargs is not None:
@@ -124,7 +124,10 @@ def evaluate(node: ast.expr | None, src: Sources, local: dict[str, ast.expr] | N
     """The value of a literal expression, following names to their assignment; UNKNOWN otherwise."""
     if node is None or depth > 20:
         return UNKNOWN
-    again = lambda n: evaluate(n, src, local, depth + 1)  # noqa: E731
+
+    def again(n: ast.expr | None) -> Any:
+        return evaluate(n, src, local, depth + 1)
+
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
@@ -147,7 +150,7 @@ def evaluate(node: ast.expr | None, src: Sources, local: dict[str, ast.expr] | N
         if local and node.id in local:
             return again(local[node.id])
         if node.id in src.constants:
-            return again(src.constants[node.id][0])
+            return again(src.constants[node.id])
         return UNKNOWN
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple", "set", "sorted") \
             and len(node.args) == 1 and not node.keywords:
@@ -366,15 +369,14 @@ READERS = {"sglang": (SERVER_ARGS, read_parser), "ai-dynamo": (DYNAMO_GROUPS[0],
 def read_package(engine: str, archive: Path) -> Sources:
     """The parser's sources of a wheel or sdist, parsed (no file of it is imported or run)."""
     texts: dict[str, str] = {}
-    wanted = lambda name: _wanted(engine, name)  # noqa: E731
     if archive.suffix == ".whl":
         with zipfile.ZipFile(archive) as z:
-            texts = {n: z.read(n).decode() for n in z.namelist() if wanted(n)}
+            texts = {n: z.read(n).decode() for n in z.namelist() if _wanted(engine, n)}
     else:
         with tarfile.open(archive) as t:
             for member in t.getmembers():
                 inner = member.name.split("/", 1)[-1].removeprefix("python/")
-                if member.isfile() and wanted(inner):
+                if member.isfile() and _wanted(engine, inner):
                     texts[inner] = t.extractfile(member).read().decode()  # type: ignore[union-attr]
     if READERS[engine][0] not in texts:
         sys.exit(f"flag_catalogs: {archive.name} has no {READERS[engine][0]}")
