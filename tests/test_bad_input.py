@@ -44,7 +44,7 @@ def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
 
 
 CASES = {
-    "yaml-syntax": ("schema: 2\nroles:\n  agg: [unclosed\n", 3, "(top)", "YAML syntax"),
+    "yaml-syntax": ("schema: 2\nroles:\n  agg: [unclosed\n", 4, "(top)", "YAML syntax"),
     "wrong-type": (dump(minimal_recipe(roles={"agg": {"workers": "two"}})), 0, "roles.agg.workers", "valid integer"),
     "unknown-engine": (dump(minimal_recipe(engine="llamacpp")), 0, "engine", "unknown engine 'llamacpp'"),
     "vllm-not-yet": (dump(minimal_recipe(engine="vllm")), 0, "engine", "not supported yet"),
