@@ -230,8 +230,9 @@ def test_show_of_a_bad_module_exits_2(tmp_path: Path, capsys, main_with_agentx, 
 
 
 @pytest.mark.parametrize("argv, key, message", [
-    (["--cell", "nope#0"], "--cell", "no cell 'nope#0'"),
-    (["--point", "c999999"], "--point", "no combination matches --point c999999"),
+    (["--cell", "nope#0"], "--cell", "unknown cell 'nope#0'; expected one of: "),
+    (["--point", "c999999"], "--point", "unknown point 'c999999'; expected one of: c1, c4, c16, c1228, c2884, c32, c64, c128"),
+    (["--cell", "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg#1", "--point", "c1"], "--point", "unknown point 'c1'; expected one of: c16"),
 ])
 def test_show_bad_selection(export_dir: Path, argv: list[str], key: str, message: str, main_with_agentx, capsys) -> None:
     assert main_with_agentx(["show", str(export_dir / "module.jsx"), *argv]) == 2

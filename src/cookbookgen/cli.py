@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 from . import __version__
 from .commands import agentx, diff, site
 from .errors import CookbookError
-from .text import one_line
+from .text import one_line, unknown
 
 if TYPE_CHECKING:  # the stages are imported by the handlers that use them, so `--help` and `diff` start fast
     from .pipeline import RenderedPoint
@@ -29,7 +29,7 @@ EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        raise CookbookError.at("cookbookgen", 0, self.prog.split()[-1], message)
+        raise CookbookError.usage(self.prog.split()[-1], message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,20 +90,24 @@ def _cmd_render(args: argparse.Namespace) -> int:
         rendered = _render_bare(args, policy)
     else:
         if not args.config or not args.point:
-            raise CookbookError.at("cookbookgen", 0, "render", "give --config KEY --point LABEL, or --recipe FILE[:selector]")
+            raise CookbookError.usage("render", "give --config KEY --point LABEL, or --recipe FILE[:selector]")
         rendered = render_config_point(Workspace(args.source), policy, args.config, args.point, args.sets, args.unsets)
     blocks = [b for b in rendered.deployment.blocks if not args.role or args.role in (b.role, b.kind)]
     if args.role and not blocks:
-        raise CookbookError.at("cookbookgen", 0, "--role", f"no block has role or kind {args.role!r}")
+        kinds = dict.fromkeys(name for b in rendered.deployment.blocks for name in (b.role, b.kind) if name)
+        raise CookbookError.usage("--role", unknown("role or kind", args.role, kinds))
     sys.stdout.write(_FORMATS[args.format](rendered, blocks))
     return EXIT_OK
 
 
 def _render_bare(args: argparse.Namespace, policy: Policy) -> RenderedPoint:
     from .pipeline import RenderedPoint
+    from .policy.rules import error_for_unknown_cluster
     from .recipes.workspace import Workspace, model_id
     from .render.deploy import RenderContext, render
 
+    if args.cluster and args.cluster not in policy.clusters:
+        raise error_for_unknown_cluster(args.cluster, policy)
     point = Workspace(Path(".")).bare_recipe(args.recipe, args.sets, args.unsets)
     model = args.model or model_id(point)
     return RenderedPoint(point, render(point.recipe, point.typed, RenderContext(model, policy, args.cluster)))

@@ -14,7 +14,8 @@ from .text import one_line
 
 @dataclass(frozen=True)
 class Problem:
-    """A located complaint about an input. `line` is 1-based; 0 means the whole file (printed as 1)."""
+    """A located complaint about an input. `line` is 1-based; 0 means the whole file (printed as 1).
+    No `file`: a complaint about the command line itself, printed without a location."""
 
     file: str
     line: int
@@ -22,6 +23,8 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
+        if not self.file:
+            return one_line(f"{self.key_path}: {self.message}" if self.key_path else self.message)
         key = self.key_path or "(top)"
         return one_line(f"{self.file}:{max(self.line, 1)}: {key}: {self.message}")
 
@@ -36,6 +39,11 @@ class CookbookError(Exception):
     @classmethod
     def at(cls, file: str, line: int, key_path: str, message: str) -> "CookbookError":
         return cls([Problem(file, line, key_path, message)])
+
+    @classmethod
+    def usage(cls, what: str, message: str) -> "CookbookError":
+        """A bad command line (`what`: the command or option): no file, no line."""
+        return cls([Problem("", 0, what, message)])
 
 
 def key_join(parent: str, key: object) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import CookbookError
+from ..text import unknown
 
 # The encoder, decoder and render stack are imported by the handlers, so other commands start fast.
 Json = dict[str, Any]
@@ -151,7 +152,11 @@ def _selected(module: Json, args: argparse.Namespace, file: str) -> Iterator[tup
     ids = [str(c.get("id")) for c in cells]
     check_unique_ids(ids, file)
     if args.cell and args.cell not in ids:
-        raise CookbookError.at(file, 0, "--cell", f"no cell {args.cell!r}; cells: {', '.join(ids)}")
+        raise CookbookError.at(file, 0, "--cell", unknown("cell", args.cell, ids))
+    if args.point:
+        labels = [point_label(p) for c in cells if not args.cell or c.get("id") == args.cell for p in c.get("points") or []]
+        if args.point not in labels:
+            raise CookbookError.at(file, 0, "--point", unknown("point", args.point, labels))
     for ci, cell in enumerate(cells):
         if args.cell and cell.get("id") != args.cell:
             continue

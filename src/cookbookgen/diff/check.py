@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..errors import CookbookError
+from ..text import unknown
 from ..policy.rules import Policy
 from ..recipes.master import check_framework
 from ..recipes.workspace import ResolvedPoint, Workspace
@@ -79,7 +80,7 @@ def check_configs(published: Published, ws: Workspace, policy: Policy, only: str
     """Pair and compare every config of `published` (or only `only`) with the checkout."""
     configs = [c for c in published.configs() if only is None or c == only]
     if only is not None and not configs:
-        raise CookbookError.at(published.source, 0, only, f"the cookbook has no config {only!r}; it has: {', '.join(published.configs())}")
+        raise CookbookError.at(published.source, 0, only, unknown("config", only, published.configs()))
     runs: dict[str, list[PointRun]] = {}
     pairs: list[Pair] = []
     absent: list[tuple[str, tuple[str, ...], str]] = []

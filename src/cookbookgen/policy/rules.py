@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CookbookError
+from ..text import unknown
 from ..recipes.load import Document, parse_yaml, read_yaml_file
 
 CLASSES = ("published", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "prohibited")
@@ -138,12 +139,12 @@ def _rules_of(doc: Document) -> list[Rule]:
         if not isinstance(item, dict) or not isinstance(item.get("match"), str):
             raise doc.error(where, "a rule needs `match` (a dotted path glob), `class` and `reason`")
         if item.get("class") not in CLASSES:
-            raise doc.error(where + ("class",), f"unknown class {item.get('class')!r}; expected one of: {', '.join(CLASSES)}")
+            raise doc.error(where + ("class",), unknown("class", item.get("class"), CLASSES))
         if not isinstance(item.get("reason"), str) or not item["reason"].strip():
             raise doc.error(where + ("reason",), "every rule needs a one-line reason")
-        unknown = sorted(set(item) - {"match", "class", "reason", "value", "replacement"})
-        if unknown:
-            raise doc.error(where + (unknown[0],), "unknown key; allowed: match, class, reason, value, replacement")
+        extra = sorted(set(item) - {"match", "class", "reason", "value", "replacement"})
+        if extra:
+            raise doc.error(where + (extra[0],), "unknown key; allowed: match, class, reason, value, replacement")
         out.append(Rule(tuple(item["match"].split(".")), item["class"], item["reason"],
                         item.get("value", _NO_VALUE), item.get("replacement"), f"{doc.file}:{doc.line_of(where)}"))
     return out
@@ -167,4 +168,4 @@ def _clusters_of(doc: Document) -> dict[str, tuple[ClusterEnv, ...]]:
 
 
 def error_for_unknown_cluster(name: str, policy: Policy) -> CookbookError:
-    return CookbookError.at("--cluster", 0, name, f"unknown cluster; known: {', '.join(sorted(policy.clusters))}")
+    return CookbookError.usage("--cluster", unknown("cluster", name, sorted(policy.clusters)))

@@ -4,12 +4,12 @@ the load/resolve stage: everything it returns is plain data for the pure stages.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import CookbookError, Problem
+from ..text import unknown
 from .bundle import EffectiveRecipe, apply_overrides, select, variant_names
 from .changelog import Changelog, read_changelog
 from .checkout import Checkout
@@ -134,9 +134,7 @@ class Workspace:
     def entry(self, key: str) -> ConfigEntry:
         entries = self.entries()
         if key not in entries:
-            close = difflib.get_close_matches(key, list(entries), n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else f" ({len(entries)} keys known)"
-            raise CookbookError.at(self.checkout.shown(self.checkout.master_files()[0]), 0, key, f"unknown config key{hint}")
+            raise CookbookError.at(self.checkout.shown(self.checkout.master_files()[0]), 0, key, unknown("config key", key, entries))
         return entries[key]
 
     def selected(self, path: Path, selector: str | None) -> EffectiveRecipe:
