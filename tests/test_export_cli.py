@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from cookbookgen import cli
+from cookbookgen import cli, files
 from cookbookgen.agentx.module import read_module_text
 from cookbookgen.cells.assemble import load_cookbook
 from cookbookgen.cells.model import Cookbook
 from cookbookgen.cells.variants import point_kv
-from cookbookgen.commands import agentx
 from cookbookgen.commands.agentx import register, run_export, run_show
 from cookbookgen.errors import CookbookError
 
@@ -75,7 +74,7 @@ def test_register_adds_export_and_show() -> None:
     parser = argparse.ArgumentParser(prog="cookbookgen")
     register(parser.add_subparsers(dest="command", required=True))
     e = parser.parse_args(["export", "--format", "json", "--out", "x.json"])
-    assert (e.run, e.format, e.out, e.cookbook, e.from_module) == (run_export, "json", Path("x.json"), Path("data/cookbook.yaml"), None)
+    assert (e.run, e.format, e.out, e.cookbook, e.from_module) == (run_export, "json", "x.json", Path("data/cookbook.yaml"), None)
     s = parser.parse_args(["show", "m.jsx", "--cell", "k#0", "--point", "c16", "--router", "sglang", "--kv", "mooncake"])
     assert (s.run, s.module, s.cell, s.point, s.router, s.kv, s.format) == (run_show, Path("m.jsx"), "k#0", "c16", "sglang", "mooncake", "text")
     with pytest.raises(SystemExit):
@@ -258,7 +257,7 @@ def test_write_is_atomic_when_the_rename_fails(tmp_path: Path, monkeypatch) -> N
     def fail(src, dst):  # noqa: ANN001
         raise OSError("disk full")
 
-    monkeypatch.setattr(agentx.os, "replace", fail)
+    monkeypatch.setattr(files.os, "replace", fail)
     with pytest.raises(OSError):
-        agentx.write_atomic(target, "new")
+        files.write_atomic(target, "new")
     assert target.read_text(encoding="utf-8") == "old" and [p.name for p in tmp_path.iterdir()] == ["m.jsx"]

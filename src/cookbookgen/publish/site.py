@@ -57,6 +57,7 @@ from ..cells.manifest import read_manifest, source_root
 from ..cells.model import Cookbook
 from ..cells.variants import with_variants
 from ..errors import CookbookError, Problem
+from ..files import write_atomic
 from .pages import MODEL_TEMPLATE, page_path, site_files
 
 SITE_MARKER = "cookbook.json"   # a folder holding it was written by `cookbookgen build`
@@ -486,11 +487,7 @@ class SiteState:
             return None
 
     def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".state.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(self.__dict__, fh, separators=(",", ":"))
-        os.replace(tmp, folder / "state.json")
+        write_atomic(folder / "state.json", json.dumps(self.__dict__, separators=(",", ":")))
 
     def unchanged(self, context: str, docs: dict[str, str], out: Path) -> set[str] | None:
         """The docs files whose output can be kept, or None when only a full build will do."""
