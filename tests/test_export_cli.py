@@ -74,7 +74,7 @@ def test_register_adds_export_and_show() -> None:
     parser = argparse.ArgumentParser(prog="cookbookgen")
     register(parser.add_subparsers(dest="command", required=True))
     e = parser.parse_args(["export", "--format", "json", "--out", "x.json"])
-    assert (e.run, e.format, e.out, e.cookbook, e.from_module) == (run_export, "json", "x.json", Path("data/cookbook.yaml"), None)
+    assert (e.run, e.format, e.out, e.cookbook, e.from_module) == (run_export, "json", "x.json", None, None)
     s = parser.parse_args(["show", "m.jsx", "--cell", "k#0", "--point", "c16", "--router", "sglang", "--kv", "mooncake"])
     assert (s.run, s.module, s.cell, s.point, s.router, s.kv, s.format) == (run_show, Path("m.jsx"), "k#0", "c16", "sglang", "mooncake", "text")
     with pytest.raises(SystemExit):

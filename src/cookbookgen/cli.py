@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 from . import __version__
 from .commands import agentx, diff, site
 from .errors import CookbookError
+from .project import EXAMPLE_SOURCE, bundled, shown_default
 from .text import one_line, unknown
 
 if TYPE_CHECKING:  # the stages are imported by the handlers that use them, so `--help` and `diff` start fast
@@ -38,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     r = sub.add_parser("render", help="resolve one benchmark point and print its launch commands",
                        description="Resolve one point of an InferenceX config (or a bare recipe) into role-by-role launch commands.")
-    r.add_argument("--source", type=Path, default=Path("data/inferencex"), help="InferenceX checkout (either layout); default: data/inferencex")
+    r.add_argument("--source", type=Path, help=f"InferenceX checkout (either layout); default: {shown_default(EXAMPLE_SOURCE)}")
     r.add_argument("--config", help="config key of the master config, e.g. dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg")
     r.add_argument("--point", help="point label c<conc> (when unique in the config) or full id such as tp4/c16")
     r.add_argument("--recipe", help="render a bare recipe instead: FILE[:selector] (override_x, zip_override_x[i], sweep[i])")
@@ -91,7 +92,8 @@ def _cmd_render(args: argparse.Namespace) -> int:
     else:
         if not args.config or not args.point:
             raise CookbookError.usage("render", "give --config KEY --point LABEL, or --recipe FILE[:selector]")
-        rendered = render_config_point(Workspace(args.source), policy, args.config, args.point, args.sets, args.unsets)
+        source = args.source or bundled(EXAMPLE_SOURCE)
+        rendered = render_config_point(Workspace(source), policy, args.config, args.point, args.sets, args.unsets)
     blocks = [b for b in rendered.deployment.blocks if not args.role or args.role in (b.role, b.kind)]
     if args.role and not blocks:
         kinds = dict.fromkeys(name for b in rendered.deployment.blocks for name in (b.role, b.kind) if name)

@@ -21,6 +21,7 @@ from typing import Any, Iterator
 
 from ..errors import CookbookError
 from ..files import write_atomic
+from ..project import EXAMPLE_MANIFEST, bundled, shown_default
 from ..text import unknown
 
 # The encoder, decoder and render stack are imported by the handlers, so other commands start fast.
@@ -55,7 +56,7 @@ def register(subparsers: Any) -> None:
     e = subparsers.add_parser("export", help="write the cookbook as an SGLang cookbook AgentX data module",
                               description="Encode the cookbook (or re-encode a published module) compactly; "
                                           "nothing is written unless every point decodes back exactly.")
-    e.add_argument("--cookbook", type=Path, default=Path("data/cookbook.yaml"), help="cookbook manifest; default: data/cookbook.yaml")
+    e.add_argument("--cookbook", type=Path, help=f"cookbook manifest; default: {shown_default(EXAMPLE_MANIFEST)}")
     e.add_argument("--from-module", type=Path, metavar="MODULE", help="re-encode this published module (.jsx or .json) instead")
     e.add_argument("--format", choices=["agentx", "json"], default="agentx", help="agentx: the JSX module; json: the same data as JSON")
     e.add_argument("--out", required=True, metavar="FILE|DIR/",
@@ -119,7 +120,7 @@ def run_export(args: argparse.Namespace) -> int:
         out = _out_path(args, f"agentx/{args.from_module.name}")
         baseline, what = len(source.encode("utf-8")), "the original module"
     else:
-        cookbook = load_cookbook(args.cookbook)
+        cookbook = load_cookbook(args.cookbook or bundled(EXAMPLE_MANIFEST))
         out = _out_path(args, module_path(cookbook))
         module = encode(cookbook, str(out))
         header, trailing = header_lines(cookbook), True
