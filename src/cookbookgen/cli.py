@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 
 from . import __version__
-from .commands import agentx, diff, site
+from .commands import agentx, diff, listing, site
 from .errors import CookbookError
 from .project import EXAMPLE_SOURCE, bundled, shown_default
 from .text import one_line, unknown
@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     site.register(sub)
     diff.register(sub)
     agentx.register(sub)
+    listing.register(sub)
     return parser
 
 

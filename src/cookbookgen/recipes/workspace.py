@@ -167,7 +167,7 @@ class Workspace:
         if hit is not None and hit[0] is row:
             return hit[1]
         path = self.recipe_path(entry, row)
-        selector = row.recipe.selector or self._auto_selector(path, row, conc, entry.doc.problem(row.recipe.where, ""))
+        selector = self.selector(entry, row, conc)
         from .schema import normalise
 
         recipe = apply_overrides(self.selected(path, selector), sets, unsets)
@@ -176,6 +176,13 @@ class Workspace:
         if memo:
             self._points[key] = (row, point)
         return point
+
+    def selector(self, entry: ConfigEntry, row: Row, conc: int) -> str | None:
+        """The variant of the row's recipe file that the point uses: the one the master config names,
+        else the only override whose TP and concurrency match (None: a plain recipe)."""
+        if row.recipe.selector:
+            return row.recipe.selector
+        return self._auto_selector(self.recipe_path(entry, row), row, conc, entry.doc.problem(row.recipe.where, ""))
 
     def _auto_selector(self, path: Path, row: Row, conc: int, where: Problem) -> str | None:
         doc = self.document(path)
