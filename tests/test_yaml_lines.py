@@ -89,3 +89,31 @@ def test_policy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     want = corrupt(policy, MAPPING_TAIL)
     argv = ["render", "--config", "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg", "--point", "tp4/c16", "--policy", str(policy)]
     assert error_line(capsys, argv, "policy.yaml") == want
+
+
+BASE = "a:\n  b: 1\n  c: [1, 2]\nd: x\n"
+SNIPPETS = {
+    "sequence item under a mapping": BASE + "- x\n",
+    "unclosed flow sequence": BASE + "e: [1, 2\nf: 3\n",
+    "unclosed flow mapping": BASE + "e: {a: 1\n",
+    "unclosed quote": BASE + "e: 'abc\nf: 3\n",
+    "tab indent": BASE + "e:\n\tf: 1\n",
+    "over-indented key": BASE + "e: 1\n   f: 2\n",
+    "undefined alias": BASE + "e: *nope\n",
+    "colon in a plain scalar": BASE + "e: a: b\n",
+    "stray bracket": BASE + "e: ]\n",
+    "content after document end": BASE + "...\nx\n- y\n",
+    "bad escape": BASE + 'e: "\\q"\n',
+}
+
+
+@pytest.mark.parametrize("name", list(SNIPPETS))
+def test_parser_line_is_pyyamls(name: str) -> None:
+    from cookbookgen.errors import CookbookError
+    from cookbookgen.recipes.load import parse_yaml
+
+    with pytest.raises(CookbookError) as info:
+        parse_yaml(SNIPPETS[name], "f.yaml")
+    (problem,) = info.value.problems
+    assert problem.message.startswith("YAML syntax: ")
+    assert problem.line == pyyaml_line(SNIPPETS[name])

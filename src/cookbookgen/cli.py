@@ -51,10 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--unset", dest="unsets", action="append", default=[], metavar="PATH", help="remove a recipe value after the override")
     r.add_argument("--policy", type=Path, help="extra policy rules (YAML), applied before the shipped ones")
     r.set_defaults(run=_cmd_render)
+    listing.register(sub)
     site.register(sub)
     diff.register(sub)
     agentx.register(sub)
-    listing.register(sub)
     return parser
 
 

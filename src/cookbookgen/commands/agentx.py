@@ -60,8 +60,8 @@ def register(subparsers: Any) -> None:
     e.add_argument("--from-module", type=Path, metavar="MODULE", help="re-encode this published module (.jsx or .json) instead")
     e.add_argument("--format", choices=["agentx", "json"], default="agentx", help="agentx: the JSX module; json: the same data as JSON")
     e.add_argument("--out", required=True, metavar="FILE|DIR/",
-                   help="output file; or a folder (one that exists, or any path ending with /): agentx/<org>/<model>.jsx inside it "
-                        "(.json with --format json)")
+                   help="output file; or a folder (one that exists, or any path ending with /): agentx/<org>/<model>.jsx inside it, "
+                        "agentx/<its name> with --from-module (.json with --format json)")
     e.set_defaults(run=run_export)
     s = subparsers.add_parser("show", help="decode an AgentX data module into launch commands",
                               description="Decode every selected (cell, point, router, KV tier) of an AgentX module.")
