@@ -97,3 +97,18 @@ def test_unknown_cell_in_a_big_module(capsys: pytest.CaptureFixture[str], tmp_pa
     assert "--cell: unknown cell 'dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg-345#1'; expected one of: " \
            "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg-345#0, " in line
     assert line.endswith("(700 in all, closest first)")
+
+
+def test_unknown_recipe_key_names_the_allowed_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("schema: 2\nmodel: {path: 'hf:x/y'}\nroles:\n  agg:\n    replicas: 2\n")
+    line = error_of(capsys, ["render", "--recipe", str(recipe)])
+    assert line == f"cookbookgen: error: {recipe}:5: roles.agg.replicas: unknown key 'replicas'; expected one of: nodes, workers, gpus, env, args, kv_events"
+
+
+def test_unknown_manifest_key_names_the_closest_allowed_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("title: t\nsource: .\npages:\n  - model: m\n    configs:\n      - key: k\n        commit: abcdef0\n        rnu: 3\n")
+    line = error_of(capsys, ["list", "--cookbook", str(manifest)])
+    assert line == (f"cookbookgen: error: {manifest}:8: pages[0].configs[0].rnu: unknown key 'rnu'; "
+                    "expected one of: run, key, pr, commit, attempt, merged, date, metrics, ... (10 in all, closest first)")

@@ -149,7 +149,7 @@ def normalise(recipe: EffectiveRecipe, sibling: Typed | None = None) -> Typed:
         try:
             typed = Recipe.model_validate(data)
         except ValidationError as exc:
-            raise CookbookError([normal.problem(loc, message) for loc, message in schema_messages(exc.errors())]) from None
+            raise CookbookError([normal.problem(loc, message) for loc, message in schema_messages(exc.errors(), Recipe)]) from None
     if set(typed.roles) not in ({"agg"}, {"prefill", "decode"}):
         found = ", ".join(typed.roles) or "none"
         raise normal.error(("roles",), f"worker roles {found}: expected roles.agg, or roles.prefill and roles.decode")
