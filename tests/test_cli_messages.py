@@ -112,3 +112,10 @@ def test_unknown_manifest_key_names_the_closest_allowed_ones(tmp_path: Path, cap
     line = error_of(capsys, ["list", "--cookbook", str(manifest)])
     assert line == (f"cookbookgen: error: {manifest}:8: pages[0].configs[0].rnu: unknown key 'rnu'; "
                     "expected one of: run, key, pr, commit, attempt, merged, date, metrics, ... (10 in all, closest first)")
+
+
+def test_unknown_policy_rule_key_names_the_allowed_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "p.yaml"
+    policy.write_text("rules:\n  - {match: env.X, class: published, reason: r, reasn: typo}\n")
+    line = error_of(capsys, ["render", "--config", AGG, "--point", "tp4/c1", "--policy", str(policy)])
+    assert line == f"cookbookgen: error: {policy}:2: rules[0].reasn: unknown key 'reasn'; expected one of: match, class, reason, value, replacement"

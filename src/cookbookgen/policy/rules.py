@@ -23,6 +23,7 @@ from ..recipes.load import Document, parse_yaml, read_yaml_file
 
 CLASSES = ("published", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "prohibited")
 DROPPED = frozenset({"harness-only", "default-equivalent"})
+RULE_KEYS = ("match", "class", "reason", "value", "replacement")
 _NO_VALUE = object()
 GLOB_CHARS = frozenset("*?[")    # what makes a pattern part a glob (`fnmatch`); a part without them is a plain key
 
@@ -142,9 +143,9 @@ def _rules_of(doc: Document) -> list[Rule]:
             raise doc.error(where + ("class",), unknown("class", item.get("class"), CLASSES))
         if not isinstance(item.get("reason"), str) or not item["reason"].strip():
             raise doc.error(where + ("reason",), "every rule needs a one-line reason")
-        extra = sorted(set(item) - {"match", "class", "reason", "value", "replacement"})
+        extra = sorted(set(item) - set(RULE_KEYS))
         if extra:
-            raise doc.error(where + (extra[0],), "unknown key; allowed: match, class, reason, value, replacement")
+            raise doc.error(where + (extra[0],), unknown("key", extra[0], RULE_KEYS))
         out.append(Rule(tuple(item["match"].split(".")), item["class"], item["reason"],
                         item.get("value", _NO_VALUE), item.get("replacement"), f"{doc.file}:{doc.line_of(where)}"))
     return out
