@@ -9,10 +9,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Collection
 
-from ..text import listing, unknown
 from ..policy.rules import Policy, load_policy
 from ..recipes.load import Document
 from ..recipes.workspace import Workspace
+from ..text import listing, unknown
 from .cache import RenderCache, cells_cached
 from .manifest import ConfigSource, Manifest, PageSpec, read_manifest, source_root
 

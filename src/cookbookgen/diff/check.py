@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..errors import CookbookError
-from ..text import unknown
 from ..policy.rules import Policy
 from ..recipes.master import check_framework
 from ..recipes.workspace import ResolvedPoint, Workspace
+from ..text import unknown
 from .compare import PointMemo, point_findings, stamped
 from .expect import point_expect
 from .model import Finding, Published, PublishedPoint

@@ -41,10 +41,10 @@ from ..cells.assemble import load_configs, render_keys, workspace_for
 from ..cells.cache import RenderCache, canonical
 from ..cells.manifest import Manifest, read_manifest, source_root
 from ..errors import CookbookError, Problem
-from ..text import unknown
 from ..policy.rules import Policy, load_policy
 from ..recipes.load import Document
 from ..recipes.workspace import DeferredEntries, Workspace
+from ..text import unknown
 
 KIND = "cookbook manifest (rendered)"
 Section = tuple[str, int, int]   # report text, points paired, mismatches
