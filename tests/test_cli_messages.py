@@ -44,7 +44,8 @@ def test_usage_error_has_no_location(capsys: pytest.CaptureFixture[str], argv: l
 
 @pytest.mark.parametrize("argv, start", [
     (["render", "--format", "yaml"], "cookbookgen: error: render: argument --format: invalid choice: 'yaml' (choose from "),
-    (["frobnicate"], "cookbookgen: error: cookbookgen: argument command: invalid choice: 'frobnicate' (choose from "),
+    (["frobnicate"], "cookbookgen: error: argument command: invalid choice: 'frobnicate' (choose from "),
+    ([], "cookbookgen: error: the following arguments are required: command"),
 ])
 def test_argparse_error_prints_usage_then_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], start: str) -> None:
     assert error_of(capsys, argv).startswith(start)
@@ -64,6 +65,7 @@ def test_listing_many_closest_first_and_bounded() -> None:
     assert shown[0] == "config-4321-gb300" and len(shown) == CHOICES_SHOWN
     assert text.endswith("(5000 in all, closest first)")
     assert listing(names, "zzz").startswith("config-0000-gb300, config-0001-gb300") and len(listing(names, "zzz")) < 300
+    assert len(unknown("cell", "x" * 100_000, names)) < 1000
 
 
 def test_unknown_config_key(capsys: pytest.CaptureFixture[str]) -> None:

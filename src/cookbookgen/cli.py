@@ -30,7 +30,7 @@ EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        raise CookbookError.usage(self.prog.split()[-1], message)
+        raise CookbookError.usage(self.prog.removeprefix("cookbookgen").strip(), message)   # the subcommand, if any
 
 
 def build_parser() -> argparse.ArgumentParser:

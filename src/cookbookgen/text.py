@@ -29,7 +29,7 @@ _NAME_MAX = 80         # characters of each name it shows
 def unknown(what: str, given: object, valid: Iterable[str]) -> str:
     """The message for a name that is not one of `valid`: "unknown point 'c7'; expected one of: c1, c4, c16"."""
     names = list(valid)
-    return f"unknown {what} {given!r}; " + (f"expected one of: {listing(names, str(given))}" if names else "there are none")
+    return f"unknown {what} {_short(repr(given))}; " + (f"expected one of: {listing(names, str(given))}" if names else "there are none")
 
 
 def listing(valid: Iterable[str], near: str = "") -> str:
