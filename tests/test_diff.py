@@ -142,7 +142,7 @@ def test_bad_cookbook_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_unknown_config_and_missing_inputs_are_bad_input(tmp_path: Path) -> None:
-    with pytest.raises(CookbookError, match="the cookbook has no config 'nope'"):
+    with pytest.raises(CookbookError, match="unknown config 'nope'; expected one of: dsv41flash"):
         _run(cookbook=[ROOT / "data" / "cookbook.yaml"], config="nope")
     with pytest.raises(CookbookError, match="file not found"):
         _run(cookbook=[tmp_path / "missing.jsx"], source=SOURCE)

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from cookbookgen import cli
+from cookbookgen import cli, files
 from cookbookgen.agentx.module import read_module_text
 from cookbookgen.cells.assemble import load_cookbook
 from cookbookgen.cells.model import Cookbook
 from cookbookgen.cells.variants import point_kv
-from cookbookgen.commands import agentx
 from cookbookgen.commands.agentx import register, run_export, run_show
 from cookbookgen.errors import CookbookError
 
@@ -75,7 +74,7 @@ def test_register_adds_export_and_show() -> None:
     parser = argparse.ArgumentParser(prog="cookbookgen")
     register(parser.add_subparsers(dest="command", required=True))
     e = parser.parse_args(["export", "--format", "json", "--out", "x.json"])
-    assert (e.run, e.format, e.out, e.cookbook, e.from_module) == (run_export, "json", Path("x.json"), Path("data/cookbook.yaml"), None)
+    assert (e.run, e.format, e.out, e.cookbook, e.from_module) == (run_export, "json", "x.json", None, None)
     s = parser.parse_args(["show", "m.jsx", "--cell", "k#0", "--point", "c16", "--router", "sglang", "--kv", "mooncake"])
     assert (s.run, s.module, s.cell, s.point, s.router, s.kv, s.format) == (run_show, Path("m.jsx"), "k#0", "c16", "sglang", "mooncake", "text")
     with pytest.raises(SystemExit):
@@ -230,8 +229,9 @@ def test_show_of_a_bad_module_exits_2(tmp_path: Path, capsys, main_with_agentx, 
 
 
 @pytest.mark.parametrize("argv, key, message", [
-    (["--cell", "nope#0"], "--cell", "no cell 'nope#0'"),
-    (["--point", "c999999"], "--point", "no combination matches --point c999999"),
+    (["--cell", "nope#0"], "--cell", "unknown cell 'nope#0'; expected one of: "),
+    (["--point", "c999999"], "--point", "unknown point 'c999999'; expected one of: c1, c4, c16, c1228, c2884, c32, c64, c128"),
+    (["--cell", "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg#1", "--point", "c1"], "--point", "unknown point 'c1'; expected one of: c16"),
 ])
 def test_show_bad_selection(export_dir: Path, argv: list[str], key: str, message: str, main_with_agentx, capsys) -> None:
     assert main_with_agentx(["show", str(export_dir / "module.jsx"), *argv]) == 2
@@ -257,7 +257,7 @@ def test_write_is_atomic_when_the_rename_fails(tmp_path: Path, monkeypatch) -> N
     def fail(src, dst):  # noqa: ANN001
         raise OSError("disk full")
 
-    monkeypatch.setattr(agentx.os, "replace", fail)
+    monkeypatch.setattr(files.os, "replace", fail)
     with pytest.raises(OSError):
-        agentx.write_atomic(target, "new")
+        files.write_atomic(target, "new")
     assert target.read_text(encoding="utf-8") == "old" and [p.name for p in tmp_path.iterdir()] == ["m.jsx"]

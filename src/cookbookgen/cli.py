@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 
 from . import __version__
-from .commands import agentx, diff, flags, site
+from .commands import agentx, diff, flags, listing, site
 from .errors import CookbookError
-from .text import one_line
+from .project import EXAMPLE_SOURCE, bundled, shown_default
+from .text import one_line, unknown
 
 if TYPE_CHECKING:  # the stages are imported by the handlers that use them, so `--help` and `diff` start fast
     from .pipeline import RenderedPoint
@@ -29,7 +30,7 @@ EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        raise CookbookError.at("cookbookgen", 0, self.prog.split()[-1], message)
+        raise CookbookError.usage(self.prog.removeprefix("cookbookgen").strip(), message)   # the subcommand, if any
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     r = sub.add_parser("render", help="resolve one benchmark point and print its launch commands",
                        description="Resolve one point of an InferenceX config (or a bare recipe) into role-by-role launch commands.")
-    r.add_argument("--source", type=Path, default=Path("data/inferencex"), help="InferenceX checkout (either layout); default: data/inferencex")
+    r.add_argument("--source", type=Path, help=f"InferenceX checkout (either layout); default: {shown_default(EXAMPLE_SOURCE)}")
     r.add_argument("--config", help="config key of the master config, e.g. dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg")
     r.add_argument("--point", help="point label c<conc> (when unique in the config) or full id such as tp4/c16")
     r.add_argument("--recipe", help="render a bare recipe instead: FILE[:selector] (override_x, zip_override_x[i], sweep[i])")
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--unset", dest="unsets", action="append", default=[], metavar="PATH", help="remove a recipe value after the override")
     r.add_argument("--policy", type=Path, help="extra policy rules (YAML), applied before the shipped ones")
     r.set_defaults(run=_cmd_render)
+    listing.register(sub)
     site.register(sub)
     diff.register(sub)
     agentx.register(sub)
@@ -91,20 +93,25 @@ def _cmd_render(args: argparse.Namespace) -> int:
         rendered = _render_bare(args, policy)
     else:
         if not args.config or not args.point:
-            raise CookbookError.at("cookbookgen", 0, "render", "give --config KEY --point LABEL, or --recipe FILE[:selector]")
-        rendered = render_config_point(Workspace(args.source), policy, args.config, args.point, args.sets, args.unsets)
+            raise CookbookError.usage("render", "give --config KEY --point LABEL, or --recipe FILE[:selector]")
+        source = args.source or bundled(EXAMPLE_SOURCE)
+        rendered = render_config_point(Workspace(source), policy, args.config, args.point, args.sets, args.unsets)
     blocks = [b for b in rendered.deployment.blocks if not args.role or args.role in (b.role, b.kind)]
     if args.role and not blocks:
-        raise CookbookError.at("cookbookgen", 0, "--role", f"no block has role or kind {args.role!r}")
+        kinds = dict.fromkeys(name for b in rendered.deployment.blocks for name in (b.role, b.kind) if name)
+        raise CookbookError.usage("--role", unknown("role or kind", args.role, kinds))
     sys.stdout.write(_FORMATS[args.format](rendered, blocks))
     return EXIT_OK
 
 
 def _render_bare(args: argparse.Namespace, policy: Policy) -> RenderedPoint:
     from .pipeline import RenderedPoint
+    from .policy.rules import error_for_unknown_cluster
     from .recipes.workspace import Workspace, model_id
     from .render.deploy import RenderContext, render
 
+    if args.cluster and args.cluster not in policy.clusters:
+        raise error_for_unknown_cluster(args.cluster, policy)
     point = Workspace(Path(".")).bare_recipe(args.recipe, args.sets, args.unsets)
     model = args.model or model_id(point)
     return RenderedPoint(point, render(point.recipe, point.typed, RenderContext(model, policy, args.cluster)))

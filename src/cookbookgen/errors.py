@@ -7,14 +7,19 @@ them to exit status 2.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from types import UnionType
+from typing import TYPE_CHECKING, Annotated, Any, Iterable, Mapping, Union, get_args, get_origin
 
-from .text import one_line
+from .text import one_line, unknown
+
+if TYPE_CHECKING:  # pydantic loads with the stages that validate, not with the CLI
+    from pydantic import BaseModel
 
 
 @dataclass(frozen=True)
 class Problem:
-    """A located complaint about an input. `line` is 1-based; 0 means the whole file (printed as 1)."""
+    """A located complaint about an input. `line` is 1-based; 0 means the whole file (printed as 1).
+    No `file`: a complaint about the command line itself, printed without a location."""
 
     file: str
     line: int
@@ -22,6 +27,8 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
+        if not self.file:
+            return one_line(f"{self.key_path}: {self.message}" if self.key_path else self.message)
         key = self.key_path or "(top)"
         return one_line(f"{self.file}:{max(self.line, 1)}: {key}: {self.message}")
 
@@ -37,6 +44,11 @@ class CookbookError(Exception):
     def at(cls, file: str, line: int, key_path: str, message: str) -> "CookbookError":
         return cls([Problem(file, line, key_path, message)])
 
+    @classmethod
+    def usage(cls, what: str, message: str) -> "CookbookError":
+        """A bad command line (`what`: the command or option): no file, no line."""
+        return cls([Problem("", 0, what, message)])
+
 
 def key_join(parent: str, key: object) -> str:
     """Grow a dotted key path: `roles` + `prefill` -> `roles.prefill`; ints become `[i]`."""
@@ -50,15 +62,49 @@ def key_join(parent: str, key: object) -> str:
 _MEMBER_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none"})
 
 
-def schema_messages(errors: Iterable[Mapping[str, Any]]) -> list[tuple[tuple[str | int, ...], str]]:
-    """(key path, message) per bad value, from a pydantic `ValidationError.errors()`: one entry per
-    key path, however many members of a union the value failed ("should be a valid string, a valid
-    integer or a valid boolean (received list)")."""
+def schema_messages(errors: Iterable[Mapping[str, Any]], model: type[BaseModel] | None = None) -> list[tuple[tuple[str | int, ...], str]]:
+    """(key path, message) per bad value, from `model`'s pydantic `ValidationError.errors()`: one
+    entry per key path, however many members of a union the value failed ("should be a valid string,
+    a valid integer or a valid boolean (received list)"); an unknown key names the ones `model` allows there."""
     grouped: dict[tuple[str | int, ...], list[Mapping[str, Any]]] = {}
     for error in errors:
         loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and ("[" in p or p in _MEMBER_TAGS)))
         grouped.setdefault(loc, []).append(error)
-    return [(loc, _schema_message(found)) for loc, found in grouped.items()]
+    return [(loc, _schema_message(found, loc, model)) for loc, found in grouped.items()]
+
+
+def _fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> list[str]:
+    """The field names of the model that holds the values at `path` (none when it is not one model)."""
+    kinds: list[Any] = [model]
+    for part in path:
+        inner = [_inner(member, part) for kind in kinds for member in _members(kind)]
+        kinds = [kind for kind in inner if kind is not None]
+    models = [member for kind in kinds for member in _members(kind) if _is_model(member)]
+    return list(models[0].model_fields) if len(models) == 1 else []
+
+
+def _is_model(kind: Any) -> bool:
+    return isinstance(kind, type) and isinstance(getattr(kind, "model_fields", None), dict)
+
+
+def _members(kind: Any) -> tuple[Any, ...]:
+    """The types a hint allows: the members of a union (`X | None`), the type inside `Annotated`."""
+    if get_origin(kind) is Annotated:
+        return _members(get_args(kind)[0])
+    if get_origin(kind) in (Union, UnionType):
+        return tuple(m for arg in get_args(kind) for m in _members(arg))
+    return (kind,)
+
+
+def _inner(kind: Any, part: str | int) -> Any:
+    """The type of `part` inside a value of type `kind` (a model's field, a list's item, a dict's value)."""
+    if _is_model(kind):
+        field = kind.model_fields.get(part) if isinstance(part, str) else None
+        return field.annotation if field else None
+    args = get_args(kind)
+    if get_origin(kind) in (list, tuple) and isinstance(part, int) and args:
+        return args[0]
+    return args[1] if get_origin(kind) is dict and len(args) == 2 else None
 
 
 _ALTERNATIVES = ("a valid string", "a valid integer", "a valid number", "a valid boolean", "a valid list")
@@ -68,9 +114,10 @@ def _alternative_rank(alternative: str) -> int:
     return _ALTERNATIVES.index(alternative) if alternative in _ALTERNATIVES else len(_ALTERNATIVES)
 
 
-def _schema_message(errors: list[Mapping[str, Any]]) -> str:
+def _schema_message(errors: list[Mapping[str, Any]], loc: tuple[str | int, ...], model: type[BaseModel] | None) -> str:
     if any(e["type"] == "extra_forbidden" for e in errors):
-        return "unknown key"
+        allowed = _fields_at(model, loc[:-1]) if model and loc else []
+        return unknown("key", loc[-1], allowed) if allowed else "unknown key"
     if len(errors) == 1 and errors[0]["type"] == "value_error":   # a validator's own sentence
         return str(errors[0]["msg"]).removeprefix("Value error, ")
     got = errors[0].get("input")

@@ -9,10 +9,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Collection
 
-from ..errors import CookbookError
 from ..policy.rules import Policy, load_policy
 from ..recipes.load import Document
 from ..recipes.workspace import Workspace
+from ..text import listing, unknown
 from .cache import RenderCache, cells_cached
 from .manifest import ConfigSource, Manifest, PageSpec, read_manifest, source_root
 
@@ -68,7 +68,7 @@ def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, prog
         cells: list[Cell] = []
         for c, source in chosen:
             if source.key not in ws.entries():
-                raise doc.error(("pages", p, "configs", c, "key"), f"unknown config key {source.key!r} in {ws.checkout.root}")
+                raise doc.error(("pages", p, "configs", c, "key"), f"{unknown('config key', source.key, ws.entries())} (checkout {ws.checkout.root})")
             if progress:
                 progress(source.key)
             latest = changelog.latest_pr(source.key)
@@ -211,15 +211,7 @@ def _check_metrics(doc: Document, at: tuple[int, int], source: ConfigSource, poi
     for key in source.metrics:
         if key not in ids and labels.count(key) != 1:
             raise doc.error(("pages", at[0], "configs", at[1], "metrics", key),
-                            f"no single point {key!r} in the config; use one of: {', '.join(sorted(ids))}")
-
-
-def cell_by_id(cookbook: Cookbook, cell_id: str) -> Cell:
-    for page in cookbook.pages:
-        for cell in page.cells:
-            if cell.id == cell_id:
-                return cell
-    raise CookbookError.at("cookbook", 0, cell_id, "no such cell")
+                            f"no single point {key!r} in the config; use one of: {listing(sorted(ids), key)}")
 
 
 def today() -> dt.date:

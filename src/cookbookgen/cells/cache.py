@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..errors import CookbookError
+from ..files import write_atomic
 from ..policy.rules import Policy
 from ..recipes.load import YamlFloat
 from ..recipes.master import ConfigEntry
@@ -217,12 +218,7 @@ class RenderCache:
     def put_bytes(self, kind: str, key: str, data: bytes) -> None:
         self.used.add(self._path(kind, key))
         try:
-            path = self._write_path(kind, key)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
+            write_atomic(self._write_path(kind, key), data)
         except OSError:
             pass  # a cache that cannot be written only costs time
 

@@ -89,7 +89,7 @@ def read_manifest(path: Path) -> tuple[Manifest, Document]:
     try:
         manifest = Manifest.model_validate(doc.data)
     except ValidationError as exc:
-        raise CookbookError([doc.problem(loc, message) for loc, message in schema_messages(exc.errors())]) from None
+        raise CookbookError([doc.problem(loc, message) for loc, message in schema_messages(exc.errors(), Manifest)]) from None
     seen: dict[str, KeyPath] = {}
     for p, page in enumerate(manifest.pages):
         for c, config in enumerate(page.configs):

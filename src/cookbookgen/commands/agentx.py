@@ -1,8 +1,9 @@
 """`cookbookgen export` and `cookbookgen show`: write and read SGLang cookbook AgentX data modules.
 
 - `export [--cookbook M | --from-module MODULE] --format agentx|json --out FILE`: the cookbook (or a
-  published module, re-encoded) as a compact module; written atomically (temporary file in the same
-  folder, then `os.replace`), and only after the encoder has checked that every point decodes back.
+  published module, re-encoded) as a compact module; written atomically (`files.write_atomic`, mode
+  as the umask gives), and only after the encoder has checked that every point decodes back. An
+  `--out` that is a folder or ends with `/` gets `agentx/<org>/<model>.jsx` (or `.json`) inside it.
 - `show MODULE [--cell ID] [--point cN] [--router dynamo|sglang] [--kv none|hicache|mooncake]
   [--format text|json]`: every selected (cell, point, router, KV tier) decoded. JSON is a list of
   `{"cell", "point", "router", "kv", "status", "blocks", "copy_all"}`; blocks as `render --format json`,
@@ -15,11 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import CookbookError
+from ..files import write_atomic
+from ..project import EXAMPLE_MANIFEST, bundled, shown_default
+from ..text import unknown
 
 # The encoder, decoder and render stack are imported by the handlers, so other commands start fast.
 Json = dict[str, Any]
@@ -53,10 +56,12 @@ def register(subparsers: Any) -> None:
     e = subparsers.add_parser("export", help="write the cookbook as an SGLang cookbook AgentX data module",
                               description="Encode the cookbook (or re-encode a published module) compactly; "
                                           "nothing is written unless every point decodes back exactly.")
-    e.add_argument("--cookbook", type=Path, default=Path("data/cookbook.yaml"), help="cookbook manifest; default: data/cookbook.yaml")
+    e.add_argument("--cookbook", type=Path, help=f"cookbook manifest; default: {shown_default(EXAMPLE_MANIFEST)}")
     e.add_argument("--from-module", type=Path, metavar="MODULE", help="re-encode this published module (.jsx or .json) instead")
     e.add_argument("--format", choices=["agentx", "json"], default="agentx", help="agentx: the JSX module; json: the same data as JSON")
-    e.add_argument("--out", type=Path, required=True, help="output file (or a folder: agentx/<org>/<model>.jsx inside it)")
+    e.add_argument("--out", required=True, metavar="FILE|DIR/",
+                   help="output file; or a folder (one that exists, or any path ending with /): agentx/<org>/<model>.jsx inside it, "
+                        "agentx/<its name> with --from-module (.json with --format json)")
     e.set_defaults(run=run_export)
     s = subparsers.add_parser("show", help="decode an AgentX data module into launch commands",
                               description="Decode every selected (cell, point, router, KV tier) of an AgentX module.")
@@ -83,21 +88,6 @@ def read_text(path: Path) -> str:
         raise CookbookError.at(str(path), 0, "", f"not UTF-8 text (byte {exc.start})") from None
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, then rename it over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def json_text(module: Json) -> str:
     return json.dumps(module, indent=1, ensure_ascii=False) + "\n"
 
@@ -105,11 +95,16 @@ def json_text(module: Json) -> str:
 # ---- export ----
 
 def _out_path(args: argparse.Namespace, default_name: str) -> Path:
-    out: Path = args.out
-    if out.is_dir():
-        name = default_name if args.format == "agentx" else str(Path(default_name).with_suffix(".json"))
-        return out / name
-    return out
+    """`--out` as given, or, when it names a folder (it exists as one, or ends with `/`), the module's
+    default name inside it."""
+    given = str(args.out)
+    out = Path(given)
+    if not (given.endswith(("/", os.sep)) or out.is_dir()):
+        return out
+    if out.exists() and not out.is_dir():
+        raise CookbookError.usage("--out", f"{given!r} names a folder, but {out} is a file")
+    name = default_name if args.format == "agentx" else str(Path(default_name).with_suffix(".json"))
+    return out / name
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -125,13 +120,13 @@ def run_export(args: argparse.Namespace) -> int:
         out = _out_path(args, f"agentx/{args.from_module.name}")
         baseline, what = len(source.encode("utf-8")), "the original module"
     else:
-        cookbook = load_cookbook(args.cookbook)
+        cookbook = load_cookbook(args.cookbook or bundled(EXAMPLE_MANIFEST))
         out = _out_path(args, module_path(cookbook))
         module = encode(cookbook, str(out))
         header, trailing = header_lines(cookbook), True
         baseline, what = 0, "the fully expanded commands"
     text = write_module_text(module, header, trailing) if args.format == "agentx" else json_text(module)
-    write_atomic(out, text)
+    write_atomic(out, text, durable=True)
     size = len(text.encode("utf-8"))
     expanded = expanded_size(module, str(out))
     print(f"wrote {out}: {size} bytes, {len(module['cells'])} cells; "
@@ -151,7 +146,11 @@ def _selected(module: Json, args: argparse.Namespace, file: str) -> Iterator[tup
     ids = [str(c.get("id")) for c in cells]
     check_unique_ids(ids, file)
     if args.cell and args.cell not in ids:
-        raise CookbookError.at(file, 0, "--cell", f"no cell {args.cell!r}; cells: {', '.join(ids)}")
+        raise CookbookError.at(file, 0, "--cell", unknown("cell", args.cell, ids))
+    if args.point:
+        labels = [point_label(p) for c in cells if not args.cell or c.get("id") == args.cell for p in c.get("points") or []]
+        if args.point not in labels:
+            raise CookbookError.at(file, 0, "--point", unknown("point", args.point, labels))
     for ci, cell in enumerate(cells):
         if args.cell and cell.get("id") != args.cell:
             continue

@@ -1,8 +1,8 @@
 """`cookbookgen diff`: prove cookbook-recipe parity role by role, or name every difference.
 
 Exit status: 0 parity, 1 any mismatch, 2 bad input (a `CookbookError`, printed by `cli.main`).
-With no `--cookbook`, it checks the bundled `data/cookbook.yaml` and, when `site/` exists, the built
-site as well (the worse exit status wins).
+With no `--cookbook`, it checks the bundled `data/cookbook.yaml` (found beside the package, from any
+folder) and, when `./site/` exists, the built site as well (the worse exit status wins).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import CookbookError
+from ..project import EXAMPLE_MANIFEST, EXAMPLE_SOURCE, bundled, shown_default
 
 if TYPE_CHECKING:  # the diff stack loads only when the command runs
     from ..cells.cache import RenderCache
@@ -22,8 +23,6 @@ if TYPE_CHECKING:  # the diff stack loads only when the command runs
     from ..policy.rules import Policy
     from ..recipes.workspace import Workspace
 
-DEFAULT_MANIFEST = Path("data/cookbook.yaml")
-DEFAULT_SOURCE = Path("data/inferencex")
 DEFAULT_SITE = Path("site")
 
 
@@ -33,9 +32,9 @@ def register(subparsers: Any) -> None:
         description="Compare a cookbook (our manifest, a built site, a cookbook JSON or a published AgentX module) with "
                     "the effective recipes of an InferenceX checkout. Exit 0 on parity, 1 on any mismatch, 2 on bad input.")
     d.add_argument("--cookbook", type=Path, action="append", metavar="M|MODULE.jsx|MODULE.json|SITE_DIR",
-                   help="what to check (repeatable); default: data/cookbook.yaml, plus site/ when it exists")
+                   help=f"what to check (repeatable); default: {shown_default(EXAMPLE_MANIFEST)}, plus ./site/ when it exists")
     d.add_argument("--source", type=Path, metavar="ROOT",
-                   help="InferenceX checkout; default: the manifest's source, else data/inferencex")
+                   help=f"InferenceX checkout; default: the manifest's source, else {shown_default(EXAMPLE_SOURCE)}")
     d.add_argument("--config", metavar="KEY", help="only this config key")
     d.add_argument("--logs", type=Path, metavar="DIR", help="also compare with the workers' ServerArgs log lines and srt-slurm config*.yaml under DIR")
     d.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default: text)")
@@ -59,13 +58,11 @@ def _cookbooks(args: argparse.Namespace) -> list[Path]:
     given = getattr(args, "cookbook", None)
     if given:
         return [given] if isinstance(given, Path) else list(given)
-    if not DEFAULT_MANIFEST.is_file():
-        raise CookbookError.at("cookbookgen", 0, "diff", f"no {DEFAULT_MANIFEST} here; name one with --cookbook")
-    return [DEFAULT_MANIFEST] + ([DEFAULT_SITE] if DEFAULT_SITE.is_dir() else [])
+    return [bundled(EXAMPLE_MANIFEST)] + ([DEFAULT_SITE] if DEFAULT_SITE.is_dir() else [])
 
 
 def _checkout(args: argparse.Namespace, cookbook: Cookbook, previous: Path | None) -> Path:
-    source = getattr(args, "source", None) or cookbook.checkout or previous or DEFAULT_SOURCE
+    source = getattr(args, "source", None) or cookbook.checkout or previous or bundled(EXAMPLE_SOURCE)
     if not Path(source).is_dir():
         raise CookbookError.at(str(source), 0, "--source", "checkout not found")
     return Path(source)

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import CookbookError
+from ..project import EXAMPLE_MANIFEST, bundled, shown_default
+from ..text import unknown
 
 if TYPE_CHECKING:
     from ..flags.check import CellCheck
-
-DEFAULT_MANIFEST = Path("data/cookbook.yaml")
 
 
 def register(subparsers: Any) -> None:
@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
                     "(shipped catalogs; nothing is downloaded). Exit 0 when clean, 1 when a flag would stop the server, 2 on bad input.")
     f.add_argument("module", nargs="?", type=Path, metavar="MODULE", help="an AgentX module (.jsx/.json) or any other cookbook --cookbook takes")
     f.add_argument("--cookbook", type=Path, metavar="M|MODULE.jsx|MODULE.json|SITE_DIR",
-                   help="cookbook to check; default: data/cookbook.yaml")
+                   help=f"cookbook to check; default: {shown_default(EXAMPLE_MANIFEST)}")
     f.add_argument("--source", type=Path, metavar="ROOT", help="InferenceX checkout: check the points of --config as rendered from it")
     f.add_argument("--config", metavar="KEY", help="with --source: the config key; with a cookbook: only this config")
     f.add_argument("--engine-version", metavar="V", help="check against this engine version instead of the one the image pins")
@@ -54,7 +54,7 @@ def _checks(args: argparse.Namespace) -> list[CellCheck]:
         _check_version(args.engine_version)
     points = [(cell, image, blocks) for config, cell, image, blocks in _published(args) if not args.config or config == args.config]
     if not points:
-        raise CookbookError.at("cookbookgen", 0, "--config", f"no cell of config {args.config!r} in the cookbook")
+        raise CookbookError.usage("--config", f"no cell of config {args.config!r} in the cookbook")
     return check_points(points, args.engine_version)
 
 
@@ -63,7 +63,7 @@ def _check_version(version: str) -> None:
 
     known = sorted({v for items in shipped_versions().values() for v in items})
     if version not in known:
-        raise CookbookError.at("cookbookgen", 0, "--engine-version", f"no catalog for version {version!r}; catalogs: {', '.join(known)}")
+        raise CookbookError.usage("--engine-version", unknown("engine version (no flag catalog)", version, known))
 
 
 def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tuple[Any, ...]]]:
@@ -71,7 +71,7 @@ def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tup
     given = [p for p in (args.module, args.cookbook) if p is not None]
     if args.source is not None:
         if given or not args.config:
-            raise CookbookError.at("cookbookgen", 0, "--source", "give --source ROOT --config KEY, or a cookbook, not both")
+            raise CookbookError.usage("--source", "give --source ROOT --config KEY, or a cookbook, not both")
         from ..pipeline import render_all_points
         from ..policy.rules import load_policy
         from ..recipes.workspace import Workspace
@@ -81,10 +81,8 @@ def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tup
         rendered = render_all_points(Workspace(args.source), load_policy(None), args.config, settings=False)
         return [(args.config, args.config, r.deployment.image or None, r.deployment.blocks) for r in rendered]
     if len(given) > 1:
-        raise CookbookError.at("cookbookgen", 0, "--cookbook", "give one cookbook: MODULE or --cookbook M")
-    path = given[0] if given else DEFAULT_MANIFEST
-    if not given and not path.is_file():
-        raise CookbookError.at("cookbookgen", 0, "flags", f"no {DEFAULT_MANIFEST} here; name a cookbook or --source ROOT --config KEY")
+        raise CookbookError.usage("--cookbook", "give one cookbook: MODULE or --cookbook M")
+    path = given[0] if given else bundled(EXAMPLE_MANIFEST)
     from ..diff.sources import read_cookbook
 
     published = read_cookbook(path).published

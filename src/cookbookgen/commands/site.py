@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import CookbookError
+from ..project import EXAMPLE_MANIFEST, bundled, shown_default
 
 if TYPE_CHECKING:  # MkDocs and the render stack load only when a handler runs
     from ..publish.site import Dates
@@ -28,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     b = subparsers.add_parser("build", help="build the static cookbook site (MkDocs, strict)",
                               description="Render every point of the cookbook manifest and build the site with MkDocs --strict. "
                                           "The site is built in a temporary folder and moved into --out only when the build succeeded.")
-    b.add_argument("--cookbook", type=Path, default=Path("data/cookbook.yaml"), help="cookbook manifest; default: data/cookbook.yaml")
+    b.add_argument("--cookbook", type=Path, help=f"cookbook manifest; default: {shown_default(EXAMPLE_MANIFEST)}")
     b.add_argument("--out", type=Path, default=Path("site"), help="output folder, replaced atomically; default: site")
     b.add_argument("--date", type=_date, help="generated-on date YYYY-MM-DD (reproducible builds); default: the manifest's generated_on, else today")
     b.add_argument("--cache", type=Path, metavar="DIR",
@@ -40,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     b.set_defaults(run=run_build)
     s = subparsers.add_parser("serve", help="serve a live preview of the cookbook site",
                               description="Generate the site's pages and serve them with live reload; edits to the manifest, recipes or templates regenerate them.")
-    s.add_argument("--cookbook", type=Path, default=Path("data/cookbook.yaml"), help="cookbook manifest; default: data/cookbook.yaml")
+    s.add_argument("--cookbook", type=Path, help=f"cookbook manifest; default: {shown_default(EXAMPLE_MANIFEST)}")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on; default: 127.0.0.1")
     s.add_argument("--port", type=int, default=8000, help="port; default: 8000")
     s.add_argument("--date", type=_date, help="generated-on date YYYY-MM-DD; default: the manifest's generated_on, else today")
@@ -55,7 +56,7 @@ def _dates(args: argparse.Namespace) -> Dates:
 
 
 def _manifest(args: argparse.Namespace) -> Path:
-    path: Path = args.cookbook
+    path: Path = args.cookbook or bundled(EXAMPLE_MANIFEST)
     if not path.is_file():
         raise CookbookError.at(str(path), 0, "--cookbook", "cookbook manifest not found")
     return path

@@ -15,6 +15,7 @@ from ..flags.check import FAILING, check_points
 from ..policy.rules import Policy
 from ..recipes.master import check_framework
 from ..recipes.workspace import ResolvedPoint, Workspace
+from ..text import unknown
 from .compare import PointMemo, point_findings, stamped
 from .expect import point_expect
 from .model import Finding, Published, PublishedPoint
@@ -80,7 +81,7 @@ def check_configs(published: Published, ws: Workspace, policy: Policy, only: str
     """Pair and compare every config of `published` (or only `only`) with the checkout."""
     configs = [c for c in published.configs() if only is None or c == only]
     if only is not None and not configs:
-        raise CookbookError.at(published.source, 0, only, f"the cookbook has no config {only!r}; it has: {', '.join(published.configs())}")
+        raise CookbookError.at(published.source, 0, only, unknown("config", only, published.configs()))
     runs: dict[str, list[PointRun]] = {}
     pairs: list[Pair] = []
     absent: list[tuple[str, tuple[str, ...], str]] = []

@@ -44,6 +44,7 @@ from ..errors import CookbookError, Problem
 from ..policy.rules import Policy, load_policy
 from ..recipes.load import Document
 from ..recipes.workspace import DeferredEntries, Workspace
+from ..text import unknown
 
 KIND = "cookbook manifest (rendered)"
 Section = tuple[str, int, int]   # report text, points paired, mismatches
@@ -85,7 +86,7 @@ def manifest_report(path: Path, cache: RenderCache | None, extra_policy: Path | 
         sections.update(_check(_Job(path, manifest, doc, policy, ws, cache, only, fmt, color), missing, keys, jobs))
     configs = list(render)
     if only is not None and only not in configs:
-        raise CookbookError.at(str(path), 0, only, f"the cookbook has no config {only!r}; it has: {', '.join(configs)}")
+        raise CookbookError.at(str(path), 0, only, unknown("config", only, configs))
     shown = [c for c in configs if only is None or c == only]
     points = sum(sections[c][1] for c in shown)
     mismatches = sum(sections[c][2] for c in shown)

@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CookbookError
+from ..text import unknown
 from ..recipes.load import Document, parse_yaml, read_yaml_file
 
 CLASSES = ("published", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "prohibited")
 DROPPED = frozenset({"harness-only", "default-equivalent"})
+RULE_KEYS = ("match", "class", "reason", "value", "replacement")
 _NO_VALUE = object()
 GLOB_CHARS = frozenset("*?[")    # what makes a pattern part a glob (`fnmatch`); a part without them is a plain key
 
@@ -138,12 +140,12 @@ def _rules_of(doc: Document) -> list[Rule]:
         if not isinstance(item, dict) or not isinstance(item.get("match"), str):
             raise doc.error(where, "a rule needs `match` (a dotted path glob), `class` and `reason`")
         if item.get("class") not in CLASSES:
-            raise doc.error(where + ("class",), f"unknown class {item.get('class')!r}; expected one of: {', '.join(CLASSES)}")
+            raise doc.error(where + ("class",), unknown("class", item.get("class"), CLASSES))
         if not isinstance(item.get("reason"), str) or not item["reason"].strip():
             raise doc.error(where + ("reason",), "every rule needs a one-line reason")
-        unknown = sorted(set(item) - {"match", "class", "reason", "value", "replacement"})
-        if unknown:
-            raise doc.error(where + (unknown[0],), "unknown key; allowed: match, class, reason, value, replacement")
+        extra = sorted(set(item) - set(RULE_KEYS))
+        if extra:
+            raise doc.error(where + (extra[0],), unknown("key", extra[0], RULE_KEYS))
         out.append(Rule(tuple(item["match"].split(".")), item["class"], item["reason"],
                         item.get("value", _NO_VALUE), item.get("replacement"), f"{doc.file}:{doc.line_of(where)}"))
     return out
@@ -167,4 +169,4 @@ def _clusters_of(doc: Document) -> dict[str, tuple[ClusterEnv, ...]]:
 
 
 def error_for_unknown_cluster(name: str, policy: Policy) -> CookbookError:
-    return CookbookError.at("--cluster", 0, name, f"unknown cluster; known: {', '.join(sorted(policy.clusters))}")
+    return CookbookError.usage("--cluster", unknown("cluster", name, sorted(policy.clusters)))

@@ -57,6 +57,8 @@ from ..cells.manifest import read_manifest, source_root
 from ..cells.model import Cookbook
 from ..cells.variants import with_variants
 from ..errors import CookbookError, Problem
+from ..files import write_atomic
+from ..project import project_root
 from .pages import MODEL_TEMPLATE, page_path, site_files
 
 SITE_MARKER = "cookbook.json"   # a folder holding it was written by `cookbookgen build`
@@ -86,15 +88,6 @@ class BuildResult:
     files: int
     seconds: float
     rebuilt: int | None = None   # docs files MkDocs processed in an incremental build; None: a full build
-
-
-def project_root() -> Path:
-    """The checkout holding `mkdocs.yml` and `templates/` (cookbookgen installed from it, editable)."""
-    for parent in Path(__file__).resolve().parents:
-        if (parent / "mkdocs.yml").is_file() and (parent / "templates").is_dir():
-            return parent
-    raise CookbookError.at("cookbookgen", 0, "build",
-                           "mkdocs.yml and templates/ not found above the package; install cookbookgen from its checkout (pip install -e .)")
 
 
 def read_templates(folder: Path) -> dict[str, str]:
@@ -486,11 +479,7 @@ class SiteState:
             return None
 
     def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".state.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(self.__dict__, fh, separators=(",", ":"))
-        os.replace(tmp, folder / "state.json")
+        write_atomic(folder / "state.json", json.dumps(self.__dict__, separators=(",", ":")))
 
     def unchanged(self, context: str, docs: dict[str, str], out: Path) -> set[str] | None:
         """The docs files whose output can be kept, or None when only a full build will do."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..errors import CookbookError, Problem
+from ..text import listing, unknown
 from .load import Document, KeyPath, dotted, parse_yaml
 from .merge import (
     Origins,
@@ -131,10 +132,10 @@ def select(doc: Document, selector: str | None) -> EffectiveRecipe:
     names = variant_names(doc)
     if selector is None:
         if names and (is_bundle(doc) or "sweep" in doc.data):
-            raise doc.error((), f"the file has {len(names)} variants; pick one with FILE:SELECTOR ({_listing(names)})")
+            raise doc.error((), f"the file has {len(names)} variants; pick one with FILE:SELECTOR ({listing(names)})")
         return EffectiveRecipe(doc.file, None, data, origins, (data,))
     if selector not in names:
-        raise doc.error((selector.split("[")[0],), f"unknown selector {selector!r}; the file offers: {_listing(names)}")
+        raise doc.error((selector.split("[")[0],), unknown("selector", selector, names))
     over, over_path = _variant_section(doc, selector)
     if isinstance(over, dict) and "sweep" not in over_path:
         origins.update(_origins_of(doc, over, over_path))
@@ -157,11 +158,6 @@ def _variant_section(doc: Document, selector: str) -> tuple[RawYaml, KeyPath]:
     return section, (selector,)
 
 
-def _listing(names: list[str], limit: int = 12) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
-
-
 def apply_overrides(recipe: EffectiveRecipe, sets: Sequence[str], unsets: Sequence[str]) -> EffectiveRecipe:
     """Apply `--set dotted.path=value` and `--unset dotted.path` (values parsed as YAML)."""
     if not sets and not unsets:
@@ -171,8 +167,11 @@ def apply_overrides(recipe: EffectiveRecipe, sets: Sequence[str], unsets: Sequen
         path_text, sep, value_text = item.partition("=")
         path = _parse_dotted(path_text, "--set", item)
         if not sep:
-            raise CookbookError.at("--set", 0, item, "expected dotted.path=value")
-        value = parse_yaml(value_text, f"--set {path_text}").data
+            raise CookbookError.usage("--set", f"{item!r}: expected dotted.path=value")
+        try:
+            value = parse_yaml(value_text, "--set").data
+        except CookbookError as exc:
+            raise CookbookError.usage("--set", f"{item!r}: {exc.problems[0].message}") from None
         data = set_path(data, path, value)
         for p in node_paths(value, tuple(path)):
             origins[p] = (f"--set {item}", 0)
@@ -180,12 +179,12 @@ def apply_overrides(recipe: EffectiveRecipe, sets: Sequence[str], unsets: Sequen
         path = _parse_dotted(item, "--unset", item)
         data, found = unset_path(data, path)
         if not found:
-            raise CookbookError.at("--unset", 0, item, "no such setting in the effective recipe")
+            raise CookbookError.usage("--unset", f"{item!r}: no such setting in the effective recipe")
     return EffectiveRecipe(recipe.file, recipe.selector, data, origins)
 
 
 def _parse_dotted(text: str, option: str, item: str) -> list[str]:
     parts = text.strip().split(".")
     if not text.strip() or any(not p for p in parts):
-        raise CookbookError.at(option, 0, item, "expected a dotted path such as roles.decode.args.max-running-requests")
+        raise CookbookError.usage(option, f"{item!r}: expected a dotted path such as roles.decode.args.max-running-requests")
     return parts

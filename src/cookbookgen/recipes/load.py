@@ -172,11 +172,7 @@ def _parse(text: str, file: str) -> Document:
     try:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
-        # The context mark is where the unfinished construct started; the problem mark is often EOF.
-        mark = exc.context_mark or exc.problem_mark
-        line = mark.line + 1 if mark else 0
-        detail = f"{exc.problem} ({exc.context})" if exc.context else str(exc.problem)
-        raise CookbookError.at(file, line, "", f"YAML syntax: {detail}") from None
+        raise CookbookError([_syntax_problem(exc, file)]) from None
     except yaml.YAMLError as exc:
         raise CookbookError.at(file, 0, "", f"YAML error: {exc}") from None
     except RecursionError:
@@ -189,6 +185,17 @@ def _parse(text: str, file: str) -> Document:
     finally:
         builder.close()
     return Document(file, data, builder.lines)
+
+
+def _syntax_problem(exc: yaml.MarkedYAMLError, file: str) -> Problem:
+    """PyYAML's complaint at PyYAML's line (the problem mark); the construct it was in, and where
+    that started (the context mark), follow in parentheses."""
+    mark = exc.problem_mark or exc.context_mark
+    detail = str(exc.problem or exc.context)
+    if exc.context and exc.problem:
+        started = f" at line {exc.context_mark.line + 1}" if exc.context_mark else ""
+        detail += f" ({exc.context}{started})"
+    return Problem(file, mark.line + 1 if mark else 0, "", f"YAML syntax: {detail}")
 
 
 # --- a top-level mapping split at its keys -------------------------------------------------------

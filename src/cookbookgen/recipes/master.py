@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..text import unknown
 from .load import Document, KeyPath
 
 RawYaml = Any
@@ -177,7 +178,6 @@ def find_point(entry: ConfigEntry, point: str) -> tuple[Row, int]:
     matches = [(row, c) for row in entry.rows for c in row.concs if point in (f"{row.slug}/c{c}", f"c{c}")]
     if len(matches) == 1:
         return matches[0]
-    ids = ", ".join(entry.point_ids())
     if not matches:
-        raise entry.doc.error((entry.key,), f"unknown point {point!r}; the config has: {ids}")
+        raise entry.doc.error((entry.key,), unknown("point", point, entry.point_ids()))
     raise entry.doc.error((entry.key,), f"point {point!r} is ambiguous; use one of: {', '.join(f'{r.slug}/c{c}' for r, c in matches)}")

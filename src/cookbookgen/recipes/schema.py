@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, Strict, TypeAdapter, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
 from ..errors import CookbookError, schema_messages
+from ..text import unknown
 from .bundle import EffectiveRecipe
 from .load import KeyPath
 from .merge import Origins, changed_positions, deep_merge
@@ -148,7 +149,7 @@ def normalise(recipe: EffectiveRecipe, sibling: Typed | None = None) -> Typed:
         try:
             typed = Recipe.model_validate(data)
         except ValidationError as exc:
-            raise CookbookError([normal.problem(loc, message) for loc, message in schema_messages(exc.errors())]) from None
+            raise CookbookError([normal.problem(loc, message) for loc, message in schema_messages(exc.errors(), Recipe)]) from None
     if set(typed.roles) not in ({"agg"}, {"prefill", "decode"}):
         found = ", ".join(typed.roles) or "none"
         raise normal.error(("roles",), f"worker roles {found}: expected roles.agg, or roles.prefill and roles.decode")
@@ -253,7 +254,7 @@ def _check_engine(recipe: EffectiveRecipe) -> None:
         raise recipe.error(("engine",), f"the mapping form of engine {engine!r} is not supported yet; write `engine: {engine}`")
     if isinstance(engine, str) and engine in KNOWN_ENGINES:
         raise recipe.error(where, f"engine {engine!r} is not supported yet (supported: sglang)")
-    raise recipe.error(where, f"unknown engine {engine!r}; expected one of: {', '.join(KNOWN_ENGINES)}")
+    raise recipe.error(where, unknown("engine", engine, KNOWN_ENGINES))
 
 
 def _from_v1(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawYaml], Origins]:

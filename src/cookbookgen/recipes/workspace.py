@@ -4,12 +4,12 @@ the load/resolve stage: everything it returns is plain data for the pure stages.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import CookbookError, Problem
+from ..text import unknown
 from .bundle import EffectiveRecipe, apply_overrides, select, variant_names
 from .changelog import Changelog, read_changelog
 from .checkout import Checkout
@@ -134,9 +134,7 @@ class Workspace:
     def entry(self, key: str) -> ConfigEntry:
         entries = self.entries()
         if key not in entries:
-            close = difflib.get_close_matches(key, list(entries), n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else f" ({len(entries)} keys known)"
-            raise CookbookError.at(self.checkout.shown(self.checkout.master_files()[0]), 0, key, f"unknown config key{hint}")
+            raise CookbookError.at(self.checkout.shown(self.checkout.master_files()[0]), 0, key, unknown("config key", key, entries))
         return entries[key]
 
     def selected(self, path: Path, selector: str | None) -> EffectiveRecipe:
@@ -169,7 +167,7 @@ class Workspace:
         if hit is not None and hit[0] is row:
             return hit[1]
         path = self.recipe_path(entry, row)
-        selector = row.recipe.selector or self._auto_selector(path, row, conc, entry.doc.problem(row.recipe.where, ""))
+        selector = self.selector(entry, row, conc)
         from .schema import normalise
 
         recipe = apply_overrides(self.selected(path, selector), sets, unsets)
@@ -178,6 +176,13 @@ class Workspace:
         if memo:
             self._points[key] = (row, point)
         return point
+
+    def selector(self, entry: ConfigEntry, row: Row, conc: int) -> str | None:
+        """The variant of the row's recipe file that the point uses: the one the master config names,
+        else the only override whose TP and concurrency match (None: a plain recipe)."""
+        if row.recipe.selector:
+            return row.recipe.selector
+        return self._auto_selector(self.recipe_path(entry, row), row, conc, entry.doc.problem(row.recipe.where, ""))
 
     def _auto_selector(self, path: Path, row: Row, conc: int, where: Problem) -> str | None:
         doc = self.document(path)

@@ -1,0 +1,45 @@
+"""Where the files cookbookgen keeps beside its package are: `mkdocs.yml`, `templates/` and the
+bundled example `data/` (a cookbook manifest and a small InferenceX checkout), found from the
+package's own location, never from the current folder. Reads nothing; only looks for paths.
+
+cookbookgen runs from its checkout (`pip install -e .`): the project root is the first folder
+above the package that holds `mkdocs.yml` and `templates/`.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from .errors import CookbookError
+
+EXAMPLE_MANIFEST = "data/cookbook.yaml"
+EXAMPLE_SOURCE = "data/inferencex"
+
+
+@cache
+def _root() -> Path | None:
+    for parent in Path(__file__).resolve().parents:
+        if (parent / "mkdocs.yml").is_file() and (parent / "templates").is_dir():
+            return parent
+    return None
+
+
+def project_root() -> Path:
+    """The checkout holding `mkdocs.yml`, `templates/` and `data/`."""
+    root = _root()
+    if root is None:
+        raise CookbookError.usage("cookbookgen", "mkdocs.yml and templates/ not found above the package; "
+                                                 "install cookbookgen from its checkout (pip install -e .)")
+    return root
+
+
+def bundled(relative: str) -> Path:
+    """A file or folder of the project, e.g. `bundled(EXAMPLE_MANIFEST)`."""
+    return project_root() / relative
+
+
+def shown_default(relative: str) -> str:
+    """How help texts name a bundled default: its real path when cookbookgen can find it."""
+    root = _root()
+    return f"the bundled example, {root / relative}" if root else f"the bundled example ({relative})"

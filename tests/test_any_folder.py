@@ -1,0 +1,64 @@
+"""Run from any folder, the commands find the bundled example beside the package (issue 23: from another
+folder the main job said `<that folder>/data/inferencex:1: (top): no master config`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cookbookgen.cli import build_parser, main
+from conftest import DATA
+
+AGG = "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg"
+
+
+@pytest.fixture
+def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A current folder with no data/ in it."""
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    return folder
+
+
+def test_render_and_list(elsewhere: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["render", "--config", AGG, "--point", "tp4/c16", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["point"] == "tp4/c16"
+    assert main(["list", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["source"] == str(DATA / "inferencex")
+
+
+def test_build_then_diff_checks_the_manifest_and_the_site(elsewhere: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["build", "--out", str(elsewhere / "site")]) == 0
+    assert (elsewhere / "site" / "index.html").is_file()
+    capsys.readouterr()
+    assert main(["diff", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["exit"] == 0 and len(doc["reports"]) == 2, "the bundled manifest, and ./site since it exists"
+
+
+def test_export(elsewhere: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", "--out", "out/"]) == 0
+    assert (elsewhere / "out/agentx/deepseek-ai/deepseek-v4.1-flash.jsx").is_file()
+
+
+def test_the_installed_command(elsewhere: Path) -> None:
+    """As a user runs it: a new process whose current folder is elsewhere."""
+    done = subprocess.run([sys.executable, "-m", "cookbookgen.cli", "list"], cwd=elsewhere, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith(f"{AGG}: deepseek-ai/DeepSeek-V4.1-Flash")
+
+
+@pytest.mark.parametrize("command, option, default", [
+    ("render", "--source", DATA / "inferencex"), ("list", "--source", DATA / "inferencex"), ("build", "--cookbook", DATA / "cookbook.yaml"),
+    ("serve", "--cookbook", DATA / "cookbook.yaml"), ("export", "--cookbook", DATA / "cookbook.yaml"), ("diff", "--cookbook", DATA / "cookbook.yaml"),
+])
+def test_help_names_the_real_default(command: str, option: str, default: Path) -> None:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]  # type: ignore[union-attr]
+    (action,) = [a for a in sub._actions if option in a.option_strings]
+    assert f"the bundled example, {default}" in " ".join((action.help or "").split())

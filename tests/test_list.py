@@ -1,0 +1,144 @@
+"""`cookbookgen list`: the configs and points of a checkout, the cells of a cookbook or module (issue 23:
+there was no way to see what can be rendered)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cookbookgen.cli import main
+from conftest import CORPUS, DATA
+
+AGG = "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg"
+AGG_RECIPE = "inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/dsv41flash/sglang/gb300-fp4/agentx/agg-variants.yaml"
+POINT_KEYS = ["label", "id", "topology", "concurrency", "recipe", "selector", "problem"]
+CELL_KEYS = ["id", "model", "hardware", "topology", "points"]
+
+
+def run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    return captured.out
+
+
+def as_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, object]:
+    doc = json.loads(run(capsys, [*argv, "--format", "json"]))
+    assert isinstance(doc, dict)
+    return doc
+
+
+def test_bundled_configs_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = as_json(capsys, ["list"])
+    assert doc["source"] == str(DATA / "inferencex")
+    configs = doc["configs"]
+    assert isinstance(configs, list)
+    assert [c["key"] for c in configs] == [AGG, "dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg", "dsv41flash-fp4-gb300-sglang-agentic-dspark"]
+    agg = configs[0]
+    assert (agg["model"], agg["framework"]) == ("deepseek-ai/DeepSeek-V4.1-Flash", "dynamo-sglang")
+    assert [list(p) for p in agg["points"]] == [POINT_KEYS] * 4
+    assert [(p["label"], p["id"], p["topology"], p["concurrency"], p["selector"]) for p in agg["points"]] == [
+        ("c1", "tp4/c1", "tp4", 1, "override_tp4_c1"), ("c4", "tp4/c4", "tp4", 4, "override_tp4_c4"),
+        (None, "tp4/c16", "tp4", 16, "override_tp4_c16"), (None, "tp2-ep2/c16", "tp2-ep2", 16, "override_tp2_c16")]
+    assert {p["recipe"] for p in agg["points"]} == {AGG_RECIPE} and {p["problem"] for p in agg["points"]} == {None}
+
+
+def test_auto_selected_overrides_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """The standalone config names no override; the listing shows the one `render` picks."""
+    configs = as_json(capsys, ["list"])["configs"]
+    assert isinstance(configs, list)
+    dspark = configs[2]
+    assert [p["selector"] for p in dspark["points"]] == ["override_tp4_c1", "override_tp4_c4", "override_tp4_c16", "override_tp2_c16",
+                                                         "override_tp2_c32", "override_dep2_c64", "override_dep2_c128"]
+
+
+def test_bundled_configs_as_text(capsys: pytest.CaptureFixture[str]) -> None:
+    text = run(capsys, ["list"])
+    first = text.split("\n\n")[0].splitlines()
+    assert first == [
+        f"{AGG}: deepseek-ai/DeepSeek-V4.1-Flash, dynamo-sglang, 4 point(s)",
+        "  POINT  ID           TOPOLOGY  RECIPE",
+        f"  c1     tp4/c1       tp4       {AGG_RECIPE}:override_tp4_c1",
+        f"  c4     tp4/c4       tp4       {AGG_RECIPE}:override_tp4_c4",
+        f"  -      tp4/c16      tp4       {AGG_RECIPE}:override_tp4_c16",
+        f"  -      tp2-ep2/c16  tp2-ep2   {AGG_RECIPE}:override_tp2_c16",
+    ]
+    assert text.count("\n\n") == 2
+
+
+def test_every_listed_point_renders(capsys: pytest.CaptureFixture[str]) -> None:
+    """The ids and labels the listing gives are the ones `render --point` takes, with the same recipe."""
+    configs = as_json(capsys, ["list"])["configs"]
+    assert isinstance(configs, list)
+    for config in configs:
+        for point in config["points"]:
+            for name in filter(None, (point["id"], point["label"])):
+                rendered = json.loads(run(capsys, ["render", "--config", config["key"], "--point", name, "--format", "json"]))
+                assert (rendered["point"], rendered["recipe"].split(":")[-1]) == (point["id"], point["selector"])
+
+
+def test_cells_of_the_manifest_and_of_its_module_agree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from_manifest = as_json(capsys, ["list", "--cookbook", str(DATA / "cookbook.yaml")])
+    assert main(["export", "--out", str(tmp_path / "m.jsx")]) == 0
+    capsys.readouterr()
+    from_module = as_json(capsys, ["list", "--cookbook", str(tmp_path / "m.jsx")])
+    assert from_manifest["cells"] == from_module["cells"]
+    cells = from_manifest["cells"]
+    assert isinstance(cells, list) and len(cells) == 7
+    assert [list(c) for c in cells] == [CELL_KEYS] * 7
+    assert cells[1] == {"id": f"{AGG}#1", "model": "deepseek-ai/DeepSeek-V4.1-Flash", "hardware": "gb300", "topology": "Agg TP2·EP2", "points": ["c16"]}
+
+
+def test_listed_cells_are_what_show_takes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", "--format", "json", "--out", str(tmp_path / "m.json")]) == 0
+    capsys.readouterr()
+    cells = as_json(capsys, ["list", "--cookbook", str(tmp_path / "m.json")])["cells"]
+    assert isinstance(cells, list)
+    for cell in cells:
+        for point in cell["points"]:
+            shown = json.loads(run(capsys, ["show", str(tmp_path / "m.json"), "--cell", cell["id"], "--point", point, "--format", "json"]))
+            assert {(s["cell"], s["point"]) for s in shown} == {(cell["id"], point)}
+
+
+def test_cells_as_text(capsys: pytest.CaptureFixture[str]) -> None:
+    lines = run(capsys, ["list", "--cookbook", str(DATA / "cookbook.yaml")]).splitlines()
+    assert lines[0].split() == ["ID", "MODEL", "HARDWARE", "TOPOLOGY", "POINTS"]
+    assert lines[1].split() == [f"{AGG}#0", "deepseek-ai/DeepSeek-V4.1-Flash", "gb300", "Agg", "TP4", "c1", "c4", "c16"]
+    assert len({line.index("MODEL") if i == 0 else line.index("deepseek-ai") for i, line in enumerate(lines)}) == 1, "aligned"
+
+
+def test_corpus_checkout_lists_every_config_and_names_missing_recipes(capsys: pytest.CaptureFixture[str]) -> None:
+    """The corpus's master excerpts name recipes the excerpt does not hold: listed, with the problem."""
+    configs = as_json(capsys, ["list", "--source", str(CORPUS / "inferencex")])["configs"]
+    assert isinstance(configs, list) and len(configs) == 11
+    points = [p for c in configs for p in c["points"]]
+    assert len(points) == 61
+    missing = [p for p in points if p["problem"]]
+    assert missing and all(p["problem"].startswith("recipe file not found: ") for p in missing)
+    assert all(p["recipe"] and p["id"].endswith(f"/c{p['concurrency']}") for p in points)
+    for config in configs:
+        ids = [p["id"] for p in config["points"]]
+        assert len(set(ids)) == len(ids)
+    text = run(capsys, ["list", "--source", str(CORPUS / "inferencex")])
+    assert text.count("(recipe file not found: ") == len(missing)
+
+
+def test_corpus_module(capsys: pytest.CaptureFixture[str]) -> None:
+    path = CORPUS / "sglang-cookbook/agentx/zai-org/glm-5.2.jsx"
+    cells = as_json(capsys, ["list", "--cookbook", str(path)])["cells"]
+    assert isinstance(cells, list) and cells
+    assert cells[0] == {"id": "glm5.2-fp4-gb300-dynamo-sglang-agentic-agg#0", "model": "nvidia/GLM-5.2-NVFP4", "hardware": "gb300",
+                        "topology": "Agg TP8 (2 nodes)", "points": ["c1", "c2", "c4"]}
+    assert len({c["id"] for c in cells}) == len(cells)
+
+
+def test_bad_inputs_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", "--cookbook", str(tmp_path / "nope.jsx")]) == 2
+    assert capsys.readouterr().err == f"cookbookgen: error: {tmp_path / 'nope.jsx'}:1: (top): file not found\n"
+    (tmp_path / "bad.json").write_text('{"cells": [{"id": "a#0", "points": [{}]}]}')
+    assert main(["list", "--cookbook", str(tmp_path / "bad.json")]) == 2
+    assert capsys.readouterr().err == f"cookbookgen: error: {tmp_path / 'bad.json'}:1: cells: malformed module data: missing key 'concs'\n"
+    assert main(["list", "--source", str(tmp_path)]) == 2
+    assert "no master config" in capsys.readouterr().err
