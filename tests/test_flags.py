@@ -170,9 +170,9 @@ def test_text_report_groups_per_cell_with_counts(tmp_path: Path, capsys: pytest.
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--engine-version", "0.0.1"], "cookbookgen:1: --engine-version: no catalog for version '0.0.1'; catalogs: "),
-    (["--config", "no-such-key"], "cookbookgen:1: --config: no cell of config 'no-such-key' in the cookbook"),
-    (["--source", "x"], "cookbookgen:1: --source: give --source ROOT --config KEY, or a cookbook, not both"),
+    (["--engine-version", "0.0.1"], "--engine-version: unknown engine version (no flag catalog) '0.0.1'; expected one of: "),
+    (["--config", "no-such-key"], "--config: no cell of config 'no-such-key' in the cookbook"),
+    (["--source", "x"], "--source: give --source ROOT --config KEY, or a cookbook, not both"),
 ])
 def test_bad_input_exits_2(argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = points_file(tmp_path, ("key", RELEASE_23, [worker(["--tp-size", "2"])]))
