@@ -4,6 +4,7 @@ folder the main job said `<that folder>/data/inferencex:1: (top): no master conf
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +63,28 @@ def test_help_names_the_real_default(command: str, option: str, default: Path) -
     sub = next(a for a in parser._actions if a.dest == "command").choices[command]  # type: ignore[union-attr]
     (action,) = [a for a in sub._actions if option in a.option_strings]
     assert f"the bundled example, {default}" in " ".join((action.help or "").split())
+
+
+def test_a_wheel_carries_the_bundled_example_and_the_site_files(tmp_path: Path) -> None:
+    """A regular (not editable) install finds the bundled example, templates and mkdocs.yml inside the
+    package, with no checkout around it."""
+    root = Path(__file__).resolve().parents[1]
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "mkdocs.yml", "src", "templates", "data"):
+        if (root / name).is_dir():
+            shutil.copytree(root / name, tree / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(root / name, tree / name)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(tree)], check=True, capture_output=True)
+    (wheel,) = (tmp_path / "dist").glob("cookbookgen-*.whl")
+    subprocess.run([*pip, "install", "--no-deps", "--target", str(tmp_path / "installed"), str(wheel)], check=True, capture_output=True)
+    shutil.rmtree(tree)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "installed")}
+    run = subprocess.run([sys.executable, "-m", "cookbookgen.cli", "list", "--format", "json"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["source"] == str(tmp_path / "installed" / "cookbookgen" / "_project" / "data" / "inferencex")
+    project = tmp_path / "installed" / "cookbookgen" / "_project"
+    assert (project / "mkdocs.yml").is_file() and (project / "templates").is_dir() and (project / "data" / "cookbook.yaml").is_file()

@@ -2,8 +2,9 @@
 bundled example `data/` (a cookbook manifest and a small InferenceX checkout), found from the
 package's own location, never from the current folder. Reads nothing; only looks for paths.
 
-cookbookgen runs from its checkout (`pip install -e .`): the project root is the first folder
-above the package that holds `mkdocs.yml` and `templates/`.
+A wheel carries them inside the package (`cookbookgen/_project/`, copied by setup.py); an
+editable install (`pip install -e .`) finds them in its checkout, the first folder above the
+package that holds `mkdocs.yml` and `templates/`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ EXAMPLE_SOURCE = "data/inferencex"
 
 @cache
 def _root() -> Path | None:
-    for parent in Path(__file__).resolve().parents:
+    package = Path(__file__).resolve().parent
+    for parent in (package / "_project", *package.parents):
         if (parent / "mkdocs.yml").is_file() and (parent / "templates").is_dir():
             return parent
     return None
@@ -30,7 +32,7 @@ def project_root() -> Path:
     root = _root()
     if root is None:
         raise CookbookError.usage("cookbookgen", "mkdocs.yml and templates/ not found above the package; "
-                                                 "install cookbookgen from its checkout (pip install -e .)")
+                                                 "reinstall cookbookgen (pip install -e . from its checkout, or its wheel)")
     return root
 
 
