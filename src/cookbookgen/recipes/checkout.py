@@ -1,7 +1,8 @@
 """Where things live in an InferenceX checkout (both layouts). I/O: directory listings only.
 
 - e2e layout: `<root>/inferencex-e2e/{configs/*master*.yaml, perf-changelog*.yaml, benchmarks/...}`;
-- older layout: the same paths directly under `<root>`.
+- older layout: the same paths directly under `<root>` (a checkout may hold both: each master
+  config's paths are relative to its own layout);
 `CONFIG_FILE=recipes/<p>` and `srt-recipe: recipes/<p>` name `benchmarks/multi_node/srt-slurm-recipes/<p>`;
 any other `srt-recipe` path is relative to the e2e root (or to the entry's `srt-recipe-dir`).
 A recipe path that leaves the checkout (`..`, absolute paths, symlinks out) is refused.
@@ -55,8 +56,14 @@ class Checkout:
         return hit
 
     def master_files(self) -> list[Path]:
-        configs = self.e2e / "configs"
-        return sorted(p for p in configs.glob("*master*.yaml") if p.is_file()) if configs.is_dir() else []
+        """The e2e layout's master configs, then the root layout's when a checkout holds both."""
+        folders = [base / "configs" for base in dict.fromkeys((self.e2e, self.root))]
+        return [p for configs in folders if configs.is_dir() for p in sorted(configs.glob("*master*.yaml")) if p.is_file()]
+
+    def layout_dir(self, master_file: str) -> str | None:
+        """`..` for a master config of the root layout in a checkout that also has the e2e layout (its
+        paths are relative to the root, not to `inferencex-e2e/`); None otherwise."""
+        return ".." if self.e2e != self.root and PurePosixPath(master_file).parts[:1] == ("configs",) else None
 
     def changelog(self) -> Path | None:
         found = sorted(self.e2e.glob("perf-changelog*.yaml"))

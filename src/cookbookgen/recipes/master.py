@@ -5,11 +5,18 @@ Recipe selection, in this order:
 - `additional-settings: CONFIG_FILE=recipes/<path>[:<selector>]` on the worker or prefill side;
 - `srt-recipe: <path>[:<selector>]` on the row, its worker/prefill side, or the entry (with `srt-recipe-dir`);
 - a bundle named without a selector: the override whose tensor-parallel size equals the row's `tp`
-  and whose `benchmark.env.CONC` equals the point's concurrency.
+  and whose `benchmark.env.CONC` equals the point's concurrency;
+- none of these on a single-node entry (`multinode: false`): the benchmark script InferenceX's
+  runners start, `benchmarks/single_node/<agentic|fixed_seq_len>/<model-prefix>_<precision>_<gpu>_<framework>[_mtp].sh`
+  (`runners/launch_h200-dgxc-slurm.sh`, BENCH_SCRIPT, InferenceX 843c6254).
+
+Concurrencies: `conc-list`, or `conc-start` doubled up to `conc-end` (which is always included), as
+InferenceX's `utils/matrix_logic/generate_sweep_configs.py` does with its default step 2.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +25,9 @@ from .load import Document, KeyPath
 
 RawYaml = Any
 SUPPORTED_FRAMEWORKS = ("sglang", "dynamo-sglang")
+SCRIPTS = "benchmarks/single_node"
+SCRIPT_NAME = "<model-prefix>_<precision>_<gpu>_<framework>[_mtp].sh"
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9.]+(-[A-Za-z0-9.]+)*")
 
 
 @dataclass(frozen=True)
@@ -100,15 +110,24 @@ def _rows(doc: Document, key: str, entry: dict[str, RawYaml], scenario: str, g: 
         path = base + ("search-space", r)
         if not isinstance(row, dict):
             raise doc.error(path, "a search-space row must be a mapping")
-        concs = row.get("conc-list")
+        concs = row.get("conc-list", _conc_range(row.get("conc-start"), row.get("conc-end")))
         if not isinstance(concs, list) or not concs or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in concs):
             raise doc.error(path + ("conc-list",), f"must be a non-empty list of positive integers (received {concs!r})")
-        ref = _recipe_ref(doc, entry, row, path)
+        ref = _recipe_ref(doc, entry, row, path, scenario)
         out.append(Row(scenario, start + len(out), path, row, tuple(concs), ref, _slug(row), _tp(row), extra))
     return out
 
 
-def _recipe_ref(doc: Document, entry: dict[str, RawYaml], row: dict[str, RawYaml], path: KeyPath) -> RecipeRef:
+def _conc_range(start: RawYaml, end: RawYaml) -> list[int] | None:
+    if not (isinstance(start, int) and isinstance(end, int)) or start <= 0 or start > end:
+        return None
+    concs = [start]
+    while concs[-1] < end:
+        concs.append(min(concs[-1] * 2, end))
+    return concs
+
+
+def _recipe_ref(doc: Document, entry: dict[str, RawYaml], row: dict[str, RawYaml], path: KeyPath, scenario: str) -> RecipeRef:
     for side in ("worker", "prefill", "decode"):
         settings = (row.get(side) or {}).get("additional-settings") if isinstance(row.get(side), dict) else None
         if settings is not None and not isinstance(settings, list):
@@ -121,7 +140,23 @@ def _recipe_ref(doc: Document, entry: dict[str, RawYaml], row: dict[str, RawYaml
             return _split_ref(holder["srt-recipe"], where + ("srt-recipe",))
     if isinstance(entry.get("srt-recipe"), str):
         return _split_ref(entry["srt-recipe"], (path[0], "srt-recipe"))
-    raise doc.error(path, "no recipe: expected `srt-recipe: <file>[:<selector>]` or additional-settings CONFIG_FILE=recipes/<file>[:<selector>]")
+    script = _script_name(entry, row)
+    if script is not None:
+        return RecipeRef(f"{SCRIPTS}/{'agentic' if scenario == 'agentic-coding' else 'fixed_seq_len'}/{script}", None, path)
+    raise doc.error(path, "no recipe: expected `srt-recipe: <file>[:<selector>]` or additional-settings CONFIG_FILE=recipes/<file>[:<selector>]"
+                          f", or (multinode: false) model-prefix, precision, runner and framework naming a script {SCRIPTS}/<scenario>/{SCRIPT_NAME}")
+
+
+def _script_name(entry: dict[str, RawYaml], row: dict[str, RawYaml]) -> str | None:
+    """A single-node entry's script by InferenceX's convention (SCRIPT_NAME, `gpu` the runner's name
+    up to its first `-`: `cluster:h200-dgxc` -> h200); None when a part is missing or not a plain name."""
+    if entry.get("multinode", False) is not False:
+        return None
+    gpu = str(entry.get("runner", "")).removeprefix("cluster:").split("-")[0]
+    parts = [entry.get("model-prefix"), entry.get("precision"), gpu, entry.get("framework")]
+    if not all(isinstance(p, str) and _PLAIN_NAME.fullmatch(p) for p in parts):
+        return None
+    return "_".join(parts) + ("_mtp" if row.get("spec-decoding") == "mtp" else "") + ".sh"
 
 
 def _split_ref(text: str, where: KeyPath) -> RecipeRef:

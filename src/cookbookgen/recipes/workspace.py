@@ -13,6 +13,7 @@ from ..text import unknown
 from .bundle import EffectiveRecipe, apply_overrides, select, variant_names
 from .changelog import Changelog, read_changelog
 from .checkout import Checkout
+from .launches import script_recipe
 from .load import Document, TopLevelParts, read_yaml_file, read_yaml_text, split_top_level
 from .master import ConfigEntry, Row, read_entries
 
@@ -148,7 +149,8 @@ class Workspace:
         ref = row.recipe.path
         hit = self._recipe_paths.get(ref)
         if hit is None:
-            hit = self._recipe_paths[ref] = self.checkout.recipe_path(ref, entry.doc.problem(row.recipe.where, ""))
+            hit = self._recipe_paths[ref] = self.checkout.recipe_path(ref, entry.doc.problem(row.recipe.where, ""),
+                                                                      self.checkout.layout_dir(entry.doc.file))
             self._resolved[hit] = hit              # `Checkout.recipe_path` resolved it
         return hit
 
@@ -167,11 +169,14 @@ class Workspace:
         if hit is not None and hit[0] is row:
             return hit[1]
         path = self.recipe_path(entry, row)
-        selector = self.selector(entry, row, conc)
         from .schema import normalise
 
-        recipe = apply_overrides(self.selected(path, selector), sets, unsets)
-        normal, typed = self._last_typed[path] = normalise(recipe, self._last_typed.get(path))
+        if path.suffix == ".sh":            # a single-node benchmark script: run in a sandbox
+            recipe = apply_overrides(script_recipe(path, self.shown(path), entry, row, conc), sets, unsets)
+            normal, typed = normalise(recipe)
+        else:
+            recipe = apply_overrides(self.selected(path, self.selector(entry, row, conc)), sets, unsets)
+            normal, typed = self._last_typed[path] = normalise(recipe, self._last_typed.get(path))
         point = ResolvedPoint(entry, row, conc, normal, typed, self.shown(path))
         if memo:
             self._points[key] = (row, point)
@@ -179,10 +184,11 @@ class Workspace:
 
     def selector(self, entry: ConfigEntry, row: Row, conc: int) -> str | None:
         """The variant of the row's recipe file that the point uses: the one the master config names,
-        else the only override whose TP and concurrency match (None: a plain recipe)."""
+        else the only override whose TP and concurrency match (None: a plain recipe or a benchmark script)."""
         if row.recipe.selector:
             return row.recipe.selector
-        return self._auto_selector(self.recipe_path(entry, row), row, conc, entry.doc.problem(row.recipe.where, ""))
+        path = self.recipe_path(entry, row)
+        return None if path.suffix == ".sh" else self._auto_selector(path, row, conc, entry.doc.problem(row.recipe.where, ""))
 
     def _auto_selector(self, path: Path, row: Row, conc: int, where: Problem) -> str | None:
         doc = self.document(path)

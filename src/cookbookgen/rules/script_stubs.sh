@@ -14,7 +14,8 @@
 trap 'CBG_LINE=$LINENO' DEBUG
 # On exit: the status and the last line run, once the launches in background subshells are recorded.
 trap 'CBG_RC=$?; wait; printf "%s %s\n" "$CBG_RC" "${CBG_LINE:-0}" > "$CBG_STATUS"' EXIT
-trap 'exit 124' TERM
+trap 'exit 124' TERM        # the time limit
+trap 'exit 125' XFSZ        # the size limit: a write went over it
 
 command_not_found_handle() {
     printf '%s %s\n' "${BASH_LINENO[0]}" "$1" >> "$CBG_DENIED"
