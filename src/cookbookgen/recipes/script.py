@@ -66,11 +66,12 @@ def _run(script: Path, shown: str, variables: dict[str, str], work: Path) -> Cap
     box, bin_dir = work / ".sandbox", work / "bin"
     box.mkdir()
     bin_dir.mkdir()
-    files = {name: box / name for name in ("status", "denied", "stdout", "stderr")}
+    files = {name: box / name for name in ("status", "denied", "failed", "stdout", "stderr")}
     stubs = box / "stubs.sh"
     stubs.write_bytes(resources.files("cookbookgen").joinpath("rules/script_stubs.sh").read_bytes())
     env = {**variables, "HOME": str(work), "PWD": str(work), "PATH": str(bin_dir), "BASH_ENV": str(stubs),
-           "CBG_CAPTURE": str(box / "capture"), "CBG_STATUS": str(files["status"]), "CBG_DENIED": str(files["denied"])}
+           "CBG_CAPTURE": str(box / "capture"), "CBG_STATUS": str(files["status"]), "CBG_DENIED": str(files["denied"]),
+           "CBG_FAILED": str(files["failed"])}
     argv = _sandboxed(work, bin_dir, box, script) if _isolation() else _plain(bin_dir, script)
     with open(files["stdout"], "wb") as out, open(files["stderr"], "wb") as err:
         proc = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
@@ -89,12 +90,14 @@ def _run(script: Path, shown: str, variables: dict[str, str], work: Path) -> Cap
         raise CookbookError.at(shown, line, "script", f"still running after {LIMIT_SECONDS} s (the sandbox's time limit)")
     if proc.returncode == -signal.SIGXFSZ or any(path.exists() and path.stat().st_size >= LIMIT_BYTES for path in written):
         raise CookbookError.at(shown, line, "script", f"writes more than {LIMIT_BYTES} bytes to one file or its output (the sandbox's size limit)")
-    if proc.returncode != 0:
+    failed = text["failed"].split()
+    if proc.returncode != 0 or failed:
         said = [m for m in map(_BASH_SAYS.search, text["stderr"].splitlines()) if m]
         if said:
-            raise CookbookError.at(shown, int(said[-1].group(1)), "script", f"bash: {said[-1].group(2)}")
-        last = [x for x in text["stderr"].splitlines() if x.strip()]
-        raise CookbookError.at(shown, line, "script", f"fails with exit status {proc.returncode}" + (f": {last[-1].strip()}" if last else ""))
+            raise CookbookError.at(shown, int(said[0].group(1)), "script", f"bash: {said[0].group(2)}")
+        last = [x.strip() for x in text["stderr"].splitlines() if x.strip()][-1:]
+        why = f"a command fails with exit status {failed[0]}" if failed else f"fails with exit status {proc.returncode}"
+        raise CookbookError.at(shown, int(failed[1]) if failed else line, "script", ": ".join([why, *last]))
     try:
         capture = _parse([text[p.name] for p in sorted(box.glob("capture.*"))], env, str(script.parent) + "/")
     except (ValueError, IndexError):

@@ -11,11 +11,24 @@
 # Ports are fixed: PORT is InferenceX's default 8888 (benchmark-tmpl.yml), never probed.
 # Nothing here opens a file outside the sandbox's folder or a socket.
 
-trap 'CBG_LINE=$LINENO' DEBUG
+# The line of the script's last command, for the errors Python reports: not of these handlers, and
+# not the other line bash gives the last command once more as it starts a trap (so a command
+# repeated on the next lines is reported at its first line).
+trap '[[ $BASH_COMMAND == _cbg_* || $BASH_COMMAND == "$CBG_COMMAND" ]] || { CBG_LINE=$LINENO; CBG_COMMAND=$BASH_COMMAND; }' DEBUG
+# Any command of the script that fails, whether or not the script stops (`set -e` or not).
+trap '_cbg_failed' ERR
 # On exit: the status and the last line run, once the launches in background subshells are recorded.
-trap 'CBG_RC=$?; wait; printf "%s %s\n" "$CBG_RC" "${CBG_LINE:-0}" > "$CBG_STATUS"' EXIT
-trap 'exit 124' TERM        # the time limit
-trap 'exit 125' XFSZ        # the size limit: a write went over it
+trap '_cbg_exit' EXIT
+trap '_cbg_stop 124' TERM   # the time limit
+trap '_cbg_stop 125' XFSZ   # the size limit: a write went over it
+
+_cbg_stop() { exit "$1"; }
+_cbg_failed() { printf '%s %s\n' "$?" "${CBG_LINE:-0}" >> "$CBG_FAILED"; }
+_cbg_exit() {
+    local rc=$?
+    wait
+    printf '%s %s\n' "$rc" "${CBG_LINE:-0}" > "$CBG_STATUS"
+}
 
 command_not_found_handle() {
     printf '%s %s\n' "${BASH_LINENO[0]}" "$1" >> "$CBG_DENIED"
