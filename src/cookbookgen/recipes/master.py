@@ -154,9 +154,10 @@ def _script_name(entry: dict[str, RawYaml], row: dict[str, RawYaml]) -> str | No
         return None
     gpu = str(entry.get("runner", "")).removeprefix("cluster:").split("-")[0]
     parts = [entry.get("model-prefix"), entry.get("precision"), gpu, entry.get("framework")]
-    if not all(isinstance(p, str) and _PLAIN_NAME.fullmatch(p) for p in parts):
+    names = [p for p in parts if isinstance(p, str) and _PLAIN_NAME.fullmatch(p)]
+    if len(names) < len(parts):
         return None
-    return "_".join(parts) + ("_mtp" if row.get("spec-decoding") == "mtp" else "") + ".sh"
+    return "_".join(names) + ("_mtp" if row.get("spec-decoding") == "mtp" else "") + ".sh"
 
 
 def _split_ref(text: str, where: KeyPath) -> RecipeRef:
