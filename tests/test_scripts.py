@@ -223,3 +223,46 @@ def test_missing_script_is_named_by_the_convention(capsys, tmp_path: Path) -> No
     (root / SHOWN).unlink()
     match = one_problem(capsys, ["render", "--source", str(root), "--config", "hostile-fp4-h200-sglang", "--point", "c4"])
     assert match["file"] == "configs/nvidia-master.yaml" and match["msg"] == f"recipe file not found: {SHOWN}"
+
+
+# --- build, export and diff accept script points like any other -----------------------------------
+
+MANIFEST = """\
+title: Script cookbook
+source: {source}
+repo: https://github.com/SemiAnalysisAI/InferenceX
+generated_on: 2026-11-29
+pages:
+  - model: deepseek-ai/DeepSeek-V4.1-Flash
+    title: DeepSeek-V4.1-Flash
+    configs:
+      - key: dsv41flash-fp4-gb200-sglang-agentic-dspark
+        pr: 3347
+        commit: d8398c0da69f2fd5f8300a9b80fa43c6f80ae2aa
+        run: null
+        merged: false
+"""
+
+
+def test_build_export_and_diff_of_a_script_config(capsys, tmp_path: Path) -> None:
+    manifest = tmp_path / "cookbook.yaml"
+    manifest.write_text(MANIFEST.format(source=INFERENCEX))
+    code, _, err = run_cli(capsys, ["build", "--cookbook", str(manifest), "--out", str(tmp_path / "site"), "--no-cache"])
+    assert code == 0, err
+    (cell,) = json.loads((tmp_path / "site" / "cookbook.json").read_text())["pages"][0]["cells"]
+    assert cell["hardware"] == "gb200" and cell["disclosures"] == ["synthetic-acceptance"]
+    assert [p["id"] for p in cell["points"]] == [f"tp4-ep4/c{c}" for c in (1, 2, 4, 8, 16, 32, 64, 128)]
+    assert {p["recipe"] for p in cell["points"]} == {"benchmarks/single_node/agentic/dsv41flash_fp4_gb200_sglang_mtp.sh"}
+
+    module = tmp_path / "module.jsx"
+    assert run_cli(capsys, ["export", "--cookbook", str(manifest), "--out", str(module)])[0] == 0
+    code, out, err = run_cli(capsys, ["diff", "--cookbook", str(module), "--source", str(INFERENCEX)])
+    assert code == 0 and "Result: parity over 8 point(s) of 1 config(s)" in out, out + err
+
+    # A cookbook that drifted from the script: every point names the script line that launched the worker.
+    text = module.read_text()
+    assert text.count('"--mem-fraction-static", "0.70"') == 1
+    module.write_text(text.replace('"--mem-fraction-static", "0.70"', '"--mem-fraction-static", "0.80"'))
+    code, out, _ = run_cli(capsys, ["diff", "--cookbook", str(module), "--source", str(INFERENCEX)])
+    assert code == 1 and out.count("✗ arg --mem-fraction-static: different value (recipe 0.70; cookbook 0.80)") == 8
+    assert "benchmarks/single_node/agentic/dsv41flash_fp4_gb200_sglang_mtp.sh:156]" in out   # "${SGLANG_CMD[@]}" ... &
