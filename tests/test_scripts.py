@@ -266,3 +266,13 @@ def test_build_export_and_diff_of_a_script_config(capsys, tmp_path: Path) -> Non
     code, out, _ = run_cli(capsys, ["diff", "--cookbook", str(module), "--source", str(INFERENCEX)])
     assert code == 1 and out.count("✗ arg --mem-fraction-static: different value (recipe 0.70; cookbook 0.80)") == 8
     assert "benchmarks/single_node/agentic/dsv41flash_fp4_gb200_sglang_mtp.sh:156]" in out   # "${SGLANG_CMD[@]}" ... &
+
+
+def test_without_namespaces_scripts_still_render_and_commands_are_still_refused(capsys, tmp_path: Path, monkeypatch, ws: Workspace, policy) -> None:
+    """A host without user namespaces: the stubs and the PATH of allowed commands alone."""
+    isolated = render_config_point(ws, policy, SCRIPTS[0], "tp4-ep4/c16").deployment
+    monkeypatch.setattr(script, "_isolation", lambda: False)
+    assert render_config_point(Workspace(INFERENCEX), policy, SCRIPTS[0], "tp4-ep4/c16").deployment == isolated
+    match = one_problem(capsys, ["render", "--source", str(_hostile_checkout(tmp_path, "network.sh")), "--config", "hostile-fp4-h200-sglang",
+                                 "--point", "c4"])
+    assert int(match["line"]) == 4 and match["msg"].startswith("runs `curl`, " + REFUSED)

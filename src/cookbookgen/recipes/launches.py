@@ -15,6 +15,7 @@ I/O: through `recipes.script` only.
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -71,7 +72,7 @@ def recipe_from_capture(capture: Capture, shown: str, variables: dict[str, str])
         raise CookbookError.at(shown, first.line, "script", f"starts {len(workers)} SGLang workers and {len(routers)} routers; "
                                                             "one worker, with or without one router, expected")
     worker = workers[0]
-    gpus = int(variables.get("TP", "1")) * int(variables.get("PP_SIZE", "1"))
+    gpus = max(1, math.prod(int(v) for v in (variables.get("TP", ""), variables.get("PP_SIZE", "")) if v.isdigit()))
     frontend: dict[str, RawYaml] = {"type": "sglang"}
     origins: Origins = {}
     if routers:

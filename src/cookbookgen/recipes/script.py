@@ -20,6 +20,7 @@ import os
 import re
 import resource
 import shutil
+import shlex
 import signal
 import subprocess
 import sys
@@ -154,11 +155,11 @@ def _sandboxed(work: Path, bin_dir: Path, box: Path, script: Path) -> list[str]:
     binds = [(_tool(name), bin_dir / name) for name in ALLOWED] + [(_tool(name), box / name) for name in ("bash", "mount")]
     for _, target in binds:
         target.touch()
-    mount = box / "mount"                  # still there once the bin folders are emptied
-    steps = [f'{_tool("mount")} --bind "$1" "$1"'] + [f'{_tool("mount")} --bind {src} {dst}' for src, dst in binds]
+    mount, q = shlex.quote(str(box / "mount")), shlex.quote     # the bound mount: still there once the bin folders are emptied
+    steps = [f'{q(_tool("mount"))} --bind "$1" "$1"'] + [f'{q(_tool("mount"))} --bind {q(src)} {q(str(dst))}' for src, dst in binds]
     steps.append(f"{mount} -o remount,bind,ro /")
-    steps += [f"{mount} -t tmpfs -o ro,size=4k none {d}" for d in HIDDEN if os.path.isdir(d) and not os.path.islink(d)]
-    steps.append(f'cd "$1" && exec {box / "bash"} --noprofile --norc "$2"')
+    steps += [f"{mount} -t tmpfs -o ro,size=4k none {q(d)}" for d in HIDDEN if os.path.isdir(d) and not os.path.islink(d)]
+    steps.append(f'cd "$1" && exec {q(str(box / "bash"))} --noprofile --norc "$2"')
     return [_tool("unshare"), "--user", "--map-root-user", "--net", "--mount", "--", _tool("sh"), "-ec",
             " && ".join(steps), "sandbox", str(work), str(script)]
 
