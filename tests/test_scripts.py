@@ -276,3 +276,15 @@ def test_without_namespaces_scripts_still_render_and_commands_are_still_refused(
     match = one_problem(capsys, ["render", "--source", str(_hostile_checkout(tmp_path, "network.sh")), "--config", "hostile-fp4-h200-sglang",
                                  "--point", "c4"])
     assert int(match["line"]) == 4 and match["msg"].startswith("runs `curl`, " + REFUSED)
+
+
+def test_diff_of_a_published_script_cell_reports_its_true_mismatches(capsys) -> None:
+    """The SGLang cookbook's GB200 cells (DeepSeek-V4.1 module, run at PR 3347's 85d8aee8) against the
+    corpus's master entry (EP4 on a dev-dsv41 image) and its later script: the image and the expert
+    parallel size really differ; each difference names the master line or the script's launch line."""
+    module = CORPUS / "sglang-cookbook" / "agentx" / "deepseek-ai" / "deepseek-v4_1.gb200-excerpt.jsx"
+    code, out, err = run_cli(capsys, ["diff", "--cookbook", str(module), "--source", str(INFERENCEX), "--config", SCRIPTS[0]])
+    assert code == 1 and "Traceback" not in err
+    assert out.count("✗ arg --ep-size: different value (recipe 4; cookbook 1) — engine argument "
+                     "[roles.agg.args.ep-size, benchmarks/single_node/agentic/dsv41flash_fp4_gb200_sglang_mtp.sh:156]") == 8
+    assert out.count("✗ image image: different value (recipe lmsysorg/sglang:dev-dsv41; cookbook lmsysorg/sglang:nightly-dev-cu13-20260923") == 8
