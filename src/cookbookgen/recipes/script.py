@@ -80,11 +80,10 @@ def _run(script: Path, shown: str, variables: dict[str, str], work: Path) -> Cap
         timed_out = _wait(proc)
     written = [*files.values(), *box.glob("capture.*")]
     text = {path.name: path.read_bytes().decode("utf-8", "replace") if path.exists() else "" for path in written}
-    status = text["status"].split()
-    line = int(status[1]) if len(status) == 2 and status[1].isdigit() else 0
+    line = _number(text["status"].split()[1:2])
     if text["denied"]:
         where, _, command = text["denied"].splitlines()[0].partition(" ")
-        raise CookbookError.at(shown, int(where) if where.isdigit() else 0, "script",
+        raise CookbookError.at(shown, _number([where]), "script",
                                f"runs `{command}`, which the sandbox refuses (allowed: the engine launches, benchmark_lib.sh's "
                                f"functions, hf download, nvidia-smi, the shell's builtins and {', '.join(ALLOWED)})")
     if timed_out:
@@ -98,7 +97,7 @@ def _run(script: Path, shown: str, variables: dict[str, str], work: Path) -> Cap
             raise CookbookError.at(shown, int(said[0].group(1)), "script", f"bash: {said[0].group(2)}")
         last = [x.strip() for x in text["stderr"].splitlines() if x.strip()][-1:]
         why = f"a command fails with exit status {failed[0]}" if failed else f"fails with exit status {proc.returncode}"
-        raise CookbookError.at(shown, int(failed[1]) if failed else line, "script", ": ".join([why, *last]))
+        raise CookbookError.at(shown, _number(failed[1:2]) if failed else line, "script", ": ".join([why, *last]))
     try:
         capture = _parse([text[p.name] for p in sorted(box.glob("capture.*"))], env, str(script.parent) + "/")
     except (ValueError, IndexError):
@@ -107,6 +106,11 @@ def _run(script: Path, shown: str, variables: dict[str, str], work: Path) -> Cap
         raise CookbookError.at(shown, line, "script", "launches no engine (python3 -m sglang.launch_server, sglang_router, vllm serve, "
                                                       "python3 -m dynamo.*)")
     return capture
+
+
+def _number(words: list[str]) -> int:
+    """The line number a sandbox file records (0 when the script wrote something else there)."""
+    return int(words[0]) if words and words[0].isdigit() else 0
 
 
 def _limits() -> None:
