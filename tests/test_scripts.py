@@ -288,3 +288,14 @@ def test_diff_of_a_published_script_cell_reports_its_true_mismatches(capsys) -> 
     assert out.count("✗ arg --ep-size: different value (recipe 4; cookbook 1) — engine argument "
                      "[roles.agg.args.ep-size, benchmarks/single_node/agentic/dsv41flash_fp4_gb200_sglang_mtp.sh:156]") == 8
     assert out.count("✗ image image: different value (recipe lmsysorg/sglang:dev-dsv41; cookbook lmsysorg/sglang:nightly-dev-cu13-20260923") == 8
+
+
+def test_list_names_the_script_of_every_point_without_running_it(capsys) -> None:
+    code, out, _ = run_cli(capsys, ["list", "--source", str(INFERENCEX), "--format", "json"])
+    configs = {c["key"]: c for c in json.loads(out)["configs"]}
+    assert code == 0
+    assert {(p["id"], p["recipe"], p["selector"], p["problem"]) for p in configs[SCRIPTS[2]]["points"]} == {
+        (f"tp8-ep8/c{c}", "benchmarks/single_node/agentic/dsv41flash_fp4_h100_sglang_mtp.sh", None, None) for c in (1, 2, 4, 8)}
+    # The H200 vLLM entry's script is a symbolic link the corpus does not hold.
+    problems = {p["problem"] for p in configs["dsv41flash-fp4-h200-vllm-agentic-dspark"]["points"]}
+    assert problems == {"recipe file not found: benchmarks/single_node/agentic/dsv41flash_fp4_h200_vllm_mtp.sh"}

@@ -10,6 +10,7 @@ A recipe path that leaves the checkout (`..`, absolute paths, symlinks out) is r
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -89,7 +90,7 @@ class Checkout:
             if not path.is_relative_to(self.real_root):
                 raise CookbookError([_moved(where, f"recipe path {ref!r} leaves the checkout")])
             if not path.is_file():
-                raise CookbookError([_moved(where, f"recipe file not found: {self.shown(self.e2e / rel)}")])
+                raise CookbookError([_moved(where, f"recipe file not found: {self.shown(Path(os.path.normpath(self.e2e / rel)))}")])
         except OSError as exc:     # a name too long...
             raise CookbookError([_moved(where, f"recipe path {ref!r} cannot be read: {exc.strerror}")]) from None
         except RuntimeError:       # what Python 3.11's `Path.resolve` raises for a loop of symbolic links
