@@ -110,11 +110,12 @@ def test_cells_as_text(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_corpus_checkout_lists_every_config_and_names_missing_recipes(capsys: pytest.CaptureFixture[str]) -> None:
-    """The corpus's master excerpts name recipes the excerpt does not hold: listed, with the problem."""
+    """The corpus's master excerpts name recipes the excerpt does not hold: listed, with the problem.
+    Both layouts' master configs count: 11 e2e configs (61 points) and 4 root-layout single-node ones (44)."""
     configs = as_json(capsys, ["list", "--source", str(CORPUS / "inferencex")])["configs"]
-    assert isinstance(configs, list) and len(configs) == 11
+    assert isinstance(configs, list) and len(configs) == 15
     points = [p for c in configs for p in c["points"]]
-    assert len(points) == 61
+    assert len(points) == 105
     missing = [p for p in points if p["problem"]]
     assert missing and all(p["problem"].startswith("recipe file not found: ") for p in missing)
     assert all(p["recipe"] and p["id"].endswith(f"/c{p['concurrency']}") for p in points)
