@@ -270,3 +270,28 @@ def test_serve_reports_a_broken_manifest_once(tmp_path: Path) -> None:
         stop.set()
         watcher.join()
     assert reports[1].startswith("regenerated the docs"), reports
+
+
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_a_signal_before_serve_serves_stops_it_with_one_line_and_nothing_left(stop: str, tmp_path: Path) -> None:
+    # was: a traceback (SIGINT), or temporary folders left behind (SIGTERM, before its handler was set)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "cookbookgen.cli", "serve", "--cookbook", str(MANIFEST), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(scratch)},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        for _ in range(3000):                                        # MkDocs' first build of the preview has begun
+            if list(scratch.rglob("mkdocs_*")) or proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, "serve ended before it built"
+        proc.send_signal(getattr(signal, stop))
+    finally:
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + getattr(signal, stop), err
+    assert "Traceback" not in err and err.splitlines()[-1] == "cookbookgen: interrupted", err
+    assert list(scratch.iterdir()) == []

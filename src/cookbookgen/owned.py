@@ -87,7 +87,8 @@ def check_replaceable(folder: Path, name: str, option: str, parts: tuple[str, ..
         return
     listed = written(folder, name)
     if listed is None:
-        raise CookbookError.at(str(folder), 0, option, f"is not empty and holds no {name} written by cookbookgen; refusing to replace it")
+        raise CookbookError.at(str(folder), 0, option, f"is not empty and holds no {name} written by cookbookgen; refusing to replace it: "
+                                                       "empty it or give another folder")
     extra = [rel for rel in files_under(folder) if rel not in listed and rel != name and (not parts or rel.split("/")[0] in parts)]
     if extra:
         raise CookbookError.at(str(folder), 0, option, f"holds {len(extra)} file(s) cookbookgen did not write, such as {extra[0]!r}; "

@@ -49,14 +49,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                               description="Render every point of the cookbook manifest and build the site with MkDocs --strict. "
                                           "The site is built in a temporary folder and moved into --out only when the build succeeded.")
     b.add_argument("--cookbook", type=Path, default=Path("data/cookbook.yaml"), help="cookbook manifest; default: data/cookbook.yaml")
-    b.add_argument("--out", type=Path, default=Path("site"), help="output folder, replaced atomically; default: site")
+    b.add_argument("--out", type=Path, default=Path("site"), help="output folder, replaced atomically when it is new, empty or a site cookbookgen built "
+                                                                     "(refused if it holds other files); default: site")
     b.add_argument("--date", type=_date, help="generated-on date YYYY-MM-DD (reproducible builds); default: the manifest's generated_on, else today")
     b.add_argument("--cache", type=Path, metavar="DIR",
-                   help="content-hash cache: unchanged configs are not rendered again and MkDocs rebuilds only changed pages; "
-                        "default: .cookbookgen-cache beside --out")
+                   help="content-hash cache (a new or empty folder, or a cache cookbookgen made): unchanged configs are not "
+                        "rendered again and MkDocs rebuilds only changed pages; default: .cookbookgen-cache beside --out")
     b.add_argument("--no-cache", action="store_true", help="build everything from scratch and keep no cache")
     b.add_argument("--keep-docs", type=Path, metavar="DIR",
-                   help="also leave the generated Markdown in DIR/docs with a DIR/mkdocs.yml for a plain `mkdocs build`")
+                   help="also leave the generated Markdown in DIR/docs with a DIR/mkdocs.yml for a plain `mkdocs build` "
+                        "(replacing only docs an earlier build kept there)")
     b.set_defaults(run=run_build)
     s = subparsers.add_parser("serve", help="serve a live preview of the cookbook site",
                               description="Generate the site's pages and serve them with live reload; edits to the manifest, recipes or templates regenerate them.")

@@ -618,7 +618,7 @@ def serve_site(manifest: Path, host: str, port: int, dates: Dates = Dates(), rep
         stop = threading.Event()
         threading.Thread(target=_watch, args=(manifest, root, docs, dates, report, stop), daemon=True).start()
         try:
-            with _mkdocs_problems(str(root / "mkdocs.yml")):
+            with _mkdocs_problems(str(root / "mkdocs.yml")), _temporary_files_in(Path(tmp)):
                 mkdocs_serve(config_file=str(root / "mkdocs.yml"), livereload=True, docs_dir=str(docs),
                              site_name=safe_title(cookbook.title), nav=nav(cookbook), strict=False, dev_addr=f"{host}:{port}")
         except OSError as exc:
@@ -627,6 +627,17 @@ def serve_site(manifest: Path, host: str, port: int, dates: Dates = Dates(), rep
             raise _cannot_listen(host, port, exc) from None          # taken since `check_address`
         finally:
             stop.set()
+
+
+@contextmanager
+def _temporary_files_in(folder: Path) -> Iterator[None]:
+    """MkDocs' `serve` makes its site folder with `tempfile` before it guards its removal: made inside
+    `folder`, the folder goes with it, whenever a signal stops the preview."""
+    previous, tempfile.tempdir = tempfile.tempdir, str(folder)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = previous
 
 
 # --- signals --------------------------------------------------------------------------------------
