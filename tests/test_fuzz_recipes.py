@@ -76,15 +76,20 @@ def _odd(data: st.DataObject) -> Any:
     return copy.deepcopy(data.draw(st.sampled_from(ODD_VALUES), label="value"))   # a later edit may change it
 
 
-def _edit(tree: Any, data: st.DataObject) -> None:
+EDITS = ("replace", "replace", "delete", "add")
+
+
+def _edit(tree: Any, data: st.DataObject, actions: tuple[str, ...] = EDITS) -> None:
     paths = _paths(tree)
     path = data.draw(st.sampled_from(paths), label="path")
     parent = _parent(tree, path)
-    action = data.draw(st.sampled_from(["replace", "replace", "delete", "add"]), label="action")
+    action = data.draw(st.sampled_from(actions), label="action")
     if action == "replace":
         parent[path[-1]] = _odd(data)
     elif action == "delete":
         del parent[path[-1]]
+    elif action == "duplicate" and isinstance(parent, list):      # a second page for one model, a config listed twice...
+        parent.append(copy.deepcopy(parent[path[-1]]))
     elif isinstance(parent, dict):
         parent[data.draw(st.sampled_from(["unknown_key", "args", "env", "extra-flag", "0"]), label="key")] = _odd(data)
     else:
@@ -212,6 +217,57 @@ def test_an_edited_manifest_is_checked_or_refused_in_one_line(tmp_path: Path, ca
     assert code in (0, 2), out[-3000:] + err
     if code == 2:
         _assert_problem_lines(out, err)
+
+
+# Manifest values that become a page folder, a nav title, an anchor or a URL, and names to put there.
+NAMED = [("title",), ("repo",), ("pages", 0, "model"), ("pages", 0, "title"), ("pages", 0, "configs", 0, "key"),
+         ("pages", 0, "configs", 0, "dashboard")]
+NAMES = ["", " ", "x" * 10_000, "line\nbreak", "tab\there", "../../etc/passwd", "org/", "/", "<b>bold</b>", "ünïcödé/模型",
+         "a" * 97, "javascript:alert(1)", "https://example.com/page", "deepseek-ai/DeepSeek-V4.1-Flash", "Deepseek-AI/deepseek_v4.1_flash"]
+
+
+def _edit_names(tree: dict[str, Any], data: st.DataObject) -> None:
+    """Set a value that names something, or move the last config of the first page to a page of its own
+    for a model drawn from `NAMES` (the first page's model among them, in two spellings); nothing when
+    an earlier edit removed the place."""
+    second = data.draw(st.booleans(), label="second page")
+    path = data.draw(st.sampled_from(NAMED), label="path")
+    name = data.draw(st.sampled_from(NAMES), label="name")
+    try:
+        if second:
+            tree["pages"].append({"model": name, "configs": [tree["pages"][0]["configs"].pop()]})
+        else:
+            _parent(tree, path)[path[-1]] = name
+    except (KeyError, IndexError, TypeError, AttributeError):
+        pass
+
+
+@settings(FUZZ, max_examples=int(_EXPLORE or 12))     # a build takes seconds: fewer examples by default
+@given(data=st.data())
+def test_an_edited_manifest_builds_or_is_refused_in_one_line(tmp_path: Path, capsys, data: st.DataObject) -> None:
+    # What becomes a page folder, a nav title or a URL (model names, titles, config keys, the repo) is
+    # checked with the manifest: the site builds, or each problem gets its line, never MkDocs' own
+    # lines about the package's mkdocs.yml or a scratch folder (issue 17); nothing is left behind.
+    root = _copy_once(DATA, tmp_path / "data")
+    tree = yaml.safe_load((DATA / "cookbook.yaml").read_text())
+    for config in (c for page in tree["pages"] for c in page["configs"]):
+        config.pop("metrics", None)        # dozens of numbers: the edits go to names, titles, keys and links
+    for _ in range(data.draw(st.integers(1, 2), label="edits")):
+        if data.draw(st.booleans(), label="a name"):
+            _edit_names(tree, data)
+        else:
+            _edit(tree, data, (*EDITS, "duplicate"))
+    (root / "cookbook.yaml").write_text(yaml.safe_dump(tree, sort_keys=False, allow_unicode=True))
+    out = tmp_path / "site"
+    shutil.rmtree(out, ignore_errors=True)
+    capsys.readouterr()
+    code = main(["build", "--cookbook", str(root / "cookbook.yaml"), "--out", str(out), "--no-cache"])
+    stdout, err = capsys.readouterr()
+    assert code in (0, 2), (code, err)
+    if code == 2:
+        _assert_problem_lines(stdout, err)
+        assert "mkdocs.yml" not in err and ".building" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["data", "site"] if code == 0 else ["data"])
 
 
 @pytest.fixture(scope="module")

@@ -117,6 +117,23 @@ MANIFEST_CASES = {
     "unknown key in config": ("key: dsv41flash-fp4-gb300-sglang-agentic-dspark", "key: dsv41-nope", "key", "unknown config key"),
     "python tag": ("title: DeepSeek", "title: !!python/name:os.system", "title", "could not determine a constructor"),
     "source name too long": ("source: inferencex", "source: " + "x" * 5000, "source", "cannot be read: File name too long"),
+    # values that become file names, nav titles or URLs (issue 17: these ended in MkDocs' own error lines,
+    # naming the package's mkdocs.yml or a deleted scratch folder)
+    "two pages for one model": ("      - key: dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg",
+                                "  - model: deepseek-ai/DeepSeek-V4.1-Flash\n    configs:\n"
+                                "      - key: dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg", "pages[1].model", "one page"),
+    "two models, one page folder": ("      - key: dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg",
+                                    "  - model: someone/deepseek_v4.1_flash\n    configs:\n"
+                                    "      - key: dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg", "pages[1].model", "folder deepseek-v4-1-flash/"),
+    "empty model": ("model: deepseek-ai/DeepSeek-V4.1-Flash", "model: ''", "pages[0].model", "Hugging Face id"),
+    "model of 10,000 characters": ("model: deepseek-ai/DeepSeek-V4.1-Flash", "model: " + "x" * 10_000, "pages[0].model", "(10000 characters)"),
+    "model with a path": ("model: deepseek-ai/DeepSeek-V4.1-Flash", "model: ../../etc/passwd", "pages[0].model", "Hugging Face id"),
+    "page title of 10,000 characters": ("    title: DeepSeek-V4.1-Flash\n", f"    title: {'x' * 10_000}\n", "pages[0].title", "at most 200 characters"),
+    "site title with a line break": ("title: DeepSeek-V4.1-Flash cookbook (cookbookgen example)", 'title: "a\\nb"', "title", "control character"),
+    "blank site title": ("title: DeepSeek-V4.1-Flash cookbook (cookbookgen example)", "title: ' '", "title", "must not be empty"),
+    "config keys with one anchor": ("key: dsv41flash-fp4-gb300-sglang-agentic-dspark", "key: dsv41flash_fp4_gb300_dynamo_sglang_agentic_agg",
+                                    "configs[2].key", "page anchors of the config at line 12"),
+    "repo not a web address": ("repo: https://github.com/SemiAnalysisAI/InferenceX", "repo: javascript:alert(1)", "repo", "http(s) URL"),
 }
 
 

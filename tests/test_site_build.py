@@ -16,6 +16,7 @@ from cookbookgen.cells.assemble import load_cookbook
 from cookbookgen.cells.model import Cookbook, Exclusion
 from cookbookgen.cells.variants import with_variants
 from cookbookgen.commands.site import register, run_build
+from cookbookgen import owned
 from cookbookgen.errors import CookbookError
 from cookbookgen.publish import pages, site
 from cookbookgen.render.model import Block
@@ -268,9 +269,9 @@ def test_refuses_to_replace_a_folder_that_is_not_a_site(tmp_path: Path) -> None:
 
 def test_a_rebuild_replaces_the_site(tmp_path: Path) -> None:
     out = tmp_path / "site"
-    out.mkdir()
-    (out / "cookbook.json").write_text("{}")
-    (out / "stale.html").write_text("old")
+    site.build_site(MANIFEST, out, site.Dates(date=DATE), show_progress=False)
+    (out / "stale.html").write_text("old")                        # as if an earlier build had written it
+    owned.write_marker(out, site.SITE_MARKER, owned.files_under(out))
     site.build_site(MANIFEST, out, site.Dates(date=DATE), show_progress=False)
     assert not (out / "stale.html").exists() and (out / "index.html").is_file()
 

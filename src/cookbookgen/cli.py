@@ -1,6 +1,7 @@
 """The command line: parse arguments, call the stages, print. The only place that prints problems.
 
-Exit status: 0 success, 1 a diff found a mismatch, 2 bad input or usage.
+Exit status: 0 success, 1 a diff found a mismatch, 2 bad input or usage, 128 + the signal number when
+stopped by one (130 Ctrl-C, 143 SIGTERM; `build` and `serve` clean up first, see `publish.site`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import argparse
 import gc
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
@@ -77,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return EXIT_OK
+    except KeyboardInterrupt as exc:   # Ctrl-C, or a signal `publish.site.stop_on_signals` turned into one
+        print("cookbookgen: interrupted", file=sys.stderr)
+        return 128 + getattr(exc, "signum", signal.SIGINT)
     except OSError as exc:   # a path the input names that the system refuses (too long, unreadable): still one line
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"cookbookgen: error: {one_line(where + (exc.strerror or str(exc)))}", file=sys.stderr)

@@ -5,7 +5,6 @@ cells, attach provenance. I/O only through `recipes.workspace` and `read_manifes
 from __future__ import annotations
 
 import datetime as dt
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Collection
 
@@ -14,17 +13,13 @@ from ..recipes.load import Document
 from ..recipes.workspace import Workspace
 from ..text import listing, unknown
 from .cache import RenderCache, cells_cached
-from .manifest import ConfigSource, Manifest, PageSpec, read_manifest, source_root
+from .manifest import ConfigSource, Manifest, PageSpec, read_manifest, slugify, source_root
 
 if TYPE_CHECKING:  # the models and the render stack load with the first render: `diff --cache` may need neither
     from ..pipeline import RenderedPoint
     from .model import Cell, Cookbook, Point, Provenance
 
 Progress = Callable[[str], None]
-
-
-def slugify(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 def load_cookbook(manifest_path: Path, progress: Progress | None = None, policy: Policy | None = None,
@@ -83,7 +78,7 @@ def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, prog
                 warnings.append(f"{source.key}: the latest perf-changelog entry is PR #{latest}, the manifest says PR #{source.pr}")
             cells.extend(config_cells)
         hardware = tuple(dict.fromkeys(cell.hw for cell in cells))
-        pages.append(Page(model=spec.model, slug=slugify(spec.model.split("/")[-1]), title=spec.title or spec.model.split("/")[-1],
+        pages.append(Page(model=spec.model, slug=spec.slug, title=spec.title or spec.model.split("/")[-1],
                           hardware=hardware, cells=tuple(cells)))
     return Cookbook(title=manifest.title, repo=manifest.repo, generated_on=manifest.generated_on, pages=tuple(pages), warnings=tuple(warnings))
 

@@ -7,7 +7,12 @@ Layout (default `.cookbookgen-cache/` beside the site folder, or `--cache DIR`):
 - `diff/<sha256>.pickle`: one config's section of a `diff --cache` report (see `diff.sections`);
 - `pages/<sha256>.pickle`: the Markdown of one model page (see `publish.site`);
 - `site/`: the state of the last successful build (`publish.site`, for incremental MkDocs builds);
-- `.gitignore` holding `*`, so the folder never lands in a commit.
+- `CACHEDIR.TAG`, the cache directory tag (backup tools skip the folder) and the proof that the folder
+  is a cookbookgen cache, and `.gitignore` holding `*`, so the folder never lands in a commit.
+
+The cache deletes only what it wrote: a `--cache` folder that is neither missing, empty, nor tagged by
+cookbookgen is refused before anything is written (`check_cache`), and pruning removes only entries
+named as the cache names them (`<sha256>.pickle`).
 
 The key of a config is the sha256 of, in order:
 - the cache format and Python / pydantic versions (the pickles hold pydantic models);
@@ -29,6 +34,7 @@ import hashlib
 import io
 import os
 import pickle
+import re
 import shutil
 import sys
 import tempfile
@@ -39,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..errors import CookbookError
 from ..files import write_atomic
+from ..owned import check_folder_path
 from ..policy.rules import Policy
 from ..recipes.load import YamlFloat
 from ..recipes.master import ConfigEntry
@@ -50,6 +57,32 @@ if TYPE_CHECKING:  # the models (and the render stack behind them) load only whe
 
 FORMAT = "cookbookgen-cache 1"
 PRUNE_AGE_S = 7 * 24 * 3600   # entries no build used for this long are removed after a build
+TAG = "CACHEDIR.TAG"
+TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+            "# This file is a cache directory tag created by cookbookgen: its build cache, safe to delete.\n"
+            "# For information about cache directory tags see https://bford.info/cachedir/\n")
+IGNORE_TEXT = "# cookbookgen's build cache (safe to delete)\n*\n"   # also the mark of caches made before the tag
+_ENTRY = re.compile(r"[0-9a-f]{64}\.pickle")
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8") if path.stat().st_size < 4096 else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def is_cache(root: Path) -> bool:
+    """Whether `root` is a folder cookbookgen made as its cache."""
+    return _text(root / TAG) == TAG_TEXT or _text(root / ".gitignore") == IGNORE_TEXT
+
+
+def check_cache(root: Path, option: str = "--cache") -> None:
+    """Refuse a cache folder that is not missing, empty or a cookbookgen cache."""
+    check_folder_path(root, option)
+    if root.is_dir() and any(root.iterdir()) and not is_cache(root):
+        raise CookbookError.at(str(root), 0, option, f"is not empty and is not a cookbookgen cache (no {TAG} of cookbookgen); "
+                                                     "refusing to use it: give a new or empty folder")
 
 
 def canonical(value: Any) -> str:
@@ -116,7 +149,7 @@ class RenderCache:
         self.used: set[Path] = set()
         self.hits = 0
         self.misses = 0
-        self._direct = root.is_dir()
+        self._direct = is_cache(root)     # else entries are staged, and only a successful run makes the folder ours
         self._stage: Path | None = None
         self.deferred: list[tuple[str, str, bytes]] | None = None   # set in worker processes (see `diff.sections`)
 
@@ -175,7 +208,7 @@ class RenderCache:
         return self._stage / kind / f"{key}.pickle"
 
     def commit(self) -> None:
-        """Move the staged entries into the cache folder (created with its `.gitignore`)."""
+        """Move the staged entries into the cache folder (created with its tag and `.gitignore`)."""
         stage, self._stage = self._stage, None
         if stage is None:
             return
@@ -223,14 +256,15 @@ class RenderCache:
             pass  # a cache that cannot be written only costs time
 
     def ensure(self) -> None:
-        """Create the folder with its `.gitignore`."""
+        """Create the folder with its tag and `.gitignore` (`check_cache` has made sure it may)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        ignore = self.root / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# cookbookgen's build cache (safe to delete)\n*\n", encoding="utf-8")
+        for name, text in ((TAG, TAG_TEXT), (".gitignore", IGNORE_TEXT)):
+            if not (self.root / name).exists():
+                (self.root / name).write_text(text, encoding="utf-8")
 
     def prune(self, age_s: float = PRUNE_AGE_S) -> int:
-        """Remove entries this run did not use that are older than `age_s`; touch the ones it used."""
+        """Remove entries this run did not use that are older than `age_s`; touch the ones it used.
+        Only files with the name of an entry (`<sha256>.pickle`) are ever removed."""
         import time
 
         now, removed = time.time(), 0
@@ -239,6 +273,8 @@ class RenderCache:
             if not folder.is_dir():
                 continue
             for path in folder.iterdir():
+                if not _ENTRY.fullmatch(path.name) or path.is_symlink():
+                    continue
                 try:
                     if path in self.used:
                         os.utime(path)
@@ -252,8 +288,11 @@ class RenderCache:
 
 @contextmanager
 def cache_run(root: Path | None) -> Iterator[RenderCache | None]:
-    """A run through the cache at `root` (None: no cache): what it wrote is committed, and entries no
-    run used for a week are pruned, when the run succeeds; discarded when it fails."""
+    """A run through the cache at `root` (None: no cache), refused unless it may use it (`check_cache`):
+    what it wrote is committed, and entries no run used for a week are pruned, when the run succeeds;
+    discarded when it fails."""
+    if root is not None:
+        check_cache(root)
     cache = RenderCache(root) if root is not None else None
     try:
         yield cache

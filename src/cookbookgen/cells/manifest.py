@@ -17,6 +17,14 @@ pages:
         metrics: {c16: {throughput_per_gpu: 29122.0, p90_e2el_s: 6.862}}
 ```
 Status: no run -> in-progress; run, not merged -> verified-pr; run and merged -> verified.
+
+Values that become file names, nav titles or URLs are checked here, first, each with its line:
+- `title` (the site name), a page's `title` (its nav entry) and a config `key` (its anchors and
+  script names): 1 to 200 characters, no control characters;
+- a page's `model`: a Hugging Face id (`org/name`, each part 1 to 96 letters, digits, `.`, `_`, `-`,
+  starting with a letter or digit); its name gives the page folder, so no two pages may share one,
+  nor two config keys their anchors;
+- `repo` and `dashboard`: http(s) URLs of at most 500 characters without spaces.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Callable, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
@@ -35,6 +43,43 @@ Status = Literal["verified", "verified-pr", "in-progress", "derived"]
 
 
 _HEX_COMMIT = re.compile("[0-9a-f]{7,40}")
+_MODEL_ID = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+_URL = re.compile(r"https?://[^\s\x00-\x1f\x7f]{1,492}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+NAME_MAX = 200
+
+
+def slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _shown(value: str) -> str:
+    return repr(value) if len(value) <= 60 else f"{value[:60]!r}... ({len(value)} characters)"
+
+
+def _name(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    if len(value) > NAME_MAX:
+        raise ValueError(f"at most {NAME_MAX} characters, got {len(value)}")
+    bad = _CONTROL.search(value)
+    if bad:
+        raise ValueError(f"control character {bad.group(0)!r} is not allowed")
+    return value
+
+
+def _matching(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if pattern.fullmatch(value) is None:
+            raise ValueError(f"{what}, got {_shown(value)}")
+        return value
+    return check
+
+
+Name = Annotated[str, AfterValidator(_name)]
+Url = Annotated[str, AfterValidator(_matching(_URL, "expected an http(s) URL of at most 500 characters without spaces"))]
+ModelId = Annotated[str, AfterValidator(_matching(_MODEL_ID, "expected a Hugging Face id org/name: each part 1 to 96 letters, "
+                                                             "digits, '.', '_' or '-', starting with a letter or digit"))]
 
 
 def _hex_commit(value: str) -> str:
@@ -47,7 +92,7 @@ def _hex_commit(value: str) -> str:
 class ConfigSource(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    key: str
+    key: Name
     pr: int | None = None
     commit: Annotated[str, AfterValidator(_hex_commit)]
     run: int | None = None
@@ -56,7 +101,7 @@ class ConfigSource(BaseModel):
     date: dt.date | None = None
     metrics: dict[str, dict[str, float]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
-    dashboard: str | None = None
+    dashboard: Url | None = None
 
     @property
     def status(self) -> Status:
@@ -68,18 +113,23 @@ class ConfigSource(BaseModel):
 class PageSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: str
-    title: str | None = None
+    model: ModelId
+    title: Name | None = None
     configs: list[ConfigSource]
+
+    @property
+    def slug(self) -> str:
+        """The page's folder in the site."""
+        return slugify(self.model.split("/")[-1])
 
 
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    title: str
+    title: Name
     source: str
     policy: str | None = None
-    repo: str = "https://github.com/SemiAnalysisAI/InferenceX"
+    repo: Url = "https://github.com/SemiAnalysisAI/InferenceX"
     generated_on: dt.date | None = None
     pages: list[PageSpec]
 
@@ -91,12 +141,21 @@ def read_manifest(path: Path) -> tuple[Manifest, Document]:
     except ValidationError as exc:
         raise CookbookError([doc.problem(loc, message) for loc, message in schema_messages(exc.errors(), Manifest)]) from None
     seen: dict[str, KeyPath] = {}
+    anchors: dict[str, KeyPath] = {}
+    folders: dict[str, KeyPath] = {}
     for p, page in enumerate(manifest.pages):
+        if page.slug in folders:
+            raise doc.error(("pages", p, "model"), f"the page of {page.model!r} would have the folder {page.slug}/ of the page at line "
+                                                   f"{doc.line_of(folders[page.slug])}; give each model one page")
+        folders[page.slug] = ("pages", p, "model")
         for c, config in enumerate(page.configs):
             where = ("pages", p, "configs", c, "key")
             if config.key in seen:
                 raise doc.error(where, f"config {config.key!r} listed twice (first at line {doc.line_of(seen[config.key])})")
-            seen[config.key] = where
+            if slugify(config.key) in anchors:
+                raise doc.error(where, f"config {config.key!r} would have the page anchors of the config at line "
+                                       f"{doc.line_of(anchors[slugify(config.key)])}")
+            seen[config.key] = anchors[slugify(config.key)] = where
     return manifest, doc
 
 

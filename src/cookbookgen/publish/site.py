@@ -4,7 +4,12 @@
 - Writes everything into a scratch folder next to `--out` (same file system), builds there, and only
   when MkDocs finished without a warning renames the old site away and the new one in. On any
   failure the old `--out` is untouched and the scratch folder is removed.
-- Refuses to replace an `--out` that is neither empty nor a previous cookbook site.
+- Writes, replaces or deletes only what it wrote itself (`owned`): `--out` must be missing, empty or a
+  site it built (its `.cookbookgen-site` lists every file there), `--keep-docs` the same for its
+  `docs/` and `mkdocs.yml` (`.cookbookgen-docs`), `--cache` missing, empty or a cookbookgen cache; all
+  three are checked, and kept apart, before anything is written.
+- SIGINT, SIGTERM and SIGHUP stop a build as a failure does (`stop_on_signals`): the old site stays,
+  nothing is left behind; one that comes while the new site is swapped in waits for the swap.
 - `serve_site` runs MkDocs' live-reload server on generated docs and regenerates them when the
   manifest, its checkout or the templates change.
 
@@ -30,12 +35,14 @@ until the swap; the scratch site owns new copies of everything it rewrites.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import hashlib
 import json
 import logging
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -52,16 +59,18 @@ from mkdocs.exceptions import MkDocsException
 from mkdocs.plugins import BasePlugin
 
 from ..cells.assemble import load_cookbook
-from ..cells.cache import RenderCache, cache_run, code_fingerprint, with_variants_cached
+from ..cells.cache import RenderCache, cache_run, check_cache, code_fingerprint, with_variants_cached
 from ..cells.manifest import read_manifest, source_root
 from ..cells.model import Cookbook
 from ..cells.variants import with_variants
 from ..errors import CookbookError, Problem
 from ..files import write_atomic
 from ..project import project_root
+from ..owned import check_apart, check_replaceable, files_under, write_marker
 from .pages import MODEL_TEMPLATE, page_path, site_files
 
-SITE_MARKER = "cookbook.json"   # a folder holding it was written by `cookbookgen build`
+SITE_MARKER = ".cookbookgen-site"   # in --out: the files of the site `cookbookgen build` wrote there
+DOCS_MARKER = ".cookbookgen-docs"   # in --keep-docs: the same for the docs and mkdocs.yml it kept there
 Report = Callable[[str], None]
 
 
@@ -164,25 +173,29 @@ def generate(manifest: Path, root: Path, dates: Dates) -> tuple[Cookbook, dict[s
     return cookbook, site_files(cookbook, read_templates(root / "templates"), dates.pick(cookbook, manifest))
 
 
-def check_out(out: Path) -> None:
-    """Only an empty folder or an earlier cookbook site may be replaced."""
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
-        raise CookbookError.at(str(out), 0, "--out", "exists and is not a folder; give a folder for the site")
-    if out.is_dir() and any(out.iterdir()) and not (out / SITE_MARKER).is_file():
-        raise CookbookError.at(str(out), 0, "--out", f"is not empty and holds no {SITE_MARKER}; refusing to replace it")
+def check_paths(out: Path, cache: Path | None = None, keep_docs: Path | None = None) -> None:
+    """Refuse, before anything is written, folders the build may not write (module docstring)."""
+    given = {"--out": out, "--keep-docs": keep_docs, "--cache": cache}
+    check_apart({option: folder for option, folder in given.items() if folder is not None})
+    check_replaceable(out, SITE_MARKER, "--out")
+    if keep_docs is not None:
+        check_replaceable(keep_docs, DOCS_MARKER, "--keep-docs", parts=("docs", "mkdocs.yml"))
+    if cache is not None:
+        check_cache(cache)
 
 
 def swap_in(new: Path, out: Path, scratch: Path) -> None:
     """Rename the old site into `scratch`, the new one to `out`; put the old one back on failure."""
     old = scratch / "previous-site"
-    if out.exists():
-        out.rename(old)
-    try:
-        new.rename(out)
-    except OSError:
-        if old.exists():
-            old.rename(out)
-        raise
+    with _signals_wait():
+        if out.exists():
+            out.rename(old)
+        try:
+            new.rename(out)
+        except OSError:
+            if old.exists():
+                old.rename(out)
+            raise
 
 
 def default_cache(out: Path) -> Path:
@@ -196,7 +209,7 @@ def build_site(manifest: Path, out: Path, dates: Dates = Dates(), show_progress:
     are unchanged are not rendered again (`cells.cache`) and MkDocs rebuilds only changed pages."""
     started = time.perf_counter()
     root = project_root()
-    check_out(out)
+    check_paths(out, cache, keep_docs)
     with cache_run(cache) as renders, _progress(sys.stderr.isatty() if show_progress is None else show_progress) as step:
         step("reading recipes")
         cookbook = load_cookbook(manifest, progress=lambda key: step(f"rendering {key}"), cache=renders)
@@ -222,7 +235,7 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
     started = time.perf_counter()
     root = root or project_root()
     out = out.absolute()
-    check_out(out)
+    check_paths(out, cache, keep_docs)
     out.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent))
     rebuilt: int | None = None
@@ -250,14 +263,14 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
             if recorder is None:
                 step("building the site with MkDocs (strict)")
                 recorder = _full(_config(root, scratch / "docs", scratch / "site", title, pages_nav))
+        write_marker(scratch / "site", SITE_MARKER, files_under(scratch / "site"))
         if keep_docs is not None:
             _keep_docs(scratch / "docs", keep_docs, root, title, pages_nav)
         step("moving the site into place")
         swap_in(scratch / "site", out, scratch)
         if state_dir is not None:
-            new_state = SiteState.after(context, hashes, recorder, previous if rebuilt is not None else None, out)
-            RenderCache(state_dir.parent).ensure()
-            new_state.save(state_dir)
+            with _signals_wait():
+                _save_state(state_dir, SiteState.after(context, hashes, recorder, previous if rebuilt is not None else None, out))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return BuildResult(out, *counts, time.perf_counter() - started, rebuilt)
@@ -295,8 +308,19 @@ def generate_docs(cookbook: Cookbook, templates: dict[str, str], generated_on: d
     return files
 
 
+def _save_state(state_dir: Path, state: "SiteState") -> None:
+    """Keep the state for the next build; a cache that cannot be written only costs time (and a state
+    left from before never matches the new site: see `SiteState.unchanged`)."""
+    try:
+        RenderCache(state_dir.parent).ensure()
+        state.save(state_dir)
+    except OSError:
+        pass
+
+
 def _keep_docs(docs: Path, keep: Path, root: Path, title: str, pages_nav: list[dict[str, object]]) -> None:
-    """Copy the docs to `keep/docs` with a `keep/mkdocs.yml` that builds them as `cookbookgen build` does."""
+    """Copy the docs to `keep/docs` with a `keep/mkdocs.yml` that builds them as `cookbookgen build` does
+    (`check_paths` has made sure that what they replace was written by an earlier build)."""
     import yaml
 
     keep = keep.absolute()
@@ -307,6 +331,7 @@ def _keep_docs(docs: Path, keep: Path, root: Path, title: str, pages_nav: list[d
     config = {"INHERIT": str(root / "mkdocs.yml"), "docs_dir": "docs", "site_dir": "site", "site_name": title, "nav": pages_nav}
     (keep / "mkdocs.yml").write_text("# Written by cookbookgen build --keep-docs: the same build, with plain MkDocs.\n"
                                      + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    write_marker(keep, DOCS_MARKER, ["mkdocs.yml", *(f"docs/{rel}" for rel in files_under(keep / "docs"))])
 
 
 # --- incremental builds ---------------------------------------------------------------------------
@@ -511,18 +536,29 @@ def _progress(show: bool) -> Iterator[Callable[[str], None]]:
 
 
 def _inputs(manifest: Path, root: Path) -> list[Path]:
-    """Files whose change should regenerate the docs: the manifest's folder, its checkout, templates."""
-    manifest_doc = read_manifest(manifest)
-    folders = [manifest.parent, source_root(manifest, *manifest_doc), root / "templates"]
+    """Files whose change should regenerate the docs: the manifest's folder, its checkout, templates
+    (without the checkout while the manifest cannot be read: its next edit is seen all the same)."""
+    folders = [manifest.parent, root / "templates"]
+    try:
+        folders.insert(1, source_root(manifest, *read_manifest(manifest)))
+    except CookbookError:
+        pass
     return [p for folder in dict.fromkeys(folders) for p in folder.rglob("*") if p.is_file()]
 
 
 def _stamp(paths: list[Path]) -> tuple[tuple[str, int], ...]:
-    return tuple((str(p), p.stat().st_mtime_ns) for p in paths if p.exists())
+    found = []
+    for path in paths:
+        try:
+            found.append((str(path), path.stat().st_mtime_ns))
+        except OSError:           # removed since it was listed
+            pass
+    return tuple(found)
 
 
 def _watch(manifest: Path, root: Path, docs: Path, dates: Dates, report: Report, stop: threading.Event) -> None:
-    """Poll the inputs; regenerate the docs on change (MkDocs then rebuilds and reloads the browser)."""
+    """Poll the inputs; regenerate the docs on change (MkDocs then rebuilds and reloads the browser).
+    A problem is reported once, when the change that caused it is seen."""
     last = _stamp(_inputs(manifest, root))
     while not stop.wait(1.0):
         try:
@@ -535,13 +571,32 @@ def _watch(manifest: Path, root: Path, docs: Path, dates: Dates, report: Report,
         except CookbookError as exc:
             for problem in exc.problems:
                 report(f"cookbookgen: error: {problem}")
+        except OSError as exc:
+            report(f"cookbookgen: error: {exc.filename}: {exc.strerror}")
+
+
+def check_address(host: str, port: int) -> None:
+    """Refuse, before building anything, an address the preview cannot listen on (in use, not ours)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)      # as the server binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise _cannot_listen(host, port, exc) from None
+
+
+def _cannot_listen(host: str, port: int, exc: OSError) -> CookbookError:
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return CookbookError.at("cookbookgen", 0, "serve", f"cannot listen on {address}: {exc.strerror or exc}")
 
 
 def serve_site(manifest: Path, host: str, port: int, dates: Dates = Dates(), report: Report = print) -> None:
-    """Serve a live preview on http://host:port/ until interrupted."""
+    """Serve a live preview on http://host:port/ until interrupted (`stop_on_signals`: MkDocs stops its
+    server on the first signal, and everything temporary is removed)."""
     from mkdocs.commands.serve import serve as mkdocs_serve
 
     root = project_root()
+    check_address(host, port)
     cookbook, files = generate(manifest, root, dates)
     logger = logging.getLogger("mkdocs")
     logger.addHandler(_Report(report))
@@ -552,29 +607,85 @@ def serve_site(manifest: Path, host: str, port: int, dates: Dates = Dates(), rep
         stop = threading.Event()
         threading.Thread(target=_watch, args=(manifest, root, docs, dates, report, stop), daemon=True).start()
         try:
-            with _mkdocs_problems(str(root / "mkdocs.yml")), _terminate_as_interrupt():
+            with _mkdocs_problems(str(root / "mkdocs.yml")), _temporary_files_in(Path(tmp)):
                 mkdocs_serve(config_file=str(root / "mkdocs.yml"), livereload=True, docs_dir=str(docs),
                              site_name=safe_title(cookbook.title), nav=nav(cookbook), strict=False, dev_addr=f"{host}:{port}")
+        except OSError as exc:
+            if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+                raise
+            raise _cannot_listen(host, port, exc) from None          # taken since `check_address`
         finally:
             stop.set()
 
 
 @contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM (how service managers and `kill` stop a process) ends the preview as Ctrl-C does: MkDocs
-    shuts its server down and the temporary folders are removed."""
+def _temporary_files_in(folder: Path) -> Iterator[None]:
+    """MkDocs' `serve` makes its site folder with `tempfile` before it guards its removal: made inside
+    `folder`, the folder goes with it, whenever a signal stops the preview."""
+    previous, tempfile.tempdir = tempfile.tempdir, str(folder)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = previous
+
+
+# --- signals --------------------------------------------------------------------------------------
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal stopped the command; its exit status is 128 + `signum` (130 for Ctrl-C, 143 for `kill`)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class _Held:
+    """A signal that came while the new site was being swapped in (`_signals_wait`)."""
+
+    waiting = False
+    signum: int | None = None
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGINT (Ctrl-C), SIGTERM (`kill`, service managers) and SIGHUP (the terminal closed) raise
+    `Interrupted`, so every clean-up runs: the scratch folder removed, staged cache entries discarded,
+    MkDocs' preview server stopped. Later signals are ignored until the command ends, so the clean-up
+    completes."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+    def stop(signum: int, frame: object) -> None:
+        for each in STOP_SIGNALS:
+            signal.signal(each, signal.SIG_IGN)
+        if _Held.waiting:
+            _Held.signum = signum
+            return
+        raise Interrupted(signum)
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {each: signal.signal(each, stop) for each in STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for each, handler in previous.items():
+            signal.signal(each, handler)
+
+
+@contextmanager
+def _signals_wait() -> Iterator[None]:
+    """A stopping signal waits for the end of this block (the old site is never left half moved)."""
+    _Held.waiting = True
+    try:
+        yield
+    finally:
+        _Held.waiting = False
+        signum, _Held.signum = _Held.signum, None
+        if signum is not None:
+            raise Interrupted(signum)
 
 
 class _Report(logging.Handler):
