@@ -5,7 +5,7 @@ A module is either plain JSON or the JSX envelope the cookbook publishes:
     // three comment lines
     export const agentx = { ...JSON, 1-space indent, scalar arrays on one line... };
 
-The object text is read with `json.loads`-style decoding only (never evaluated). Bad input raises
+The object text is read with `recipes.load.parse_json` only (never evaluated). Bad input raises
 `CookbookError` with one `Problem` whose line is the 1-based line in the whole text.
 `write_module_text` reproduces the published envelope byte for byte.
 """
@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from ..errors import CookbookError
+from ..recipes.load import parse_json
 
 EXPORT_PREFIX = "export const agentx = "
 _Scalar = (str, int, float, bool, type(None))
@@ -49,12 +50,7 @@ def _split_envelope(text: str, file: str) -> tuple[str, int]:
 
 
 def _decode(body: str, offset: int, file: str) -> object:
-    decoder = json.JSONDecoder()
-    start = len(body) - len(body.lstrip())
-    try:
-        data, end = decoder.raw_decode(body, start)
-    except json.JSONDecodeError as exc:
-        raise CookbookError.at(file, offset + exc.lineno, "", f"invalid JSON: {exc.msg}") from None
+    data, end = parse_json(body, file, first_line=offset)
     tail = body[end:].strip()
     if tail not in ("", ";"):
         line = offset + body.count("\n", 0, end) + 1
