@@ -60,7 +60,7 @@ MODULE_CASES = {
     "bad envRef": (_set_block(1, "dynamo", 3, {"kind": "worker", "cmd": "x", "args": [], "envRef": 999}), "envRef", ""),
     # found by tests/test_fuzz_recipes.py: tracebacks before
     "args not a list": (_set_block(1, "dynamo", 3, {"kind": "worker", "cmd": "x", "args": True}), "cells[1].points[0]", "malformed module data"),
-    "point without concurrencies": (lambda d: d["cells"][1]["points"][0].pop("concs"), "cells[1]", "malformed module data: missing key 'concs'"),
+    "point without concurrencies": (lambda d: d["cells"][1]["points"][0].pop("concs"), "cells[1].points[0].concs", "must be a list"),
     "cyclic ref": (lambda d: (d["cells"][0]["routers"]["sglang"]["blocks"].__setitem__(0, {"ref": [1, "sglang", 0]}),
                               d["cells"][1]["routers"]["sglang"]["blocks"].__setitem__(0, {"ref": [0, "sglang", 0]})), "ref", "cycl"),
 }

@@ -37,6 +37,8 @@ STORE_ONLY_ENV = (
     "MOONCAKE_MASTER", "MOONCAKE_TE_META_DATA_SERVER", "MOONCAKE_GLOBAL_SEGMENT_SIZE", "MOONCAKE_STANDALONE_STORAGE",
 )
 CACHE_ROLES = ("agg", "prefill")
+KV_TIERS = ("none", "hicache", "mooncake")   # the explorer's tiers (section 3.4)
+COUNT_KEYS = ("workers", "nodes_per_worker", "count", "count_nodes")
 ENCODING_KEYS = ("from", "diff", "drop", "ref")
 NGINX_CMD = "nginx -c nginx.conf -g 'daemon off;'"
 # Lookup tables keyed by a block's raw `role`/`kind` (None when the block has none).
@@ -243,7 +245,7 @@ class Decoder:
 
     def cell(self, index: Any, key_path: str) -> Json:
         cells: list[Json] = self.module["cells"]
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(cells):
+        if not _is_whole(index) or not 0 <= index < len(cells):
             raise self.fail(key_path, f"no cell {index!r} (module has {len(cells)})")
         return cells[index]
 
@@ -308,14 +310,14 @@ class Decoder:
         return copy.deepcopy(entry)
 
     def pick(self, blocks: list[Json], index: Any, path: str) -> Json:
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(blocks):
+        if not _is_whole(index) or not 0 <= index < len(blocks):
             raise self.fail(path, f"no block {index!r} (the referenced list has {len(blocks)})")
         return blocks[index]
 
     def env_ref(self, block: Json, path: str) -> Json:
         envs = self.module.get("envs") or []
         ref = block.get("envRef")
-        if ref is not None and (not isinstance(ref, int) or not 0 <= ref < len(envs)):
+        if ref is not None and (not _is_whole(ref) or not 0 <= ref < len(envs)):
             raise self.fail(key_join(path, "envRef"), f"no env {ref!r} (module has {len(envs)})")
         return resolve_env_ref(block, envs)
 
@@ -341,7 +343,15 @@ class Decoder:
         points: list[Json] = cell.get("points") or []
         if not 0 <= pi < len(points):
             raise self.fail(key_join(key_join("cells", ci), "points"), f"no point {pi} (cell has {len(points)})")
-        return points[pi]
+        point, path = points[pi], f"cells[{ci}].points[{pi}]"
+        concs = point.get("concs")
+        if not isinstance(concs, list) or not concs or not all(_is_whole(c) and c >= 1 for c in concs):
+            raise self.fail(f"{path}.concs", f"must be a list of whole numbers >= 1 (received {concs!r})")
+        tiers = [*((cell.get("kv") or {}).get("available") or []), point.get("kv")]
+        for where, tier in [*((f"cells[{ci}].kv.available[{j}]", t) for j, t in enumerate(tiers[:-1])), (f"{path}.kv", tiers[-1])]:
+            if tier is not None and tier not in KV_TIERS:
+                raise self.fail(where, f"unknown KV tier {tier!r}; expected one of: {', '.join(KV_TIERS)}")
+        return point
 
     def router_files(self, ci: int, router: str) -> list[Json]:
         ids = self.cell(ci, key_join("cells", ci))["routers"][router].get("files") or []
@@ -351,9 +361,18 @@ class Decoder:
                 raise self.fail(f"cells[{ci}].routers.{router}.files[{i}]", f"no file {fid!r} in `files`")
         return [files[fid] for fid in ids]
 
+    def check_counts(self, blocks: list[Json], path: str) -> None:
+        """Counts are whole numbers >= 1: `true` is not 1, and a negative count is not a deployment."""
+        for i, block in enumerate(blocks):
+            for key in COUNT_KEYS:
+                value = block.get(key)
+                if value is not None and not (_is_whole(value) and value >= 1):
+                    raise self.fail(f"{key_join(path, i)}.{key}", f"must be a whole number >= 1 (received {value!r})")
+
     def decode_point(self, ci: int, pi: int, router: str, kv: str | None) -> list[Block]:
         with self.guard(f"cells[{ci}].points[{pi}]"):
             dicts = self.point_dicts(ci, pi, router, kv)
+            self.check_counts(dicts, f"cells[{ci}].routers.{router}.blocks")
             workers = sum(b.get("workers") or 1 for b in dicts if b.get("kind") == "worker")
             files = self.router_files(ci, router)
             path = f"cells[{ci}].routers.{router}"
@@ -366,6 +385,11 @@ def _cycle_text(lists: list[ListKey], shown: int = 6) -> str:
     names = [f"cells[{ci}].routers.{router}" for ci, router in lists]
     more = [f"... ({len(names)} lists)"] if len(names) > shown else []
     return " -> ".join([*names[:shown], *more, names[0]])
+
+
+def _is_whole(value: Any) -> bool:
+    """An int that is not a bool (JSON `true` is a Python int)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _paths(ci: int, router: str, n: int) -> list[str]:
