@@ -140,6 +140,21 @@ def test_one_size_cap_for_every_module_reader(tmp_path: Path, capsys, argv: list
     assert err.strip() == f"cookbookgen: error: {module}:1: (top): file is {64 * 1024 * 1024 + 1} bytes; the limit is {64 * 1024 * 1024}"
 
 
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_module_of_too_many_cells_is_refused_at_once(tmp_path: Path, capsys, command: str) -> None:
+    # Issue 17: a 100k-cell module ran for minutes (export was killed at 300 s); refused before decoding.
+    cell = {"id": "", "configKey": "k", "submitted": "sglang", "points": [{"concs": [1]}],
+            "routers": {"sglang": {"blocks": [{"kind": "worker", "role": "agg", "cmd": "x", "args": []}]}}}
+    text = json.dumps({"cells": [{**cell, "id": f"c{i}"} for i in range(10_001)]})
+    kind, argv = COMMANDS[command]
+    path = _as(kind, text, tmp_path)
+    out_file = tmp_path / "out.jsx"
+    code = main(argv(path, out_file))
+    _, err = capsys.readouterr()
+    assert code == 2 and not out_file.exists(), err
+    assert err.strip().endswith(": cells: 10001 cells; the limit is 10000"), err
+
+
 # --- policy files --------------------------------------------------------------------------------
 
 POLICIES = {

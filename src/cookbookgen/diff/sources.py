@@ -111,7 +111,9 @@ def published_from_cookbook(cookbook: CookbookModel, file: str, kind: str) -> Pu
 
 def published_from_json(data: Any, file: str) -> Published:
     if isinstance(data, dict) and isinstance(data.get("cells"), list) and any(isinstance(c, dict) and "routers" in c for c in data["cells"]):
-        return published_from_module(data, file)
+        from ..agentx.module import check_module
+
+        return published_from_module(check_module(data, file), file)
     if isinstance(data, dict) and isinstance(data.get("pages"), list):
         return published_from_cookbook_json(data, file, "cookbook JSON")
     items = data if isinstance(data, list) else data.get("points") if isinstance(data, dict) and "points" in data else [data]
