@@ -15,7 +15,7 @@ import json
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, TypeGuard
 
 from pydantic import ValidationError
 
@@ -290,8 +290,8 @@ class Decoder:
             elif entry.get("from") is not None:
                 path = key_join(key_join(prefix, i), "from")
                 submitted = self.cell(ci, path).get("submitted")
-                self.router_blocks(ci, submitted, path)
-                yield (ci, submitted), path
+                self.router_blocks(ci, submitted, path)   # a string, then
+                yield (ci, str(submitted)), path
 
     def build(self, ci: int, router: str) -> list[Json]:
         """The blocks of (cell, router), once every list its entries point at is in the memo."""
@@ -387,7 +387,7 @@ def _cycle_text(lists: list[ListKey], shown: int = 6) -> str:
     return " -> ".join([*names[:shown], *more, names[0]])
 
 
-def _is_whole(value: Any) -> bool:
+def _is_whole(value: Any) -> TypeGuard[int]:
     """An int that is not a bool (JSON `true` is a Python int)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
