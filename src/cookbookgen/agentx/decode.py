@@ -268,7 +268,7 @@ class Decoder:
             key = waiting[-1]
             needed = next(((dep, path) for dep, path in self.references(*key) if dep not in self.memo), None)
             if needed is None:
-                self.memo.setdefault(key, self.build(*key))
+                self.memo[key] = self.build(*key)
                 on_stack.discard(waiting.pop())
             elif needed[0] in on_stack:
                 raise self.fail(needed[1], "reference cycle: " + _cycle_text(waiting[waiting.index(needed[0]):]))

@@ -15,7 +15,7 @@ from fnmatch import fnmatchcase
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
@@ -23,6 +23,7 @@ from ..errors import CookbookError, schema_messages
 from ..recipes.load import Document, parse_yaml, read_yaml_file
 
 PolicyClass = Literal["published", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "prohibited"]
+CLASSES: tuple[str, ...] = get_args(PolicyClass)
 DROPPED = frozenset({"harness-only", "default-equivalent"})
 _NO_VALUE = object()
 GLOB_CHARS = frozenset("*?[")    # what makes a pattern part a glob (`fnmatch`); a part without them is a plain key
