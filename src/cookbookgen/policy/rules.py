@@ -6,6 +6,9 @@ I/O: `load_policy` reads the files (through `recipes.load`). Matching is pure.
   number of keys, and a rule covers every setting at or under the matched path.
 - `value:` limits a rule to settings with exactly that value.
 - First matching rule wins; the user's rules come before the shipped ones.
+- A policy file is validated as strictly as a manifest: a mapping of `rules` and `clusters` only,
+  each rule `match`, `class`, `reason` and optional `value`/`replacement` (a misspelt key, a list or
+  an empty file is one located problem, never zero rules).
 """
 
 from __future__ import annotations
