@@ -35,6 +35,8 @@ def _master(root: Path) -> Path:
 MASTER_EDITS = {
     "conc-list not a list": ("conc-list: [1]", "conc-list: 1", "conc-list", "non-empty list of positive integers"),
     "negative conc": ("conc-list: [4]", "conc-list: [-4]", "conc-list", "positive integers"),
+    # issue 17: "use one of: tp4/c1, tp4/c1"
+    "duplicate conc": ("conc-list: [1]", "conc-list: [1, 1]", "conc-list[1]", "concurrency 1 listed twice"),
     "no recipe": ("srt-recipe: recipes/dsv41flash/sglang/gb300-fp4/agentx/agg-variants.yaml:override_tp4_c1", "note: none",
                   "search-space[0]", "no recipe"),
     "unknown selector": ("agg-variants.yaml:override_tp4_c1", "agg-variants.yaml:override_tp4_c999", "override_tp4_c999", "unknown selector"),
@@ -114,6 +116,9 @@ MANIFESTS = {
     "metrics for no point": (GOOD.replace("tp4/c1: {throughput_per_gpu: 7846.0", "tp9/c1: {throughput_per_gpu: 7846.0"), "tp9/c1", "no single point"),
     "missing checkout": (GOOD.replace("source: inferencex", "source: nowhere"), "source", "checkout not found"),
     "bad date": (GOOD.replace("date: 2026-10-16", "date: yesterday", 1), "date", "date"),
+    # issue 17: accepted silently before
+    "negative pr": (GOOD.replace("pr: 4180", "pr: -4180", 1), "pr", "greater than or equal to 1"),
+    "run: true": (GOOD.replace("run: 38911006463", "run: true", 1), "run", "valid integer"),
 }
 
 

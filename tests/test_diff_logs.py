@@ -71,9 +71,9 @@ roles:
 """
 
 
-def _run(logs: Path, fmt: str = "json") -> tuple[int, str]:
+def _run(logs: Path, fmt: str = "json", config: str = DISAGG) -> tuple[int, str]:
     out = io.StringIO()
-    args = argparse.Namespace(cookbook=[ROOT / "data" / "cookbook.yaml"], source=None, config=DISAGG, logs=logs, format=fmt, policy=None)
+    args = argparse.Namespace(cookbook=[ROOT / "data" / "cookbook.yaml"], source=None, config=config, logs=logs, format=fmt, policy=None)
     return run_diff(args, out), out.getvalue()
 
 
@@ -133,3 +133,13 @@ def test_a_directory_without_logs_is_bad_input(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("nothing here\n", encoding="utf-8")
     with pytest.raises(CookbookError, match="no `server_args=ServerArgs"):
         _run(tmp_path)
+
+
+def test_a_server_args_line_that_verifies_nothing_is_not_parity(tmp_path: Path) -> None:
+    # Issue 17: `ServerArgs(foo=1)` left every flag unverified and the diff reported parity (exit 0).
+    (tmp_path / "worker.err").write_text("x server_args=ServerArgs(foo=1)\n", encoding="utf-8")
+    status, text = _run(tmp_path, config="dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg")
+    found = _log_findings(text)
+    assert status == 1
+    assert [(f["cls"], f["item"], f["where"]) for f in found] == [("mismatch", "ServerArgs", "worker.err:1")]
+    assert "verifies nothing" in found[0]["detail"]

@@ -54,6 +54,12 @@ ODD_VALUES: list[Any] = [
     "<script>alert(1)</script>", "../../etc/passwd", "line\nbreak", "\t", "x" * 5000, "ünïcödé", [], {},
     [1, "two", None], [{"a": 1}], {"nested": {"deeper": [1, 2]}}, {"type": "unknown-kind"},
 ]
+# Issue 17's classes, for modules: nesting past the reader's limit, references (chains, cycles),
+# an unknown KV tier, a negative count.
+_DEEP: list[Any] = []
+for _ in range(250):
+    _DEEP = [_DEEP]
+MODULE_ODD_VALUES: list[Any] = [*ODD_VALUES, _DEEP, {"ref": [0, "sglang", 0]}, {"ref": [1, "dynamo", 0]}, {"from": 0}, "ssd", -3]
 
 
 def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -72,28 +78,28 @@ def _parent(tree: Any, path: tuple[Any, ...]) -> Any:
     return tree
 
 
-def _odd(data: st.DataObject) -> Any:
-    return copy.deepcopy(data.draw(st.sampled_from(ODD_VALUES), label="value"))   # a later edit may change it
+def _odd(data: st.DataObject, values: list[Any] = ODD_VALUES) -> Any:
+    return copy.deepcopy(data.draw(st.sampled_from(values), label="value"))   # a later edit may change it
 
 
 EDITS = ("replace", "replace", "delete", "add")
 
 
-def _edit(tree: Any, data: st.DataObject, actions: tuple[str, ...] = EDITS) -> None:
+def _edit(tree: Any, data: st.DataObject, values: list[Any] = ODD_VALUES, actions: tuple[str, ...] = EDITS) -> None:
     paths = _paths(tree)
     path = data.draw(st.sampled_from(paths), label="path")
     parent = _parent(tree, path)
     action = data.draw(st.sampled_from(actions), label="action")
     if action == "replace":
-        parent[path[-1]] = _odd(data)
+        parent[path[-1]] = _odd(data, values)
     elif action == "delete":
         del parent[path[-1]]
     elif action == "duplicate" and isinstance(parent, list):      # a second page for one model, a config listed twice...
         parent.append(copy.deepcopy(parent[path[-1]]))
     elif isinstance(parent, dict):
-        parent[data.draw(st.sampled_from(["unknown_key", "args", "env", "extra-flag", "0"]), label="key")] = _odd(data)
+        parent[data.draw(st.sampled_from(["unknown_key", "args", "env", "extra-flag", "0"]), label="key")] = _odd(data, values)
     else:
-        parent.append(_odd(data))
+        parent.append(_odd(data, values))
 
 
 def _write_edited(source: Path, target: Path, data: st.DataObject, part: str | None = None) -> None:
@@ -256,7 +262,7 @@ def test_an_edited_manifest_builds_or_is_refused_in_one_line(tmp_path: Path, cap
         if data.draw(st.booleans(), label="a name"):
             _edit_names(tree, data)
         else:
-            _edit(tree, data, (*EDITS, "duplicate"))
+            _edit(tree, data, actions=(*EDITS, "duplicate"))
     (root / "cookbook.yaml").write_text(yaml.safe_dump(tree, sort_keys=False, allow_unicode=True))
     out = tmp_path / "site"
     shutil.rmtree(out, ignore_errors=True)
@@ -286,7 +292,7 @@ def test_an_edited_agentx_module_decodes_or_is_refused_in_one_line(module_json: 
     # envs, files) decodes and is compared with the recipes, or is refused with located lines.
     tree = json.loads(module_json)
     for _ in range(data.draw(st.integers(1, 2), label="edits")):
-        _edit(tree, data)
+        _edit(tree, data, MODULE_ODD_VALUES)
     module = tmp_path / "module.json"
     module.write_text(json.dumps(tree))
     capsys.readouterr()

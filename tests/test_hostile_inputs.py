@@ -60,9 +60,19 @@ MODULE_CASES = {
     "bad envRef": (_set_block(1, "dynamo", 3, {"kind": "worker", "cmd": "x", "args": [], "envRef": 999}), "envRef", ""),
     # found by tests/test_fuzz_recipes.py: tracebacks before
     "args not a list": (_set_block(1, "dynamo", 3, {"kind": "worker", "cmd": "x", "args": True}), "cells[1].points[0]", "malformed module data"),
-    "point without concurrencies": (lambda d: d["cells"][1]["points"][0].pop("concs"), "cells[1]", "malformed module data: missing key 'concs'"),
+    "point without concurrencies": (lambda d: d["cells"][1]["points"][0].pop("concs"), "cells[1].points[0].concs", "must be a list"),
     "cyclic ref": (lambda d: (d["cells"][0]["routers"]["sglang"]["blocks"].__setitem__(0, {"ref": [1, "sglang", 0]}),
                               d["cells"][1]["routers"]["sglang"]["blocks"].__setitem__(0, {"ref": [0, "sglang", 0]})), "ref", "cycl"),
+    # issue 17: accepted silently before (`true` is a Python int; an unknown tier decoded as `none`)
+    "envRef true": (_set_block(1, "dynamo", 3, {"kind": "worker", "cmd": "x", "args": [], "envRef": True}), "envRef", "no env True"),
+    "concurrency true": (lambda d: d["cells"][1]["points"][0].__setitem__("concs", [True]), "cells[1].points[0].concs", "whole numbers"),
+    "negative workers": (_set_block(1, "dynamo", 3, {"kind": "worker", "role": "agg", "cmd": "x", "args": [], "workers": -2}),
+                         "blocks[3].workers", "whole number >= 1"),
+    "count true": (_set_block(1, "dynamo", 3, {"kind": "dynamo-frontend", "cmd": "x", "args": [], "count": True}),
+                   "blocks[3].count", "whole number >= 1"),
+    "unknown measured tier": (lambda d: d["cells"][1]["points"][0].__setitem__("kv", "ssd"), "cells[1].points[0].kv", "unknown KV tier 'ssd'"),
+    "unknown available tier": (lambda d: d["cells"][1]["kv"].__setitem__("available", ["none", "nvme"]),
+                               "cells[1].kv.available[1]", "unknown KV tier 'nvme'"),
 }
 
 

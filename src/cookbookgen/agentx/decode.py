@@ -15,7 +15,7 @@ import json
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, TypeGuard
 
 from pydantic import ValidationError
 
@@ -37,6 +37,8 @@ STORE_ONLY_ENV = (
     "MOONCAKE_MASTER", "MOONCAKE_TE_META_DATA_SERVER", "MOONCAKE_GLOBAL_SEGMENT_SIZE", "MOONCAKE_STANDALONE_STORAGE",
 )
 CACHE_ROLES = ("agg", "prefill")
+KV_TIERS = ("none", "hicache", "mooncake")   # the explorer's tiers (section 3.4)
+COUNT_KEYS = ("workers", "nodes_per_worker", "count", "count_nodes")
 ENCODING_KEYS = ("from", "diff", "drop", "ref")
 NGINX_CMD = "nginx -c nginx.conf -g 'daemon off;'"
 # Lookup tables keyed by a block's raw `role`/`kind` (None when the block has none).
@@ -217,14 +219,16 @@ def _line_of_cell(module: Json, key_path: str) -> int:
 MALFORMED = (TypeError, AttributeError, KeyError, IndexError, ValueError)   # what raw access to bad data raises
 
 
+ListKey = tuple[int, str]   # (cell index, router): one materialized block list
+
+
 @dataclass
 class Decoder:
     """Decodes one module; memoises materialized (cell, router) block lists."""
 
     module: Json
     file: str = DEFAULT_FILE
-    memo: dict[tuple[int, str], list[Json]] = field(default_factory=dict)
-    active: set[tuple[int, str]] = field(default_factory=set)
+    memo: dict[ListKey, list[Json]] = field(default_factory=dict)
 
     def fail(self, key_path: str, message: str) -> CookbookError:
         return CookbookError.at(self.file, _line_of_cell(self.module, key_path), key_path, message)
@@ -241,7 +245,7 @@ class Decoder:
 
     def cell(self, index: Any, key_path: str) -> Json:
         cells: list[Json] = self.module["cells"]
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(cells):
+        if not _is_whole(index) or not 0 <= index < len(cells):
             raise self.fail(key_path, f"no cell {index!r} (module has {len(cells)})")
         return cells[index]
 
@@ -252,48 +256,68 @@ class Decoder:
         return routers[router].get("blocks") or []
 
     def materialize(self, ci: int, router: Any, key_path: str = "") -> list[Json]:
-        """Full blocks of point 0 of cell `ci` under `router` (section 3.1); `router_blocks` rejects a non-string router."""
-        key = (ci, router)
-        if key in self.memo:
-            return self.memo[key]
-        entries = self.router_blocks(ci, router, key_path or key_join("cells", ci))
-        if key in self.active:
-            raise self.fail(key_path, f"reference cycle through cells[{ci}].routers.{router}")
-        self.active.add(key)
-        try:
-            prefix = f"{key_join('cells', ci)}.routers.{router}.blocks"
-            out = [self.entry(ci, e, key_join(prefix, i)) for i, e in enumerate(entries)]
-        finally:
-            self.active.discard(key)
-        self.memo[key] = [self.env_ref(b, path) for b, path in zip(out, _paths(ci, router, len(out)))]
-        return self.memo[key]
+        """Full blocks of point 0 of cell `ci` under `router` (section 3.1). The lists a `ref`/`from`
+        points at are materialized first, from an explicit stack of the lists waiting for them (no
+        recursion, whatever the length of a chain); a list met again on that stack is a cycle."""
+        self.router_blocks(ci, router, key_path or key_join("cells", ci))
+        if (ci, router) in self.memo:
+            return self.memo[(ci, router)]
+        waiting: list[ListKey] = [(ci, router)]
+        on_stack = set(waiting)
+        while waiting:
+            key = waiting[-1]
+            needed = next(((dep, path) for dep, path in self.references(*key) if dep not in self.memo), None)
+            if needed is None:
+                self.memo[key] = self.build(*key)
+                on_stack.discard(waiting.pop())
+            elif needed[0] in on_stack:
+                raise self.fail(needed[1], "reference cycle: " + _cycle_text(waiting[waiting.index(needed[0]):]))
+            else:
+                waiting.append(needed[0])
+                on_stack.add(needed[0])
+        return self.memo[(ci, router)]
+
+    def references(self, ci: int, router: str) -> Iterator[tuple[ListKey, str]]:
+        """The block lists the entries of (cell, router) point at, each with the key path of its entry."""
+        prefix = f"{key_join('cells', ci)}.routers.{router}.blocks"
+        for i, entry in enumerate(self.router_blocks(ci, router, key_join("cells", ci))):
+            if entry.get("ref"):
+                ref, path = entry["ref"], key_join(key_join(prefix, i), "ref")
+                if not isinstance(ref, list) or len(ref) != 3:
+                    raise self.fail(path, "must be [cellIndex, router, blockIndex]")
+                self.router_blocks(ref[0], ref[1], path)
+                yield (ref[0], ref[1]), path
+            elif entry.get("from") is not None:
+                path = key_join(key_join(prefix, i), "from")
+                submitted = self.cell(ci, path).get("submitted")
+                self.router_blocks(ci, submitted, path)   # a string, then
+                yield (ci, str(submitted)), path
+
+    def build(self, ci: int, router: str) -> list[Json]:
+        """The blocks of (cell, router), once every list its entries point at is in the memo."""
+        prefix = f"{key_join('cells', ci)}.routers.{router}.blocks"
+        entries = self.router_blocks(ci, router, key_join("cells", ci))
+        out = [self.entry(ci, e, key_join(prefix, i)) for i, e in enumerate(entries)]
+        return [self.env_ref(b, path) for b, path in zip(out, _paths(ci, router, len(out)))]
 
     def entry(self, ci: int, entry: Json, path: str) -> Json:
         if entry.get("ref"):
-            return derive_block(self.ref_target(entry["ref"], key_join(path, "ref")), entry)
+            ref = entry["ref"]
+            return derive_block(self.pick(self.memo[(ref[0], ref[1])], ref[2], key_join(path, "ref")), entry)
         if entry.get("from") is not None:
-            return derive_block(self.from_target(ci, entry["from"], key_join(path, "from")), entry)
+            target = self.memo[(ci, self.module["cells"][ci]["submitted"])]
+            return derive_block(self.pick(target, entry["from"], key_join(path, "from")), entry)
         return copy.deepcopy(entry)
 
-    def ref_target(self, ref: Any, path: str) -> Json:
-        if not isinstance(ref, list) or len(ref) != 3:
-            raise self.fail(path, "must be [cellIndex, router, blockIndex]")
-        self.router_blocks(ref[0], ref[1], path)
-        return self.pick(self.materialize(ref[0], ref[1], path), ref[2], path)
-
-    def from_target(self, ci: int, index: Any, path: str) -> Json:
-        submitted = self.cell(ci, path).get("submitted")
-        return self.pick(self.materialize(ci, submitted, path), index, path)
-
     def pick(self, blocks: list[Json], index: Any, path: str) -> Json:
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(blocks):
+        if not _is_whole(index) or not 0 <= index < len(blocks):
             raise self.fail(path, f"no block {index!r} (the referenced list has {len(blocks)})")
         return blocks[index]
 
     def env_ref(self, block: Json, path: str) -> Json:
         envs = self.module.get("envs") or []
         ref = block.get("envRef")
-        if ref is not None and (not isinstance(ref, int) or not 0 <= ref < len(envs)):
+        if ref is not None and (not _is_whole(ref) or not 0 <= ref < len(envs)):
             raise self.fail(key_join(path, "envRef"), f"no env {ref!r} (module has {len(envs)})")
         return resolve_env_ref(block, envs)
 
@@ -319,7 +343,15 @@ class Decoder:
         points: list[Json] = cell.get("points") or []
         if not 0 <= pi < len(points):
             raise self.fail(key_join(key_join("cells", ci), "points"), f"no point {pi} (cell has {len(points)})")
-        return points[pi]
+        point, path = points[pi], f"cells[{ci}].points[{pi}]"
+        concs = point.get("concs")
+        if not isinstance(concs, list) or not concs or not all(_is_whole(c) and c >= 1 for c in concs):
+            raise self.fail(f"{path}.concs", f"must be a list of whole numbers >= 1 (received {concs!r})")
+        tiers = [*((cell.get("kv") or {}).get("available") or []), point.get("kv")]
+        for where, tier in [*((f"cells[{ci}].kv.available[{j}]", t) for j, t in enumerate(tiers[:-1])), (f"{path}.kv", tiers[-1])]:
+            if tier is not None and tier not in KV_TIERS:
+                raise self.fail(where, f"unknown KV tier {tier!r}; expected one of: {', '.join(KV_TIERS)}")
+        return point
 
     def router_files(self, ci: int, router: str) -> list[Json]:
         ids = self.cell(ci, key_join("cells", ci))["routers"][router].get("files") or []
@@ -329,13 +361,35 @@ class Decoder:
                 raise self.fail(f"cells[{ci}].routers.{router}.files[{i}]", f"no file {fid!r} in `files`")
         return [files[fid] for fid in ids]
 
+    def check_counts(self, blocks: list[Json], path: str) -> None:
+        """Counts are whole numbers >= 1: `true` is not 1, and a negative count is not a deployment."""
+        for i, block in enumerate(blocks):
+            for key in COUNT_KEYS:
+                value = block.get(key)
+                if value is not None and not (_is_whole(value) and value >= 1):
+                    raise self.fail(f"{key_join(path, i)}.{key}", f"must be a whole number >= 1 (received {value!r})")
+
     def decode_point(self, ci: int, pi: int, router: str, kv: str | None) -> list[Block]:
         with self.guard(f"cells[{ci}].points[{pi}]"):
             dicts = self.point_dicts(ci, pi, router, kv)
+            self.check_counts(dicts, f"cells[{ci}].routers.{router}.blocks")
             workers = sum(b.get("workers") or 1 for b in dicts if b.get("kind") == "worker")
             files = self.router_files(ci, router)
             path = f"cells[{ci}].routers.{router}"
             return [to_block(b, router, workers, files, self.file, path) for b in dicts]
+
+
+def _cycle_text(lists: list[ListKey], shown: int = 6) -> str:
+    """`cells[0].routers.sglang -> cells[1].routers.sglang -> cells[0].routers.sglang`; a long cycle
+    shows its first lists and how many there are."""
+    names = [f"cells[{ci}].routers.{router}" for ci, router in lists]
+    more = [f"... ({len(names)} lists)"] if len(names) > shown else []
+    return " -> ".join([*names[:shown], *more, names[0]])
+
+
+def _is_whole(value: Any) -> TypeGuard[int]:
+    """An int that is not a bool (JSON `true` is a Python int)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _paths(ci: int, router: str, n: int) -> list[str]:

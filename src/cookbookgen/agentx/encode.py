@@ -8,7 +8,8 @@ Output: the module object (`write_module_text` prints it); nothing is returned u
 Compactness (each choice is the smallest one that decodes back exactly):
 - a base block is written in full, as `ref` to a block of an earlier cell, or (derived router) as
   `from` a block of the cell's submitted router, each with key overrides, `drop` and an args/env `diff`
-  (tried against the `NEAREST` most similar earlier blocks, so the search stays linear in the cells);
+  (tried against the `NEAREST` most similar of an exact copy and the `WINDOW` latest distinct earlier
+  blocks of the same kind, computed once: the cost is linear in the cells);
 - env dicts used by more than one full block go to the top-level `envs` (`envRef`);
 - point *i* is a per-block patch of point 0 (`null`, an args/env diff or `{block}`), or `{replace}`.
 Deterministic: the same input gives the same object, byte for byte once printed.
@@ -177,73 +178,107 @@ def _full(dst: Json, shared: dict[EnvKey, int]) -> Json:
     return _with_env(entry, key, shared) if key is not None and key in shared else entry
 
 
-def _candidates(ci: int, router: str, src: CellSource, bases: list[dict[str, list[Json]]]) -> Iterable[tuple[Json, Json]]:
-    if router != src.submitted:
-        yield from (({"from": i}, b) for i, b in enumerate(bases[ci][src.submitted]))
-    for cj in range(ci):
-        for r, blocks in bases[cj].items():
-            yield from (({"ref": [cj, r, i]}, b) for i, b in enumerate(blocks))
-
-
-NEAREST = 6   # source blocks tried per block: the most similar ones (else a cookbook of n cells costs n² tries)
+NEAREST = 6   # source blocks tried per block: the most similar ones
+WINDOW = 128  # distinct earlier blocks of a kind scored per block (and an exact copy, wherever it is)
 Signature = tuple[str, frozenset[str], frozenset[tuple[str, Any]], frozenset[str]]
+Option = tuple[tuple[int, int], Json, Json, Signature]   # (rank for ties, head, source block, its signature)
+Relatives = list[tuple[Json, int]]                        # a block's smallest relative entries, with sizes
 
 
-def _entry(dst: Json, options: Iterable[tuple[Json, Json]], shared: dict[EnvKey, int], signatures: dict[int, tuple[Json, Signature]]) -> Json:
-    best = _full(dst, shared)
-    best_size = size(best)
-    for head, src in _nearest(dst, options, signatures):
-        entry = relative(head, src, dst, below=best_size)
-        if entry is not None:
-            best, best_size = entry, size(entry)
-    return best
+def _signature(block: Json) -> Signature:
+    """The block's text (equality, env order included), and its args, env and other keys as sets (distance)."""
+    text = json.dumps(block, ensure_ascii=False, separators=(",", ":"))
+    others = frozenset(json.dumps([k, v], separators=(",", ":")) for k, v in block.items() if k not in RELATIVE_KEYS)
+    env = block.get("env") or {}
+    return (text, frozenset(json.dumps(a, separators=(",", ":")) for a in block.get("args") or []),
+            frozenset((k, json.dumps(v)) for k, v in env.items()) if isinstance(env, dict) else frozenset(), others)
 
 
-def _nearest(dst: Json, options: Iterable[tuple[Json, Json]], signatures: dict[int, tuple[Json, Signature]]) -> list[tuple[Json, Json]]:
-    """The `NEAREST` candidate sources of the same kind that differ from `dst` in the fewest args, env
-    entries and other keys; of several equal sources only the first (the smallest head), ties in order."""
-    mine = _signature(dst, signatures)
+@dataclass
+class Earlier:
+    """The distinct blocks of the cells encoded so far (first occurrence of each text, whose head is
+    the smallest), per kind in order, and by text. Ranks keep the order of a scan of every earlier block."""
+
+    by_kind: dict[Any, list[Option]] = field(default_factory=dict)
+    by_text: dict[str, Option] = field(default_factory=dict)
+
+    def add(self, head: Json, block: Json, sig: Signature) -> None:
+        if sig[0] not in self.by_text:
+            option: Option = ((1, len(self.by_text)), head, block, sig)
+            self.by_text[sig[0]] = option
+            self.by_kind.setdefault(block.get("kind"), []).append(option)
+
+    def similar(self, block: Json, sig: Signature) -> list[Option]:
+        """An exact copy, and the `WINDOW` latest distinct blocks of the same kind: linear in the cells."""
+        copy_of = self.by_text.get(sig[0])
+        return ([copy_of] if copy_of else []) + self.by_kind.get(block.get("kind"), [])[-WINDOW:]
+
+
+def _nearest(dst: Json, mine: Signature, options: Iterable[Option]) -> list[tuple[Json, Json]]:
+    """The `NEAREST` sources of the same kind that differ from `dst` in the fewest args, env entries
+    and other keys; of several equal sources only the first (the smallest head), ties in rank order."""
     seen: set[str] = set()
-    scored: list[tuple[int, int, Json, Json]] = []
-    for n, (head, src) in enumerate(options):
-        if src.get("kind") != dst.get("kind"):
-            continue
-        theirs = _signature(src, signatures)
-        if theirs[0] in seen:
+    scored: list[tuple[int, tuple[int, int], Json, Json]] = []
+    for rank, head, src, theirs in options:
+        if src.get("kind") != dst.get("kind") or theirs[0] in seen:
             continue
         seen.add(theirs[0])
         distance = len(mine[1] ^ theirs[1]) + len(mine[2] ^ theirs[2]) + len(mine[3] ^ theirs[3])
-        scored.append((distance, n, head, src))
+        scored.append((distance, rank, head, src))
     scored.sort(key=lambda t: (t[0], t[1]))
     return [(head, src) for _, _, head, src in scored[:NEAREST]]
 
 
-def _signature(block: Json, signatures: dict[int, tuple[Json, Signature]]) -> Signature:
-    """The block's text (equality, env order included), and its args, env and other keys as sets (distance)."""
-    hit = signatures.get(id(block))
-    if hit is not None and hit[0] is block:
-        return hit[1]
-    text = json.dumps(block, ensure_ascii=False, separators=(",", ":"))
-    others = frozenset(json.dumps([k, v], separators=(",", ":")) for k, v in block.items() if k not in RELATIVE_KEYS)
-    env = block.get("env") or {}
-    sig: Signature = (text, frozenset(json.dumps(a, separators=(",", ":")) for a in block.get("args") or []),
-                      frozenset((k, json.dumps(v)) for k, v in env.items()) if isinstance(env, dict) else frozenset(), others)
-    signatures[id(block)] = (block, sig)
-    return sig
-
-
-def _compact_pass(sources: list[CellSource], shared: dict[EnvKey, int]) -> Compacted:
-    out = Compacted()
-    bases: list[dict[str, list[Json]]] = []
-    signatures: dict[int, tuple[Json, Signature]] = {}
+def _relatives(sources: list[CellSource]) -> list[dict[str, list[Relatives]]]:
+    """Per cell, router and base block: the smallest `ref`/`from` entry (and its size) for each of its
+    nearest sources, a `from` the cell's submitted router and a `ref` an earlier cell. Computed once:
+    the shared `envs` change only the full entries these compete with."""
+    earlier = Earlier()
+    out: list[dict[str, list[Relatives]]] = []
     for ci, src in enumerate(sources):
-        bases.append({})
-        entries: dict[str, list[Json]] = {}
+        cell: dict[str, list[Relatives]] = {}
+        sigs = {r: [_signature(b) for b in pts[0]] for r, pts in src.routers.items()}
+        submitted = list(zip(src.routers.get(src.submitted, [[]])[0], sigs.get(src.submitted, [])))
+        for router in src.routers:
+            own: list[Option] = [] if router == src.submitted else [((0, i), {"from": i}, b, sig) for i, (b, sig) in enumerate(submitted)]
+            cell[router] = []
+            for dst, sig in zip(src.routers[router][0], sigs[router]):
+                cell[router].append(_smaller_entries(dst, _nearest(dst, sig, own + earlier.similar(dst, sig))))
         for router in sorted(src.routers, key=lambda r: r != src.submitted):
-            base = src.routers[router][0]
-            entries[router] = [_entry(b, _candidates(ci, router, src, bases), shared, signatures) for b in base]
-            bases[ci][router] = base
-        out.blocks.append({r: entries[r] for r in src.routers})
+            for i, (b, sig) in enumerate(zip(src.routers[router][0], sigs[router])):
+                earlier.add({"ref": [ci, router, i]}, b, sig)
+        out.append(cell)
+    return out
+
+
+def _smaller_entries(dst: Json, nearest: list[tuple[Json, Json]]) -> Relatives:
+    """The relative entries of `dst` that can win: each smaller than the inline full block (the
+    largest full entry, whatever env is shared) and than every one before it."""
+    out: Relatives = []
+    bound = size(dst)
+    for head, source in nearest:
+        entry = relative(head, source, dst, below=bound)
+        if entry is not None:
+            bound = size(entry)
+            out.append((entry, bound))
+    return out
+
+
+def _entry(dst: Json, relatives: Relatives, shared: dict[EnvKey, int]) -> Json:
+    """The smallest of the full entry and the relative ones (the first of equal sizes)."""
+    best = _full(dst, shared)
+    best_size = size(best)
+    for entry, n in relatives:
+        if n < best_size:
+            best, best_size = entry, n
+    return best
+
+
+def _compact_pass(sources: list[CellSource], relatives: list[dict[str, list[Relatives]]], shared: dict[EnvKey, int]) -> Compacted:
+    out = Compacted()
+    for ci, src in enumerate(sources):
+        entries = {r: [_entry(b, relatives[ci][r][i], shared) for i, b in enumerate(src.routers[r][0])] for r in src.routers}
+        out.blocks.append(entries)
         npoints = len(next(iter(src.routers.values())))
         out.patches.append([{r: point_patch(pts[0], pts[pi]) for r, pts in src.routers.items()} for pi in range(npoints)])
     return out
@@ -290,13 +325,14 @@ def _refinal(entry: Json, inverse: dict[int, EnvKey], final: dict[EnvKey, int]) 
 def compact(sources: list[CellSource]) -> Compacted:
     """Encode every cell's base blocks and point patches; shared `envs` iterated to a fixed point."""
     shared: dict[EnvKey, int] = {}
-    result = _compact_pass(sources, shared)
+    relatives = _relatives(sources)
+    result = _compact_pass(sources, relatives, shared)
     for _ in range(3):
         nxt = _next_shared(result, shared)
         if nxt == shared:
             break
         shared = nxt
-        result = _compact_pass(sources, shared)
+        result = _compact_pass(sources, relatives, shared)
     return _finish(result, shared)
 
 

@@ -5,7 +5,7 @@ A module is either plain JSON or the JSX envelope the cookbook publishes:
     // three comment lines
     export const agentx = { ...JSON, 1-space indent, scalar arrays on one line... };
 
-The object text is read with `json.loads`-style decoding only (never evaluated). Bad input raises
+The object text is read with `recipes.load.parse_json` only (never evaluated). Bad input raises
 `CookbookError` with one `Problem` whose line is the 1-based line in the whole text.
 `write_module_text` reproduces the published envelope byte for byte.
 """
@@ -17,8 +17,10 @@ import re
 from typing import Any
 
 from ..errors import CookbookError
+from ..recipes.load import parse_json
 
 EXPORT_PREFIX = "export const agentx = "
+MAX_CELLS = 10_000   # published modules hold tens; each cell costs milliseconds to decode and re-encode
 _Scalar = (str, int, float, bool, type(None))
 
 
@@ -49,12 +51,7 @@ def _split_envelope(text: str, file: str) -> tuple[str, int]:
 
 
 def _decode(body: str, offset: int, file: str) -> object:
-    decoder = json.JSONDecoder()
-    start = len(body) - len(body.lstrip())
-    try:
-        data, end = decoder.raw_decode(body, start)
-    except json.JSONDecodeError as exc:
-        raise CookbookError.at(file, offset + exc.lineno, "", f"invalid JSON: {exc.msg}") from None
+    data, end = parse_json(body, file, first_line=offset)
     tail = body[end:].strip()
     if tail not in ("", ";"):
         line = offset + body.count("\n", 0, end) + 1
@@ -62,21 +59,25 @@ def _decode(body: str, offset: int, file: str) -> object:
     return data
 
 
-def _check_shape(data: object, file: str) -> dict[str, Any]:
+def check_module(data: object, file: str, text: str = "") -> dict[str, Any]:
+    """`data` as a module: an object whose `cells` list holds at most `MAX_CELLS` cells with unique
+    string ids (`text`, when given, names the line of a bad cell)."""
     if not isinstance(data, dict):
         raise CookbookError.at(file, 0, "", "the module must be a JSON object")
     if not isinstance(data.get("cells"), list):
         raise CookbookError.at(file, 0, "cells", "missing or not a list")
-    return data
+    if len(data["cells"]) > MAX_CELLS:
+        raise CookbookError.at(file, 0, "cells", f"{len(data['cells'])} cells; the limit is {MAX_CELLS}")
+    module = ModuleData(data)
+    module.cell_lines = tuple(cell_lines(text))
+    _check_cell_ids(module, file)
+    return module
 
 
 def read_module_text(text: str, file: str) -> dict[str, Any]:
     """The module object of a JSX envelope or plain JSON text; `file` only names it in errors."""
     body, offset = _split_envelope(text, file)
-    data = ModuleData(_check_shape(_decode(body, offset, file), file))
-    data.cell_lines = tuple(cell_lines(text))
-    _check_cell_ids(data, text, file)
-    return data
+    return check_module(_decode(body, offset, file), file, text)
 
 
 class ModuleData(dict[str, Any]):
@@ -86,9 +87,9 @@ class ModuleData(dict[str, Any]):
     cell_lines: tuple[int, ...] = ()
 
 
-def _check_cell_ids(data: dict[str, Any], text: str, file: str) -> None:
+def _check_cell_ids(data: ModuleData, file: str) -> None:
     """Cell ids are what `ref`s, anchors and `show --cell` name: each must be a unique string."""
-    lines = data.cell_lines if isinstance(data, ModuleData) else tuple(cell_lines(text))
+    lines = data.cell_lines
     seen: dict[str, int] = {}
     for i, cell in enumerate(data["cells"]):
         line = lines[i] if i < len(lines) else 0

@@ -93,9 +93,9 @@ class ConfigSource(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     key: Name
-    pr: int | None = None
+    pr: Annotated[int, Field(strict=True, ge=1)] | None = None
     commit: Annotated[str, AfterValidator(_hex_commit)]
-    run: int | None = None
+    run: Annotated[int, Field(strict=True, ge=1)] | None = None
     attempt: int = Field(default=1, ge=1)
     merged: bool = False
     date: dt.date | None = None

@@ -78,14 +78,9 @@ def register(subparsers: Any) -> None:
 # ---- files ----
 
 def read_text(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise CookbookError.at(str(path), 0, "", "file not found") from None
-    except IsADirectoryError:
-        raise CookbookError.at(str(path), 0, "", "is a directory, not a file") from None
-    except UnicodeDecodeError as exc:
-        raise CookbookError.at(str(path), 0, "", f"not UTF-8 text (byte {exc.start})") from None
+    from ..recipes.load import MAX_INPUT_BYTES, read_text_file
+
+    return read_text_file(path, str(path), MAX_INPUT_BYTES)
 
 
 def json_text(module: Json) -> str:

@@ -4,7 +4,8 @@
   agg). It is compared with that role's worker blocks of every candidate point, and reported against
   the point it agrees with most: every flag of the command whose logged field differs is a mismatch,
   a flag whose field the log lacks is unverified; site-specific flags (`log_ignore` of
-  `synthesized.yaml`) are skipped.
+  `synthesized.yaml`) are skipped. A line that has none of the command's fields verifies nothing:
+  one mismatch, not a parity of unverified flags.
 - An srt-slurm resolved `config*.yaml` is compared role by role the same way: each arg (snake_case
   or kebab-case, mapped to the flag) and env entry the policy publishes must be in the command with
   the same value.
@@ -70,8 +71,12 @@ def _server_args(file: str, line: int, args: ServerArgsDict, role: str, points: 
                         where=f"{file}:{line}")]
     point, block = min(cands, key=lambda pb: _different(compare_with_args(args, _compared_args(pb[1]))))
     diffs = {d.flag: d for d in compare_with_args(args, _compared_args(block))}
-    return [_log_finding(point, role, a, diffs.get(a[0]), f"{file}:{line}") for a in _compared_args(block)
-            if diffs.get(a[0]) is None or diffs[a[0]].kind != "not-a-server-arg"]
+    found = [_log_finding(point, role, a, diffs.get(a[0]), f"{file}:{line}") for a in _compared_args(block)
+             if diffs.get(a[0]) is None or diffs[a[0]].kind != "not-a-server-arg"]
+    if all(f.cls == "unverified" for f in found):   # not parity: the line checked none of the command
+        return [Finding(point.config, _label(point), role, "log", "ServerArgs", "mismatch", where=f"{file}:{line}",
+                        detail=f"the logged ServerArgs has none of the {len(found)} fields of the {role} worker's flags: it verifies nothing")]
+    return found
 
 
 def _different(diffs: Iterable[LogDifference]) -> int:

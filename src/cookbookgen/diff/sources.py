@@ -16,7 +16,6 @@ srt-slurm resolved `config*.yaml`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +24,7 @@ from ..cells.assemble import load_cookbook
 from ..cells.manifest import read_manifest, source_root
 from ..errors import CookbookError
 from ..policy.rules import Policy, load_policy
+from ..recipes.load import MAX_INPUT_BYTES, parse_json, read_text_file
 from ..recipes.workspace import Workspace
 from ..render.model import Block
 from .model import Published, PublishedPoint, Variant
@@ -36,7 +36,6 @@ if TYPE_CHECKING:  # the AgentX decoder, HTML reader and log parsers load only f
     from .logs import RoleSettings, ServerArgsDict
 
 Json = dict[str, Any]
-MAX_BYTES = 64 * 1024 * 1024
 _BLOCK_KEYS = set(Block.model_fields)
 
 
@@ -72,23 +71,14 @@ def read_cookbook(path: Path, policy: Policy | None = None, workspaces: dict[Pat
 
 
 def _text(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise CookbookError.at(str(path), 0, "", f"cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise CookbookError.at(str(path), 0, "", f"file is {len(raw)} bytes; the limit is {MAX_BYTES}")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CookbookError.at(str(path), raw[: exc.start].count(b"\n") + 1, "", "not UTF-8") from None
+    return read_text_file(path, str(path), MAX_INPUT_BYTES)
 
 
 def _json(text: str, file: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CookbookError.at(file, exc.lineno, "", f"invalid JSON: {exc.msg}") from None
+    data, end = parse_json(text, file)
+    if text[end:].strip():
+        raise CookbookError.at(file, text.count("\n", 0, end) + 1, "", "invalid JSON: Extra data")
+    return data
 
 
 def _manifest(path: Path, policy: Policy | None, workspaces: dict[Path, Workspace] | None, cache: RenderCache | None) -> Cookbook:
@@ -121,7 +111,9 @@ def published_from_cookbook(cookbook: CookbookModel, file: str, kind: str) -> Pu
 
 def published_from_json(data: Any, file: str) -> Published:
     if isinstance(data, dict) and isinstance(data.get("cells"), list) and any(isinstance(c, dict) and "routers" in c for c in data["cells"]):
-        return published_from_module(data, file)
+        from ..agentx.module import check_module
+
+        return published_from_module(check_module(data, file), file)
     if isinstance(data, dict) and isinstance(data.get("pages"), list):
         return published_from_cookbook_json(data, file, "cookbook JSON")
     items = data if isinstance(data, list) else data.get("points") if isinstance(data, dict) and "points" in data else [data]

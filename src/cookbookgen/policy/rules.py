@@ -6,6 +6,9 @@ I/O: `load_policy` reads the files (through `recipes.load`). Matching is pure.
   number of keys, and a rule covers every setting at or under the matched path.
 - `value:` limits a rule to settings with exactly that value.
 - First matching rule wins; the user's rules come before the shipped ones.
+- A policy file is validated as strictly as a manifest: a mapping of `rules` and `clusters` only,
+  each rule `match`, `class`, `reason` and optional `value`/`replacement` (a misspelt key, a list or
+  an empty file is one located problem, never zero rules).
 """
 
 from __future__ import annotations
@@ -15,15 +18,17 @@ from fnmatch import fnmatchcase
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
-from ..errors import CookbookError
-from ..text import unknown
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import CookbookError, schema_messages
 from ..recipes.load import Document, parse_yaml, read_yaml_file
+from ..text import unknown
 
-CLASSES = ("published", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "prohibited")
+PolicyClass = Literal["published", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "prohibited"]
+CLASSES: tuple[str, ...] = get_args(PolicyClass)
 DROPPED = frozenset({"harness-only", "default-equivalent"})
-RULE_KEYS = ("match", "class", "reason", "value", "replacement")
 _NO_VALUE = object()
 GLOB_CHARS = frozenset("*?[")    # what makes a pattern part a glob (`fnmatch`); a part without them is a plain key
 
@@ -114,6 +119,12 @@ def glob_matches(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
     return fnmatchcase(path[0], head) and glob_matches(rest, path[1:])
 
 
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text
+
+
 def load_policy(user_file: Path | None = None) -> Policy:
     """The shipped rules, with `user_file`'s rules (same format) in front of them."""
     shipped_text = resources.files("cookbookgen").joinpath("rules/policy.yaml").read_text(encoding="utf-8")
@@ -123,49 +134,63 @@ def load_policy(user_file: Path | None = None) -> Policy:
     rules: list[Rule] = []
     clusters: dict[str, tuple[ClusterEnv, ...]] = {}
     for doc in docs:
-        rules.extend(_rules_of(doc))
-        for name, envs in _clusters_of(doc).items():
+        spec = _read_policy_file(doc)
+        rules.extend(_rules_of(doc, spec))
+        for name, envs in _clusters_of(spec).items():
             clusters.setdefault(name, envs)
     return Policy(tuple(rules), clusters)
 
 
-def _rules_of(doc: Document) -> list[Rule]:
-    data = doc.data if isinstance(doc.data, dict) else {}
-    items = data.get("rules", [])
-    if not isinstance(items, list):
-        raise doc.error(("rules",), "must be a list of rules")
-    out = []
-    for i, item in enumerate(items):
-        where = ("rules", i)
-        if not isinstance(item, dict) or not isinstance(item.get("match"), str):
-            raise doc.error(where, "a rule needs `match` (a dotted path glob), `class` and `reason`")
-        if item.get("class") not in CLASSES:
-            raise doc.error(where + ("class",), unknown("class", item.get("class"), CLASSES))
-        if not isinstance(item.get("reason"), str) or not item["reason"].strip():
-            raise doc.error(where + ("reason",), "every rule needs a one-line reason")
-        extra = sorted(set(item) - set(RULE_KEYS))
-        if extra:
-            raise doc.error(where + (extra[0],), unknown("key", extra[0], RULE_KEYS))
-        out.append(Rule(tuple(item["match"].split(".")), item["class"], item["reason"],
-                        item.get("value", _NO_VALUE), item.get("replacement"), f"{doc.file}:{doc.line_of(where)}"))
-    return out
+class _RuleSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    match: Annotated[str, AfterValidator(_not_blank)]
+    cls: PolicyClass = Field(alias="class")
+    reason: Annotated[str, AfterValidator(_not_blank)]
+    value: Any = None                  # absent (not in `model_fields_set`): the rule matches any value
+    replacement: str | None = None
 
 
-def _clusters_of(doc: Document) -> dict[str, tuple[ClusterEnv, ...]]:
-    data = doc.data if isinstance(doc.data, dict) else {}
-    clusters = data.get("clusters", {}) or {}
-    out: dict[str, tuple[ClusterEnv, ...]] = {}
-    for name, spec in clusters.items():
-        env = (spec or {}).get("worker_env", {}) if isinstance(spec, dict) else None
-        if not isinstance(env, dict):
-            raise doc.error(("clusters", name), "expected worker_env: {NAME: {value, reason}}")
-        entries = []
-        for key, item in env.items():
-            if not isinstance(item, dict) or "value" not in item or "reason" not in item:
-                raise doc.error(("clusters", name, "worker_env", key), "expected {value, reason}")
-            entries.append(ClusterEnv(key, str(item["value"]), str(item["reason"])))
-        out[name] = tuple(entries)
-    return out
+class _ClusterEnvSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: str | int | float | bool
+    reason: Annotated[str, AfterValidator(_not_blank)]
+
+
+class _ClusterSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    worker_env: dict[str, _ClusterEnvSpec] = {}
+
+
+class _PolicyFile(BaseModel):
+    """A policy file: a mapping of `rules` and `clusters`, nothing else (a misspelt key would
+    otherwise read as no rules, and a `prohibited` setting would be published)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rules: list[_RuleSpec] = []
+    clusters: dict[str, _ClusterSpec] = {}
+
+
+def _read_policy_file(doc: Document) -> _PolicyFile:
+    if not isinstance(doc.data, dict):
+        raise doc.error((), "a policy file is a mapping with `rules` and/or `clusters`")
+    try:
+        return _PolicyFile.model_validate(doc.data)
+    except ValidationError as exc:
+        raise CookbookError([doc.problem(loc, message) for loc, message in schema_messages(exc.errors())]) from None
+
+
+def _rules_of(doc: Document, spec: _PolicyFile) -> list[Rule]:
+    return [Rule(tuple(r.match.split(".")), r.cls, r.reason, r.value if "value" in r.model_fields_set else _NO_VALUE,
+                 r.replacement, f"{doc.file}:{doc.line_of(('rules', i))}") for i, r in enumerate(spec.rules)]
+
+
+def _clusters_of(spec: _PolicyFile) -> dict[str, tuple[ClusterEnv, ...]]:
+    return {name: tuple(ClusterEnv(key, str(item.value), item.reason) for key, item in cluster.worker_env.items())
+            for name, cluster in spec.clusters.items()}
 
 
 def error_for_unknown_cluster(name: str, policy: Policy) -> CookbookError:

@@ -1,20 +1,26 @@
-"""Read YAML safely and remember where every value came from. The only module that parses YAML.
+"""Read YAML and JSON safely; remember where every YAML value came from. The only module that
+parses YAML or JSON inputs.
 
-I/O: `read_yaml_file` reads one file; `parse_yaml` works on text only.
+I/O: `read_yaml_file` and `read_text_file` read one file; `parse_yaml` and `parse_json` work on text only.
 
 - Safe construction only: tags outside the YAML core schema (`!!python/...`) are refused.
 - Merge keys (`<<: *anchor`, `<<: [*a, *b]`) are applied; explicit keys win over merged ones.
 - Duplicate keys in one mapping are refused, naming both lines.
 - Alias expansion is capped (`MAX_NODES`), so an alias bomb fails fast instead of eating memory.
-- Nesting deeper than `MAX_DEPTH` and files larger than `MAX_BYTES` are refused.
+- Nesting deeper than `MAX_DEPTH` and files larger than `MAX_BYTES` are refused (`MAX_INPUT_BYTES`
+  for JSON and AgentX modules, which are larger than any YAML input).
+- JSON: every failure (syntax, an integer past Python's digit limit, nesting past `MAX_DEPTH`, a lone
+  surrogate escape that no file can hold) is one located problem, never a traceback.
 """
 
 from __future__ import annotations
 
 import gc
+import json
 import operator
 import re
 import stat
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -29,6 +35,7 @@ RawYaml = Any
 KeyPath = tuple[str | int, ...]
 
 MAX_BYTES = 16 * 1024 * 1024
+MAX_INPUT_BYTES = 64 * 1024 * 1024
 MAX_NODES = 2_000_000
 MAX_DEPTH = 200
 
@@ -120,11 +127,12 @@ def dotted(path: KeyPath) -> str:
 def read_yaml_file(path: Path, shown_as: str | None = None) -> Document:
     """Read and parse `path`. Errors name `shown_as` (default: the path as given)."""
     name = shown_as or str(path)
-    return parse_yaml(read_yaml_text(path, name), name)
+    return parse_yaml(read_text_file(path, name), name)
 
 
-def read_yaml_text(path: Path, name: str) -> str:
-    """The text of `path`, refused as `read_yaml_file` refuses it (missing, too large, not UTF-8)."""
+def read_text_file(path: Path, name: str, max_bytes: int = MAX_BYTES) -> str:
+    """The UTF-8 text of `path`; missing, not a regular file, larger than `max_bytes` or not UTF-8 is
+    one located problem naming `name`."""
     try:
         status = path.stat()
     except FileNotFoundError:
@@ -134,15 +142,88 @@ def read_yaml_text(path: Path, name: str) -> str:
     if not stat.S_ISREG(status.st_mode):
         raise CookbookError.at(name, 0, "", "not a regular file")
     size = status.st_size
-    if size > MAX_BYTES:
-        raise CookbookError.at(name, 0, "", f"file is {size} bytes; the limit is {MAX_BYTES}")
-    raw = path.read_bytes()
+    if size > max_bytes:
+        raise CookbookError.at(name, 0, "", f"file is {size} bytes; the limit is {max_bytes}")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise CookbookError.at(name, 0, "", f"cannot read: {exc.strerror}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise CookbookError.at(name, line, "", f"not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
     return text
+
+
+# --- JSON --------------------------------------------------------------------------------------------
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_LONG_INTEGER = re.compile(r"\d{%d,}" % (sys.get_int_max_str_digits() + 1))
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def parse_json(text: str, file: str, start: int = 0, first_line: int = 0) -> tuple[Any, int]:
+    """The JSON value that starts at `text[start:]` (after blanks) and the index just past it.
+    `first_line` is the number of lines of the file before `text`; every failure is one problem."""
+    begin = len(text) - len(text[start:].lstrip())
+    try:
+        data, end = json.JSONDecoder().raw_decode(text, begin)
+    except json.JSONDecodeError as exc:
+        raise CookbookError.at(file, first_line + exc.lineno, "", f"invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise _too_deep(text, begin, file, first_line) from None
+    except ValueError:   # the only other failure of the parser: an integer past the digit limit
+        found = _LONG_INTEGER.search(text, begin)
+        line = first_line + text.count("\n", 0, found.start()) + 1 if found else first_line
+        limit = sys.get_int_max_str_digits()
+        raise CookbookError.at(file, line, "", f"an integer of more than {limit} digits") from None
+    if _json_depth_exceeds(data):
+        raise _too_deep(text, begin, file, first_line)
+    surrogate = _SURROGATE_ESCAPE.search(text, begin, end)
+    if surrogate and not _encodable(data):
+        line = first_line + text.count("\n", 0, surrogate.start()) + 1
+        raise CookbookError.at(file, line, "", "a lone surrogate escape (\\uD800-\\uDFFF): not a character")
+    return data, end
+
+
+def _json_depth_exceeds(data: Any) -> bool:
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
+
+
+def _too_deep(text: str, begin: int, file: str, first_line: int) -> CookbookError:
+    """The problem for JSON nested deeper than `MAX_DEPTH`, at the line where it goes deeper."""
+    depth, line = 0, first_line
+    for token in _JSON_TOKEN.finditer(text, begin):
+        depth += {"[": 1, "{": 1, "]": -1, "}": -1}.get(token.group(), 0)
+        if depth > MAX_DEPTH:
+            line = first_line + text.count("\n", 0, token.start()) + 1
+            break
+    return CookbookError.at(file, line, "", f"nesting deeper than {MAX_DEPTH} levels")
+
+
+def _encodable(data: Any) -> bool:
+    """Every string and key of `data` can be written as UTF-8."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+        elif isinstance(value, dict):
+            stack.extend(value)
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return True
 
 
 def parse_yaml(text: str, file: str) -> Document:

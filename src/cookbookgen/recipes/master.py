@@ -113,6 +113,9 @@ def _rows(doc: Document, key: str, entry: dict[str, RawYaml], scenario: str, g: 
         concs = row.get("conc-list", _conc_range(row.get("conc-start"), row.get("conc-end")))
         if not isinstance(concs, list) or not concs or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in concs):
             raise doc.error(path + ("conc-list",), f"must be a non-empty list of positive integers (received {concs!r})")
+        twice = next((i for i, c in enumerate(concs) if c in concs[:i]), None)
+        if twice is not None:
+            raise doc.error(path + ("conc-list", twice), f"concurrency {concs[twice]} listed twice (each is one point)")
         ref = _recipe_ref(doc, entry, row, path, scenario)
         out.append(Row(scenario, start + len(out), path, row, tuple(concs), ref, _slug(row), _tp(row), extra))
     return out

@@ -14,7 +14,7 @@ from .bundle import EffectiveRecipe, apply_overrides, select, variant_names
 from .changelog import Changelog, read_changelog
 from .checkout import Checkout
 from .launches import script_recipe
-from .load import Document, TopLevelParts, read_yaml_file, read_yaml_text, split_top_level
+from .load import Document, TopLevelParts, read_text_file, read_yaml_file, split_top_level
 from .master import ConfigEntry, Row, read_entries
 
 if TYPE_CHECKING:  # the typed schema (pydantic) loads when a point is first resolved
@@ -118,7 +118,7 @@ class Workspace:
         parts: list[TopLevelParts] = []
         for path in self.checkout.master_files():
             try:
-                split = split_top_level(read_yaml_text(path, self.shown(path)), self.shown(path))
+                split = split_top_level(read_text_file(path, self.shown(path)), self.shown(path))
             except CookbookError:
                 return                  # read whole when asked for, which gives the error in its place
             if split is None:
