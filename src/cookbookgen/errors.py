@@ -80,7 +80,7 @@ def _fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> list[str]
         inner = [_inner(member, part) for kind in kinds for member in _members(kind)]
         kinds = [kind for kind in inner if kind is not None]
     models = [member for kind in kinds for member in _members(kind) if _is_model(member)]
-    return list(models[0].model_fields) if len(models) == 1 else []
+    return [field.alias or name for name, field in models[0].model_fields.items()] if len(models) == 1 else []
 
 
 def _is_model(kind: Any) -> bool:

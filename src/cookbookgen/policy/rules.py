@@ -180,7 +180,7 @@ def _read_policy_file(doc: Document) -> _PolicyFile:
     try:
         return _PolicyFile.model_validate(doc.data)
     except ValidationError as exc:
-        raise CookbookError([doc.problem(loc, message) for loc, message in schema_messages(exc.errors())]) from None
+        raise CookbookError([doc.problem(loc, message) for loc, message in schema_messages(exc.errors(), _PolicyFile)]) from None
 
 
 def _rules_of(doc: Document, spec: _PolicyFile) -> list[Rule]:
