@@ -36,14 +36,9 @@ def load_cookbook(manifest_path: Path, progress: Progress | None = None, policy:
     renders just those config keys (the others, and the pages that list none of them, are left out)."""
     manifest, doc = read_manifest(manifest_path)
     ws = workspace_for(source_root(manifest_path, manifest, doc), workspaces)
-    own_policy = policy is None
     if policy is None:
         policy = load_policy(manifest_path.parent / manifest.policy if manifest.policy else None)
-    try:
-        return _load(manifest, doc, ws, policy, progress, cache, only)
-    finally:
-        if own_policy:
-            policy.memo.clear()   # the classification memo holds every recipe tree: free them with the run
+    return _load(manifest, doc, ws, policy, progress, cache, only)
 
 
 def load_configs(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, cache: RenderCache | None,

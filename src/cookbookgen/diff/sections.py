@@ -248,7 +248,6 @@ def _check_configs(job: _Job, configs: list[str]) -> dict[str, Section]:
                 out[config] = _check_config(job, config)
             finally:
                 job.ws.release_points()
-                job.policy.memo.clear()
             if i % COLLECT_EVERY == 0:
                 gc.collect()
     finally:
