@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Collection
 
-from ..errors import CookbookError
 from ..policy.rules import Policy, load_policy
 from ..recipes.load import Document
 from ..recipes.workspace import Workspace
@@ -85,35 +84,17 @@ def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, prog
 
 def _chosen(manifest: Manifest, doc: Document, only: Collection[str] | None) -> list[tuple[int, PageSpec, list[tuple[int, ConfigSource]]]]:
     """Each page of the manifest with its configs (their positions and sources), in manifest order;
-    with `only`, just those configs and the pages that list them, found through an index of the
-    manifest by key (built once: `diff` asks for one config at a time)."""
+    with `only`, just those configs and the pages that list them."""
     if only is None:
         return [(p, spec, list(enumerate(spec.configs))) for p, spec in enumerate(manifest.pages)]
-    hit = doc.memo.get("configs by key")
-    if hit is None or hit[0] is not manifest:
-        index: dict[str, list[tuple[int, int]]] = {}
-        for p, spec in enumerate(manifest.pages):
-            for c, source in enumerate(spec.configs):
-                index.setdefault(source.key, []).append((p, c))
-        hit = doc.memo["configs by key"] = (manifest, index)
+    index: dict[str, list[tuple[int, int]]] = {}
+    for p, spec in enumerate(manifest.pages):
+        for c, source in enumerate(spec.configs):
+            index.setdefault(source.key, []).append((p, c))
     by_page: dict[int, list[tuple[int, ConfigSource]]] = {}
-    for p, c in sorted(at for key in only for at in hit[1].get(key, ())):
+    for p, c in sorted(at for key in only for at in index.get(key, ())):
         by_page.setdefault(p, []).append((c, manifest.pages[p].configs[c]))
     return [(p, manifest.pages[p], chosen) for p, chosen in by_page.items()]
-
-
-def render_keys(manifest: Manifest, ws: Workspace, policy: Policy, cache: RenderCache) -> dict[str, str | None]:
-    """The `cells.cache` key of every config of the manifest (None: unknown key or recipes not found),
-    as `load_cookbook` computes them, without rendering anything."""
-    changelog = ws.changelog()
-    entries = ws.entries()
-    out: dict[str, str | None] = {}
-    for spec in manifest.pages:
-        for source in spec.configs:
-            latest = changelog.latest_pr(source.key)
-            out[source.key] = (_cache_key(cache, manifest, ws, source, latest if latest != source.pr else None, policy)
-                               if source.key in entries else None)
-    return out
 
 
 def _cache_key(cache: RenderCache | None, manifest: Manifest, ws: Workspace, source: ConfigSource,
@@ -207,14 +188,6 @@ def _check_metrics(doc: Document, at: tuple[int, int], source: ConfigSource, poi
         if key not in ids and labels.count(key) != 1:
             raise doc.error(("pages", at[0], "configs", at[1], "metrics", key),
                             f"no single point {key!r} in the config; use one of: {', '.join(sorted(ids))}")
-
-
-def cell_by_id(cookbook: Cookbook, cell_id: str) -> Cell:
-    for page in cookbook.pages:
-        for cell in page.cells:
-            if cell.id == cell_id:
-                return cell
-    raise CookbookError.at("cookbook", 0, cell_id, "no such cell")
 
 
 def today() -> dt.date:

@@ -44,7 +44,7 @@ def register(subparsers: Any) -> None:
                    help="reuse the rendered configs of a content-hash cache (e.g. the .cookbookgen-cache of `cookbookgen build`) "
                         "for a manifest's points; every setting is still compared")
     d.add_argument("--jobs", type=_positive, metavar="N",
-                   help="worker processes that check a manifest's configs for a text or Markdown report "
+                   help="worker processes that check the configs for a text or Markdown report "
                         "(default: one per core, at most 4; 1: all in this process)")
     d.set_defaults(run=run_diff)
 
@@ -96,9 +96,10 @@ def run_diff(args: argparse.Namespace, out: TextIO | None = None) -> int:
         doc = docs[0] if len(docs) == 1 else {"exit": max(r.exit_code for r in results), "reports": docs}
         stream.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
         return max(r.exit_code for r in results)
-    for report in reports:
-        stream.write(report[0] if isinstance(report, tuple) else "")
-    return max(r[1] if isinstance(r, tuple) else r.exit_code for r in reports)
+    texts = [r for r in reports if isinstance(r, tuple)]     # text and Markdown reports are (text, exit status)
+    for text, _ in texts:
+        stream.write(text)
+    return max(code for _, code in texts)
 
 
 def _report(args: argparse.Namespace, path: Path, fmt: str, color: bool, workspaces: dict[Path, Workspace],

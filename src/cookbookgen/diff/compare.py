@@ -20,13 +20,12 @@ import pickle
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
-from operator import is_not
-from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 from ..policy.classify import leaves
 from ..policy.rules import DROPPED, Policy, Rule
 from ..recipes.bundle import EffectiveRecipe
-from ..recipes.load import KeyPath, YamlFloat, dotted
+from ..recipes.load import KeyPath, dotted
 from ..render.model import Block
 from . import structure
 from .expect import PointExpect
@@ -183,7 +182,10 @@ def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: Publ
         else:
             out += memo.group(ctx, (top,), value, ctx.others_key)
     for blocks in labels.values():
-        out += memo.extras(ctx, blocks[0], same_point) if len(blocks) == 1 else memo.label_extras(ctx, blocks, same_point)
+        if len(blocks) == 1:
+            out += memo.extras(ctx, blocks[0], same_point)
+        else:       # co-located workers of one role: each finding once
+            out += _unique(stamped(chain.from_iterable(memo.extras(ctx, b, same_point) for b in blocks), expect.point))
     return out
 
 
@@ -209,8 +211,6 @@ def _role_findings(ctx: Ctx, memo: "PointMemo", role: str, spec: RawYaml, same_p
             path = prefix + (section,)
             if section == "env" and isinstance(value, dict):
                 out += memo.group(ctx, path, value, (same_point, *(memo.intern(tuple(b.env.items())) for b in blocks)))
-            elif section == "args" and isinstance(value, dict):
-                out += memo.args_section(ctx, path, value, blocks, same_point)
             else:
                 out += _group_findings(ctx, path, value, memo)
         return out
@@ -234,11 +234,6 @@ def _group_findings(ctx: Ctx, prefix: KeyPath, value: RawYaml, memo: "PointMemo 
         else:
             out.extend(_leaf_once(ctx, path, facts, leaf_value, ctx.where(path)))
     return out
-
-
-def _scalar_leaf(ctx: Ctx, path: KeyPath, facts: PathFacts, value: RawYaml, where: str, shown_in: tuple[Any, ...] | None) -> list[Finding]:
-    """The findings of a scalar leaf, not shared through the memo (`PointMemo.args_section` keeps them)."""
-    return (shown_in is not None and _shown_as_is(ctx, facts, value, where, shown_in)) or _leaf_once(ctx, path, facts, value, where)
 
 
 def _leaf_once(ctx: Ctx, path: KeyPath, facts: PathFacts, value: RawYaml, where: str) -> list[Finding]:
@@ -278,40 +273,6 @@ def _arg_shown(flag: str, indexes: list[dict[str, tuple[Words, ...]]]) -> tuple[
     return ("arg", *[index.get(flag, ()) for index in indexes])
 
 
-_SCALARS = (str, int, float, bool, YamlFloat)    # the exact types a YAML scalar has (a float keeps its spelling: `YamlFloat`)
-_SHOWN_AS_COMPARED = frozenset(("harness-only", "default-equivalent", "placeholder", "prohibited"))   # `_judge`'s other paths
-
-
-def _shown_as_is(ctx: Ctx, facts: PathFacts, value: RawYaml, where: str, shown_in: tuple[Any, ...]) -> list[Finding] | None:
-    """The usual case of a role's arg or env leaf, made directly: a scalar that each of the role's
-    blocks shows with the recipe's very words, under no rule or a rule that publishes it. The finding
-    is the one `_leaf_once` makes (one for all the blocks, as it makes them once each;
-    `tests/test_diff_memo.py` checks both ways agree); None for anything else."""
-    kind = type(value)
-    if len(shown_in) < 2 or shown_in[0] not in ("arg", "env") or kind not in _SCALARS:
-        return None             # not a role's arg or env (a leaf outside roles is compared with the expectations)
-    key = facts.key
-    text = value if kind is str else word(value)        # the value's one word
-    if shown_in[0] == "arg":
-        want: Words = () if value is True else (text,)
-        for got in shown_in[1:]:
-            if not got or got[0] != want:
-                return None
-        item = facts.flag
-        if value is True:
-            text = "(switch)"   # as `words.shown` prints a bare flag
-    else:                       # env
-        if shown_in[1:].count(text) != len(shown_in) - 1:
-            return None
-        item = key[3]
-    rule = ctx.policy.first_match(key, value)
-    if rule is not None and rule.cls in _SHOWN_AS_COMPARED:
-        return None
-    return [Finding(ctx.expect.config, ctx.expect.point, key[1], shown_in[0], item, "match", detail="same value", recipe=text,
-                    cookbook=text, path=facts.dotted, where=where, rule=rule.text if rule else "",
-                    reason=rule.reason if rule else "no policy rule: published")]
-
-
 @dataclass
 class PointMemo:
     """What the points of one config share, so that each subtree is compared once.
@@ -324,7 +285,7 @@ class PointMemo:
     the blocks those leaves are compared with (a role's worker blocks for `roles.<role>`, the other
     blocks for the rest; explanations see one block and the expectations, never the sibling blocks).
     Equal keys give the stored findings (naming the point they were computed for). Below a changed subtree, leaves
-    are shared one by one (`leaf`, `args_section`): keyed by the value object, its line, and what the
+    are shared one by one (`leaf`): keyed by the value object, its line, and what the
     blocks show for it. Findings whose check looked at a block's scope are never shared. The point's
     shape checks are shared by the points equal in what those checks read (`shape`).
     """
@@ -334,11 +295,8 @@ class PointMemo:
     findings: dict[tuple[Any, ...], tuple[Any, list[Finding]]] = field(default_factory=dict)
     leaves: dict[tuple[Any, ...], tuple[Any, list[Finding]]] = field(default_factory=dict)
     extras_of: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
-    unique_extras: dict[tuple[int, ...], tuple[list[list[Finding]], list[Finding]]] = field(default_factory=dict)
-    covered: dict[tuple[Any, ...], tuple[set[str], set[str]]] = field(default_factory=dict)
     explanations: dict[tuple[Any, ...], Finding] = field(default_factory=dict)
     others_of: dict[tuple[Any, ...], tuple[Any, Any, list[Finding]]] = field(default_factory=dict)
-    last_args: dict[tuple[Any, ...], "_ArgsSeen"] = field(default_factory=dict)
     arg_index: ArgIndexes = field(default_factory=dict)
     block_shapes: dict[int, tuple[Block, int]] = field(default_factory=dict)
     shapes: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
@@ -409,51 +367,10 @@ class PointMemo:
         if hit is not None and hit[0] is value:
             return hit[1]
         used = len(ctx.scopes_used)
-        found = _shown_as_is(ctx, facts, value, where, shown_in) or _leaf_once(ctx, path, facts, value, where)
+        found = _leaf_once(ctx, path, facts, value, where)
         if len(ctx.scopes_used) == used:
             self.leaves[mkey] = (value, found)
         return found
-
-    def args_section(self, ctx: Ctx, path: KeyPath, args: dict[str, RawYaml], blocks: list[Block], same_point: int) -> list[Finding]:
-        """The findings of a role's args, against the last point seen with the same role, file,
-        expectations, arg names and number of blocks: an arg whose YAML value (the same object, set at
-        the same line) and whose values in the blocks are unchanged keeps its findings; the others are
-        compared. An override changes a few args, so a point costs what its override changes."""
-        names = tuple(args)
-        paths, flags, facts, by_flag = _args_layout(path, names)
-        values = tuple(args.values())
-        origins = tuple(map(ctx.recipe.origins.get, paths))
-        indexes = [ctx.args_by_key(b, True) for b in blocks]
-        ref_key = (path, ctx.recipe.file, same_point, len(blocks), names)
-        ref: _ArgsSeen | None = self.last_args.get(ref_key)
-        if ref is None:
-            todo: Iterable[int] = range(len(values))
-            found_by_arg: list[list[Finding] | None] = [None] * len(values)
-        else:
-            # the args to compare again: a new value or line, findings not to share, or new words in a block
-            todo = [i for i, (value, seen, origin, seen_origin, kept) in enumerate(zip(values, ref.values, origins, ref.origins, ref.found))
-                    if kept is None or value is not seen or origin is None or origin != seen_origin]
-            changed = _changed_flags(indexes, ref.indexes)
-            if changed:
-                todo = sorted({*todo, *(i for i, flag in enumerate(flags) if flag in changed)})
-            found_by_arg = list(ref.found)
-        results = list(found_by_arg)
-        for i in todo:
-            value = values[i]
-            used = len(ctx.scopes_used)
-            if isinstance(value, (dict, list)):
-                found = _group_findings(ctx, paths[i], value, self)
-            else:           # `_group_findings` of a scalar, with what the section knows already
-                origin = origins[i]
-                where = _where_text(origin) if origin is not None else ctx.where(paths[i])
-                shown_in = _arg_shown(flags[i], indexes) if by_flag[i] else _shown_in(ctx, facts[i], value)
-                found = _scalar_leaf(ctx, paths[i], facts[i], value, where, shown_in)
-            results[i] = found
-            shared = len(ctx.scopes_used) == used and not isinstance(value, (dict, list))   # as in `leaf`
-            found_by_arg[i] = found if shared else None
-        out = list(chain.from_iterable(cast("list[list[Finding]]", results)))
-        self.last_args[ref_key] = _ArgsSeen(values, origins, indexes, found_by_arg)
-        return out
 
     def extras(self, ctx: Ctx, block: Block, same_point: int) -> list[Finding]:
         """What `block` adds to the recipe (a worker's: once per block, expectations and names of the
@@ -470,22 +387,10 @@ class PointMemo:
         key = (("extras", block.role), names, (same_point, *self.block_ids((block,))))
         hit = self.extras_of.get(key)
         if hit is None:
-            covered = self.covered.get((block.role, names))
-            if covered is None:
-                covered = self.covered[(block.role, names)] = structure.covered(ctx.recipe.data, block, ctx.blocks)
+            covered = structure.covered(ctx.recipe.data, block, ctx.blocks)
             hit = _unique(_extras(ctx, block, covered, lambda *item: self.explained(ctx, block, same_point, *item)))
             self.extras_of[key] = hit
         return hit
-
-    def label_extras(self, ctx: Ctx, blocks: list[Block], same_point: int) -> list[Finding]:
-        """What blocks whose findings name one role add (co-located workers), each finding once: shared
-        by the points whose blocks add the very same findings (`extras`), which dedupe alike."""
-        lists = [self.extras(ctx, block, same_point) for block in blocks]
-        key = tuple(map(id, lists))
-        hit = self.unique_extras.get(key)
-        if hit is None or any(map(is_not, hit[0], lists)):
-            hit = self.unique_extras[key] = (lists, _unique(stamped(chain.from_iterable(lists), ctx.expect.point)))
-        return hit[1]
 
     def other_extras(self, ctx: Ctx, block: Block) -> list[Finding]:
         """What a frontend or service block adds, shared by the points with the same expectations and
@@ -511,44 +416,6 @@ class PointMemo:
             if not scope.read_args:
                 self.explanations[key] = hit
         return hit
-
-
-class _ArgsLayout(NamedTuple):
-    """What a role's args section says by its arg names alone (`PointMemo.args_section`)."""
-
-    paths: tuple[KeyPath, ...]
-    flags: tuple[str, ...]              # each arg's flag key among a worker's args
-    facts: tuple[PathFacts, ...]
-    by_flag: tuple[bool, ...]           # whether its check is `arg`: compared with the words of its flag (`_arg_shown`)
-
-
-@lru_cache(maxsize=4096)
-def _args_layout(path: KeyPath, names: tuple[str, ...]) -> _ArgsLayout:
-    """The layout of the args `names` at `path`, worked out once per process: the configs of a
-    recipe family share their arg names (names are text: the YAML builder makes every key text)."""
-    paths = tuple(path + (n,) for n in names)
-    facts = tuple(map(path_facts, paths))
-    return _ArgsLayout(paths, tuple(flag_key(_flag(str(n)), True) for n in names), facts,
-                       tuple(f.kind == "arg" for f in facts))
-
-
-@dataclass(frozen=True)
-class _ArgsSeen:
-    """A role's args at the last point compared (`PointMemo.args_section`), by position in the args."""
-
-    values: tuple[RawYaml, ...]
-    origins: tuple[Any, ...]
-    indexes: list[dict[str, tuple[Words, ...]]]   # per block: values by flag key
-    found: list[list[Finding] | None]       # None: not to be shared
-
-
-def _changed_flags(indexes: list[dict[str, tuple[Words, ...]]], before: list[dict[str, tuple[Words, ...]]]) -> set[str]:
-    """The flag keys whose words differ between two points' blocks (by position)."""
-    changed: set[str] = set()
-    for new, old in zip(indexes, before):
-        if new is not old:
-            changed.update(k for k, _ in new.items() ^ old.items())
-    return changed
 
 
 def _block_content(block: Block) -> tuple[Any, ...]:

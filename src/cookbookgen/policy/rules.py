@@ -17,7 +17,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import CookbookError
 from ..recipes.load import Document, parse_yaml, read_yaml_file
 
 CLASSES = ("published", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "prohibited")
@@ -39,7 +38,6 @@ class Rule:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "text", ".".join(self.pattern))
-
 
 
 @dataclass(frozen=True)
@@ -161,10 +159,6 @@ def _clusters_of(doc: Document) -> dict[str, tuple[ClusterEnv, ...]]:
             entries.append(ClusterEnv(key, str(item["value"]), str(item["reason"])))
         out[name] = tuple(entries)
     return out
-
-
-def error_for_unknown_cluster(name: str, policy: Policy) -> CookbookError:
-    return CookbookError.at("--cluster", 0, name, f"unknown cluster; known: {', '.join(sorted(policy.clusters))}")
 
 
 @dataclass(frozen=True, slots=True)

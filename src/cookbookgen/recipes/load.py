@@ -82,7 +82,7 @@ class Document:
     file: str
     data: RawYaml
     lines: dict[KeyPath, int] = field(default_factory=dict, compare=False, repr=False)
-    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # derived values, e.g. the bundle base
+    bundle_base: Any = field(default=None, compare=False, repr=False)   # `bundle._base_of`, once per document
 
     def line_of(self, path: KeyPath) -> int:
         """Line of `path`, or of its nearest ancestor that has one (0 when none)."""
