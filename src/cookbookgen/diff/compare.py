@@ -20,7 +20,7 @@ import pickle
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
-from typing import Any, Callable, Iterable, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
 
 from ..policy.classify import leaves
 from ..policy.rules import DROPPED, Policy, Rule
@@ -211,6 +211,8 @@ def _role_findings(ctx: Ctx, memo: "PointMemo", role: str, spec: RawYaml, same_p
             path = prefix + (section,)
             if section == "env" and isinstance(value, dict):
                 out += memo.group(ctx, path, value, (same_point, *(memo.intern(tuple(b.env.items())) for b in blocks)))
+            elif section == "args" and isinstance(value, dict):
+                out += memo.args_section(ctx, path, value, blocks, same_point)
             else:
                 out += _group_findings(ctx, path, value, memo)
         return out
@@ -234,6 +236,11 @@ def _group_findings(ctx: Ctx, prefix: KeyPath, value: RawYaml, memo: "PointMemo 
         else:
             out.extend(_leaf_once(ctx, path, facts, leaf_value, ctx.where(path)))
     return out
+
+
+def _scalar_leaf(ctx: Ctx, path: KeyPath, facts: PathFacts, value: RawYaml, where: str) -> list[Finding]:
+    """The findings of a scalar leaf, not shared through the memo (`PointMemo.args_section` keeps them)."""
+    return _leaf_once(ctx, path, facts, value, where)
 
 
 def _leaf_once(ctx: Ctx, path: KeyPath, facts: PathFacts, value: RawYaml, where: str) -> list[Finding]:
@@ -285,7 +292,7 @@ class PointMemo:
     the blocks those leaves are compared with (a role's worker blocks for `roles.<role>`, the other
     blocks for the rest; explanations see one block and the expectations, never the sibling blocks).
     Equal keys give the stored findings (naming the point they were computed for). Below a changed subtree, leaves
-    are shared one by one (`leaf`): keyed by the value object, its line, and what the
+    are shared one by one (`leaf`, `args_section`): keyed by the value object, its line, and what the
     blocks show for it. Findings whose check looked at a block's scope are never shared. The point's
     shape checks are shared by the points equal in what those checks read (`shape`).
     """
@@ -297,6 +304,7 @@ class PointMemo:
     extras_of: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
     explanations: dict[tuple[Any, ...], Finding] = field(default_factory=dict)
     others_of: dict[tuple[Any, ...], tuple[Any, Any, list[Finding]]] = field(default_factory=dict)
+    last_args: dict[tuple[Any, ...], "_ArgsSeen"] = field(default_factory=dict)
     arg_index: ArgIndexes = field(default_factory=dict)
     block_shapes: dict[int, tuple[Block, int]] = field(default_factory=dict)
     shapes: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
@@ -372,6 +380,46 @@ class PointMemo:
             self.leaves[mkey] = (value, found)
         return found
 
+    def args_section(self, ctx: Ctx, path: KeyPath, args: dict[str, RawYaml], blocks: list[Block], same_point: int) -> list[Finding]:
+        """The findings of a role's args, against the last point seen with the same role, file,
+        expectations, arg names and number of blocks: an arg whose YAML value (the same object, set at
+        the same line) and whose values in the blocks are unchanged keeps its findings; the others are
+        compared. An override changes a few args, so a point costs what its override changes."""
+        names = tuple(args)
+        paths, flags, facts = _args_layout(path, names)
+        values = tuple(args.values())
+        origins = tuple(map(ctx.recipe.origins.get, paths))
+        indexes = [ctx.args_by_key(b, True) for b in blocks]
+        ref_key = (path, ctx.recipe.file, same_point, len(blocks), names)
+        ref: _ArgsSeen | None = self.last_args.get(ref_key)
+        if ref is None:
+            todo: Iterable[int] = range(len(values))
+            found_by_arg: list[list[Finding] | None] = [None] * len(values)
+        else:
+            # the args to compare again: a new value or line, findings not to share, or new words in a block
+            todo = [i for i, (value, seen, origin, seen_origin, kept) in enumerate(zip(values, ref.values, origins, ref.origins, ref.found))
+                    if kept is None or value is not seen or origin is None or origin != seen_origin]
+            changed = _changed_flags(indexes, ref.indexes)
+            if changed:
+                todo = sorted({*todo, *(i for i, flag in enumerate(flags) if flag in changed)})
+            found_by_arg = list(ref.found)
+        results = list(found_by_arg)
+        for i in todo:
+            value = values[i]
+            used = len(ctx.scopes_used)
+            if isinstance(value, (dict, list)):
+                found = _group_findings(ctx, paths[i], value, self)
+            else:           # `_group_findings` of a scalar, with what the section knows already
+                origin = origins[i]
+                where = _where_text(origin) if origin is not None else ctx.where(paths[i])
+                found = _scalar_leaf(ctx, paths[i], facts[i], value, where)
+            results[i] = found
+            shared = len(ctx.scopes_used) == used and not isinstance(value, (dict, list))   # as in `leaf`
+            found_by_arg[i] = found if shared else None
+        out = list(chain.from_iterable(cast("list[list[Finding]]", results)))
+        self.last_args[ref_key] = _ArgsSeen(values, origins, indexes, found_by_arg)
+        return out
+
     def extras(self, ctx: Ctx, block: Block, same_point: int) -> list[Finding]:
         """What `block` adds to the recipe (a worker's: once per block, expectations and names of the
         role's args and env, which are all `structure.covered` reads of the recipe); each addition is
@@ -416,6 +464,42 @@ class PointMemo:
             if not scope.read_args:
                 self.explanations[key] = hit
         return hit
+
+
+class _ArgsLayout(NamedTuple):
+    """What a role's args section says by its arg names alone (`PointMemo.args_section`)."""
+
+    paths: tuple[KeyPath, ...]
+    flags: tuple[str, ...]              # each arg's flag key among a worker's args
+    facts: tuple[PathFacts, ...]
+
+
+@lru_cache(maxsize=4096)
+def _args_layout(path: KeyPath, names: tuple[str, ...]) -> _ArgsLayout:
+    """The layout of the args `names` at `path`, worked out once per process: the configs of a
+    recipe family share their arg names (names are text: the YAML builder makes every key text)."""
+    paths = tuple(path + (n,) for n in names)
+    facts = tuple(map(path_facts, paths))
+    return _ArgsLayout(paths, tuple(flag_key(_flag(str(n)), True) for n in names), facts)
+
+
+@dataclass(frozen=True)
+class _ArgsSeen:
+    """A role's args at the last point compared (`PointMemo.args_section`), by position in the args."""
+
+    values: tuple[RawYaml, ...]
+    origins: tuple[Any, ...]
+    indexes: list[dict[str, tuple[Words, ...]]]   # per block: values by flag key
+    found: list[list[Finding] | None]       # None: not to be shared
+
+
+def _changed_flags(indexes: list[dict[str, tuple[Words, ...]]], before: list[dict[str, tuple[Words, ...]]]) -> set[str]:
+    """The flag keys whose words differ between two points' blocks (by position)."""
+    changed: set[str] = set()
+    for new, old in zip(indexes, before):
+        if new is not old:
+            changed.update(k for k, _ in new.items() ^ old.items())
+    return changed
 
 
 def _block_content(block: Block) -> tuple[Any, ...]:
