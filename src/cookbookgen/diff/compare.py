@@ -750,8 +750,4 @@ def _explained(ctx: Ctx, block: Block, kind: str, name: str, words: Words, verdi
                        path=verdict.path)
 
 
-def mismatches(findings: Iterable[Finding]) -> list[Finding]:
-    return [f for f in findings if f.is_mismatch]
-
-
-__all__ = ["compare_point", "mismatches", "point_findings", "role_label", "stamped"]
+__all__ = ["compare_point", "point_findings", "role_label", "stamped"]

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import io
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from ..text import printable
 from .model import CLASSES, Finding
 
-if TYPE_CHECKING:  # only the types: the report must stay light to import (`diff.sections` uses it alone)
+if TYPE_CHECKING:  # only the types (`diff.check` imports this module)
     from .check import DiffResult, PointRun
 
 EXCLUDED = ("harness-only", "default-equivalent")
@@ -47,10 +46,6 @@ def _role_key(role: str) -> tuple[int, str]:
 
 
 # --- JSON ------------------------------------------------------------------------------------------------
-
-def as_json(result: DiffResult) -> str:
-    return json.dumps(json_doc(result), indent=1, ensure_ascii=False) + "\n"
-
 
 def json_doc(result: DiffResult) -> dict[str, object]:
     counts = Counter(f.cls for f in result.findings)
@@ -87,7 +82,7 @@ def _spans(spans: Iterable[str | Span]) -> list[Span]:
 class TextRenderer:
     """Renders sections: plain text without colour; with colour, rich `Text` (styles only, never
     markup). A section is a function of its lines alone, so the report is the concatenation of its
-    sections (which is what lets `diff.sections` reuse the section of an unchanged config)."""
+    sections (which is what lets `diff.check` make them config by config, in workers)."""
 
     def __init__(self, color: bool) -> None:
         self.color = color
@@ -364,5 +359,3 @@ def md_tail(not_in_checkout: Iterable[tuple[str, tuple[str, ...], str]], notes: 
     lines.append(f"- Verdict: {verdict} over {points} point(s) of {configs} config(s).")
     return "".join(line + "\n" for line in lines)
 
-
-FORMATS = {"text": as_text, "json": as_json, "markdown": as_markdown}
