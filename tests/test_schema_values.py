@@ -86,7 +86,7 @@ def _typed(recipe: EffectiveRecipe, sibling: Any = None) -> Any:
 def test_a_variant_made_from_its_sibling_is_the_variant_validated_whole(first: dict[str, Any], second: dict[str, Any]) -> None:
     base = {"roles": {"agg": {"gpus": 4, "args": {"tp": 4, "x": YamlFloat(0.9, "0.90")}, "env": {"E": "1"}}},
             "benchmark": {"env": {"CONC": "1"}, "type": "custom"}, "model": {"path": "hf:org/m"}}
-    variants = [EffectiveRecipe("r.yaml", f"override_{i}", deep_merge(base, over), {}) for i, over in enumerate((first, second))]
+    variants = [EffectiveRecipe("r.yaml", f"override_{i}", deep_merge(base, over), {}, (base, over)) for i, over in enumerate((first, second))]
     try:
         sibling = normalise(variants[0])
     except CookbookError:

@@ -7,6 +7,7 @@ setting is an error naming the file and line that set it.
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from operator import attrgetter
 from typing import Any
 
@@ -14,7 +15,7 @@ from ..errors import CookbookError
 from ..recipes.bundle import EffectiveRecipe
 from ..recipes.load import KeyPath
 
-from .rules import Policy, Setting
+from .rules import GLOB_CHARS, Policy, Setting
 
 RawYaml = Any
 
@@ -45,6 +46,11 @@ def _is_table(data: RawYaml) -> bool:
 SettingsMemo = dict[tuple[int, str], tuple[RawYaml, list[Setting]]]
 """`classify`'s results shared by the points of a config: the settings of a recipe subtree (by its id
 and dotted path), kept with the subtree itself (an id is reused only while the object lives)."""
+PathMemo = dict[tuple[int, tuple[str, ...]], tuple[RawYaml, bool]]
+"""`may_prohibit`'s results shared by the points of a config: whether a prohibited rule's pattern
+matches under a recipe subtree (by its id and the pattern), kept with the subtree itself."""
+
+
 def classify(recipe: EffectiveRecipe, policy: Policy, memo: SettingsMemo | None = None) -> list[Setting]:
     """One Setting per leaf, in document order. Raises CookbookError on prohibited settings.
     `memo` lets the points of a config share the settings of the subtrees their recipes share."""
@@ -77,6 +83,68 @@ def _classify_node(node: RawYaml, path: tuple[str, ...], dotted_path: str, polic
             out = [Setting(dotted_path, node, rule.cls, rule.reason, rule.text, rule.replacement)]
     memo[key] = (node, out)
     return out
+
+
+def may_prohibit(recipe: EffectiveRecipe, policy: Policy, memo: PathMemo | None = None) -> bool:
+    """Whether some setting of `recipe` could be prohibited: a prohibited rule's path (its `value`
+    aside) is in the recipe's tree, or in one of the trees it was merged from (`parts`: every path
+    of the recipe is in one of them). False means `classify` finds no prohibited setting; True, that
+    only `classify` can tell. Much cheaper than classifying: the trees are searched for the rules'
+    paths, not leaf by leaf, and a tree the points share (a bundle's base) is searched once, so a
+    point costs the search of its override (`memo`: shared by the points of a config)."""
+    trees = recipe.parts if recipe.parts is not None else (recipe.data,)
+    memo = {} if memo is None else memo
+    return any(_has_path(tree, pattern, memo) for pattern in policy.prohibited for tree in trees)
+
+
+def _has_path(node: RawYaml, pattern: tuple[str, ...], memo: PathMemo) -> bool:
+    """Whether `pattern` (a rule's dotted glob, as `rules.glob_matches` reads it) matches the path of
+    a node in the tree under `node`, keyed as `classify` keys them (a table's items by their index).
+    Every node has a leaf at or under it, which the rule would cover. Mapping keys are text (the
+    YAML builder makes every key text), so a plain key is looked up, not searched for."""
+    if not pattern:
+        return True
+    if not (isinstance(node, dict) and node) and not _is_table(node):
+        return all(part == "**" for part in pattern)     # a leaf: only `**` matches no more keys
+    key = (id(node), pattern)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":      # no key, or one more key and `**` again
+        found = _anywhere(node, rest, memo)
+    elif isinstance(node, dict) and GLOB_CHARS.isdisjoint(head):
+        found = head in node and _has_path(node[head], rest, memo)
+    else:
+        found = any(fnmatchcase(name, head) and _has_path(child, rest, memo) for name, child in _children(node))
+    memo[key] = (node, found)
+    return found
+
+
+def _anywhere(node: RawYaml, rest: tuple[str, ...], memo: PathMemo) -> bool:
+    """`_has_path(node, ("**", *rest))`: whether `rest` matches at `node` or at a node under it, the
+    nodes walked with a stack (a mapping without `rest`'s plain first key is passed over unasked)."""
+    plain = rest[0] if rest and rest[0] != "**" and GLOB_CHARS.isdisjoint(rest[0]) else None
+    stack = [node]
+    while stack:
+        here = stack.pop()
+        if (plain is None or not isinstance(here, dict) or plain in here) and _has_path(here, rest, memo):
+            return True
+        stack += _branches(here)
+    return False
+
+
+def _branches(node: RawYaml) -> list[RawYaml]:
+    """The children of a mapping or table that have children of their own."""
+    values = node.values() if isinstance(node, dict) else node
+    return [v for v in values if (isinstance(v, dict) and v) or (isinstance(v, list) and _is_table(v))]
+
+
+def _children(node: RawYaml) -> list[tuple[str, RawYaml]]:
+    """A mapping's or table's children with the key `classify` gives each in a path."""
+    if isinstance(node, dict):
+        return [(str(k), v) for k, v in node.items()]
+    return [(str(i), v) for i, v in enumerate(node)]
 
 
 def _path_of(dotted_path: str, recipe: EffectiveRecipe) -> KeyPath:

@@ -65,6 +65,11 @@ class Policy:
         matches has each of them among its keys, so a path without one of them needs no globbing."""
         return tuple(frozenset(p for p in r.pattern if GLOB_CHARS.isdisjoint(p)) for r in self.rules)
 
+    @cached_property
+    def prohibited(self) -> tuple[tuple[str, ...], ...]:
+        """The patterns of the prohibited rules, each once."""
+        return tuple(dict.fromkeys(r.pattern for r in self.rules if r.cls == "prohibited"))
+
     def __hash__(self) -> int:
         return id(self)
 

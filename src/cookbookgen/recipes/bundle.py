@@ -42,6 +42,9 @@ class EffectiveRecipe:
     selector: str | None
     data: dict[str, RawYaml]
     origins: Origins = field(compare=False, repr=False)
+    # The trees `data` was merged from (`deep_merge` makes no path that none of them has), shared by
+    # the variants of a file; None when `data` may have other paths (sweeps, --set, a v1 recipe).
+    parts: tuple[RawYaml, ...] | None = field(default=None, compare=False, repr=False)
 
     def problem(self, path: KeyPath, message: str) -> Problem:
         p = tuple(path)
@@ -122,13 +125,13 @@ def select(doc: Document, selector: str | None) -> EffectiveRecipe:
     if selector is None:
         if names and (is_bundle(doc) or "sweep" in doc.data):
             raise doc.error((), f"the file has {len(names)} variants; pick one with FILE:SELECTOR ({_listing(names)})")
-        return EffectiveRecipe(doc.file, None, data, origins)
+        return EffectiveRecipe(doc.file, None, data, origins, (data,))
     if selector not in names:
         raise doc.error((selector.split("[")[0],), f"unknown selector {selector!r}; the file offers: {_listing(names)}")
     over, over_path = _variant_section(doc, selector)
     if isinstance(over, dict) and "sweep" not in over_path:
         origins.update(_origins_of(doc, over, over_path))
-        return EffectiveRecipe(doc.file, selector, deep_merge(data, over), origins)
+        return EffectiveRecipe(doc.file, selector, deep_merge(data, over), origins, (data, over))
     return EffectiveRecipe(doc.file, selector, substitute(data, over), origins)
 
 

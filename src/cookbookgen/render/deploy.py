@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..policy.classify import SettingsMemo, classify
+from ..policy.classify import PathMemo, SettingsMemo, classify, may_prohibit
 from ..policy.rules import Policy
 from ..recipes.bundle import EffectiveRecipe
 from ..recipes.schema import Recipe, RoleSpec, ServiceSpec
@@ -43,6 +43,8 @@ class RunMemo:
 
     settings: SettingsMemo = field(default_factory=dict)
     """`classify`: the settings of a subtree at a path."""
+    prohibited_paths: PathMemo = field(default_factory=dict)
+    """`may_prohibit`: whether a prohibited rule's path is under a subtree."""
     blocks: BlocksMemo = field(default_factory=dict)
     """`_shared`: the blocks built from the subtrees they read (services, frontend, a role)."""
     args: ValuesMemo = field(default_factory=dict)
@@ -73,7 +75,10 @@ def frontend_kind(typed: Recipe, layouts: dict[str, RoleLayout]) -> str:
 
 
 def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deployment:
-    settings = classify(recipe, ctx.policy, ctx.memo.settings)     # raises on a prohibited setting
+    # without a settings report, classified only to raise on a prohibited setting, when there may be one
+    memo = ctx.memo
+    settings = (classify(recipe, ctx.policy, memo.settings)
+                if ctx.settings or may_prohibit(recipe, ctx.policy, memo.prohibited_paths) else [])
     layouts = plan(recipe, typed)
     kind = frontend_kind(typed, layouts)
     cluster_env, cluster_settings = _cluster_env(ctx, typed)

@@ -1,6 +1,8 @@
-"""Prohibited settings and the policy's rule order: `classify` (with the memo the points of a config
-share) finds every prohibited setting, and a prohibited setting stops the diff with the message a
-build gives; the first rule whose pattern and value match is the one a setting gets."""
+"""`policy.classify.may_prohibit`: the cheap search that lets a render without a settings report
+(`cookbookgen diff` without a cache) skip classifying. It must say True whenever `classify` could
+find a prohibited setting: it answers exactly whether a prohibited rule's path matches some leaf's
+path (the rules' `value` aside), on any tree, and a prohibited setting still stops the diff with
+the message a build gives."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cookbookgen.errors import CookbookError
-from cookbookgen.policy.classify import SettingsMemo, classify
-from cookbookgen.policy.rules import Policy, Rule, Setting, glob_matches
+from cookbookgen.policy.classify import classify, leaves, may_prohibit
+from cookbookgen.policy.rules import Policy, Rule, glob_matches
 from cookbookgen.recipes.bundle import EffectiveRecipe
 from cookbookgen.recipes.merge import deep_merge
 
@@ -31,37 +33,69 @@ def _recipe(data: Any) -> EffectiveRecipe:
 
 
 def _policy(pattern: tuple[str, ...]) -> Policy:
+    # a published rule first: `may_prohibit` looks at the prohibited rules only
     return Policy((Rule(("args",), "published", "kept"), Rule(pattern, "prohibited", "never")))
 
 
-def _classified(data: Any, policy: Policy, memo: SettingsMemo | None = None) -> list[Setting] | str:
+@settings(max_examples=400, deadline=None)
+@given(data=st.dictionaries(KEYS, TREES, max_size=5), pattern=st.lists(SEGMENTS, min_size=1, max_size=4).map(tuple))
+def test_it_says_whether_a_prohibited_rules_path_matches_a_leaf(data: dict[str, Any], pattern: tuple[str, ...]) -> None:
+    expected = any(glob_matches(pattern, tuple(map(str, path))) for path, _ in leaves(data))
+    assert may_prohibit(_recipe(data), _policy(pattern)) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.dictionaries(KEYS, TREES, max_size=5), pattern=st.lists(SEGMENTS, min_size=1, max_size=4).map(tuple))
+def test_it_is_true_whenever_classify_finds_a_prohibited_setting(data: dict[str, Any], pattern: tuple[str, ...]) -> None:
+    policy = _policy(pattern)
     try:
-        return classify(_recipe(data), policy, memo)
-    except CookbookError as exc:
-        return str(exc)
+        classify(_recipe(data), Policy(policy.rules))
+    except CookbookError:       # a prohibited setting: classify raises
+        assert may_prohibit(_recipe(data), policy)
 
 
 @settings(max_examples=300, deadline=None)
-@given(base=st.dictionaries(KEYS, TREES, max_size=5), overs=st.lists(st.dictionaries(KEYS, TREES, max_size=4), min_size=1, max_size=4),
+@given(base=st.dictionaries(KEYS, TREES, max_size=5), over=st.dictionaries(KEYS, TREES, max_size=4),
        pattern=st.lists(SEGMENTS, min_size=1, max_size=4).map(tuple))
-def test_points_that_share_subtrees_classify_with_a_shared_memo_as_alone(base: dict[str, Any], overs: list[dict[str, Any]],
-                                                                        pattern: tuple[str, ...]) -> None:
-    """The variants of a bundle share the subtrees their overrides leave alone (`deep_merge`): with one
-    memo for them all, each gets the settings (or the prohibited-setting error) it gets alone."""
-    policy, memo = _policy(pattern), {}
-    for over in overs:
-        merged = deep_merge(base, over)
-        assert _classified(merged, policy, memo) == _classified(merged, policy)
+def test_the_trees_a_recipe_was_merged_from_hold_every_path_it_has(base: dict[str, Any], over: dict[str, Any],
+                                                                     pattern: tuple[str, ...]) -> None:
+    """Searching a variant's base and override finds every prohibited path of their merge (it may
+    also find one the override deletes: True only means `classify` must look)."""
+    merged = deep_merge(base, over)
+    policy = _policy(pattern)
+    from_parts = may_prohibit(EffectiveRecipe("r.yaml", "override_x", merged, {}, (base, over)), policy)
+    assert from_parts == (may_prohibit(_recipe(base), policy) or may_prohibit(_recipe(over), policy))
+    if may_prohibit(_recipe(merged), policy):
+        assert from_parts
 
 
-def test_a_prohibited_setting_in_a_later_point_is_found_after_the_memo_saw_the_shared_subtrees() -> None:
+def test_only_plain_merges_keep_their_parts() -> None:
+    """A sweep substitutes values that may be trees and `--set` adds paths: those recipes are searched whole."""
+    from cookbookgen.recipes.bundle import apply_overrides, select
+    from cookbookgen.recipes.load import parse_yaml
+
+    doc = parse_yaml("base:\n  roles: {agg: {env: {OK: '1'}}}\noverride_a:\n  roles: {agg: {args: {tp: 2}}}\n", "r.yaml")
+    variant = select(doc, "override_a")
+    assert variant.parts is not None and variant.parts[1] is doc.data["override_a"]
+    assert variant.parts[0] == {"roles": {"agg": {"env": {"OK": "1"}}}}
+    assert variant.parts[0] is (select(doc, "override_a").parts or ())[0]   # the base: one tree for every variant
+    assert apply_overrides(variant, ["roles.agg.env.BAD=1"], []).parts is None
+    swept = parse_yaml("roles: {agg: {env: '{e}'}}\nsweep: {e: [{BAD: '1'}]}\n", "s.yaml")
+    assert select(swept, "sweep[0]").parts is None
+    assert may_prohibit(select(swept, "sweep[0]"), Policy((Rule(("**", "env", "BAD"), "prohibited", "never"),)))
+
+
+def test_points_sharing_subtrees_are_searched_again_where_they_differ() -> None:
+    """The search is remembered per subtree (the same object): a later point whose override adds the
+    prohibited setting under a changed mapping is found, with the shared subtrees reused."""
     policy = Policy((Rule(("**", "env", "BAD"), "prohibited", "never"),))
     prefill = {"env": {"OK": "1"}, "args": {"tp": 2}}
     first = {"roles": {"prefill": prefill, "decode": {"env": {"OK": "1"}}}}
     later = {"roles": {"prefill": prefill, "decode": {"env": {"OK": "1", "BAD": "1"}}}}
-    memo: SettingsMemo = {}
-    assert isinstance(_classified(first, policy, memo), list)
-    assert "prohibited setting" in str(_classified(later, policy, memo))
+    assert not may_prohibit(_recipe(first), policy)
+    assert may_prohibit(_recipe(later), policy)
+    assert not may_prohibit(_recipe(first), policy)
+    assert not may_prohibit(_recipe(later), Policy((Rule(("**", "env", "BAD"), "harness-only", "dropped"),)))
 
 
 @pytest.mark.parametrize("where", ["base", "override"])
