@@ -70,8 +70,7 @@ class Policy:
         """The patterns of the prohibited rules, each once."""
         return tuple(dict.fromkeys(r.pattern for r in self.rules if r.cls == "prohibited"))
 
-    def __hash__(self) -> int:
-        return id(self)
+    __hash__ = object.__hash__      # by identity (rules and clusters do not hash), at C speed: `_candidates` is cached by policy
 
 
 @lru_cache(maxsize=65536)
