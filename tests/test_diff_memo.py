@@ -20,6 +20,7 @@ from cookbookgen.diff.model import Finding, PublishedPoint
 from cookbookgen.diff.pairing import Pair, pair_config
 from cookbookgen.diff.sources import published_from_cookbook
 from cookbookgen.policy.rules import Policy, load_policy
+from cookbookgen.recipes.load import YamlFloat
 from cookbookgen.recipes.workspace import Workspace
 from cookbookgen.render.model import Block
 
@@ -104,6 +105,54 @@ def test_drift_in_a_later_point_is_caught_after_the_memo_saw_the_same_subtrees(d
             else:
                 assert bad and all(f.point == expect.point and f.role == roles[0] for f in bad), drift
                 assert bad == [f for f in compare_point(expect, pair.resolved.recipe, published, policy) if f.is_mismatch]
+
+
+@pytest.mark.parametrize("which", ["bundled", "synthetic"])
+def test_the_shown_as_is_shortcut_makes_the_findings_the_general_path_makes(which: str, synthetic: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`compare._shown_as_is` makes the finding of a role arg or env leaf that a block shows with the
+    recipe's words; every point, and every drifted point (where it must step aside), gets the same
+    findings with the shortcut turned off."""
+    from cookbookgen.diff import compare
+
+    policy = load_policy()
+    manifest = DATA / "cookbook.yaml" if which == "bundled" else synthetic
+    points = []
+    for pairs in _pairs(manifest):
+        for pair in pairs:
+            points.append((point_expect(pair.resolved, policy), pair.resolved.recipe, pair.published))
+            roles = [b.role for b in pair.published.blocks if b.kind == "worker"]
+            for drift in ("arg value", "arg dropped", "env value"):
+                points.append((points[-1][0], pair.resolved.recipe, _edit(pair.published, str(roles[0]), DRIFTS[drift])))
+    shortcut = compare._shown_as_is
+    taken = []
+
+    def counted(*args: object) -> object:
+        found = shortcut(*args)  # type: ignore[arg-type]
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(compare, "_shown_as_is", counted)
+    quick = [compare_point(e, r, p, policy) for e, r, p in points]
+    monkeypatch.setattr(compare, "_shown_as_is", lambda *args: None)
+    general = [compare_point(e, r, p, policy) for e, r, p in points]
+    assert quick == general
+    assert sum(taken) > len(points) and not all(taken), "the shortcut must be taken, and not always"
+
+
+def test_the_shortcut_steps_aside_unless_every_block_shows_the_recipes_words() -> None:
+    from cookbookgen.diff import compare
+
+    facts = compare.path_facts(("roles", "prefill", "env", "MODE"))
+    # a value that happens to spell the kind of leaf ("env") must not count as a block showing it
+    assert compare._shown_as_is(None, facts, "env", "r.yaml:3", ("env", "env", "other")) is None  # type: ignore[arg-type]
+    assert compare._shown_as_is(None, facts, "x", "r.yaml:3", ("env", "x", compare._ABSENT)) is None  # type: ignore[arg-type]
+    arg = compare.path_facts(("roles", "prefill", "args", "tp-size"))
+    assert compare._shown_as_is(None, arg, 4, "r.yaml:4", ("arg", (("4",),), (("8",),))) is None  # type: ignore[arg-type]
+    assert compare._shown_as_is(None, arg, 4, "r.yaml:4", ("arg", (("4",),), ())) is None  # type: ignore[arg-type]
+    assert compare._shown_as_is(None, arg, [4], "r.yaml:4", ("arg", (("4",),))) is None  # type: ignore[arg-type]
+    # a float as the YAML spells it: another spelling of the same number is for the general path to judge
+    assert compare._shown_as_is(None, arg, YamlFloat(0.9, "0.90"), "r.yaml:4", ("arg", (("0.9",),))) is None  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

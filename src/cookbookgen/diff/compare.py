@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
 from ..policy.classify import leaves
 from ..policy.rules import DROPPED, Policy, Rule
 from ..recipes.bundle import EffectiveRecipe
-from ..recipes.load import KeyPath, dotted
+from ..recipes.load import KeyPath, YamlFloat, dotted
 from ..render.model import Block
 from . import structure
 from .expect import PointExpect
@@ -238,9 +238,9 @@ def _group_findings(ctx: Ctx, prefix: KeyPath, value: RawYaml, memo: "PointMemo 
     return out
 
 
-def _scalar_leaf(ctx: Ctx, path: KeyPath, facts: PathFacts, value: RawYaml, where: str) -> list[Finding]:
+def _scalar_leaf(ctx: Ctx, path: KeyPath, facts: PathFacts, value: RawYaml, where: str, shown_in: tuple[Any, ...] | None) -> list[Finding]:
     """The findings of a scalar leaf, not shared through the memo (`PointMemo.args_section` keeps them)."""
-    return _leaf_once(ctx, path, facts, value, where)
+    return (shown_in is not None and _shown_as_is(ctx, facts, value, where, shown_in)) or _leaf_once(ctx, path, facts, value, where)
 
 
 def _leaf_once(ctx: Ctx, path: KeyPath, facts: PathFacts, value: RawYaml, where: str) -> list[Finding]:
@@ -278,6 +278,40 @@ _LEAF_ALONE = ("leaf",)
 def _arg_shown(flag: str, indexes: list[dict[str, tuple[Words, ...]]]) -> tuple[Any, ...]:
     """`_shown_in` of a role's arg: the words each of the role's blocks gives its flag (`indexes`: the blocks' `args_by_key`)."""
     return ("arg", *[index.get(flag, ()) for index in indexes])
+
+
+_SCALARS = (str, int, float, bool, YamlFloat)    # the exact types a YAML scalar has (a float keeps its spelling: `YamlFloat`)
+_SHOWN_AS_COMPARED = frozenset(("harness-only", "default-equivalent", "placeholder", "prohibited"))   # `_judge`'s other paths
+
+
+def _shown_as_is(ctx: Ctx, facts: PathFacts, value: RawYaml, where: str, shown_in: tuple[Any, ...]) -> list[Finding] | None:
+    """The usual case of a role's arg or env leaf, made directly: a scalar that each of the role's
+    blocks shows with the recipe's very words, under no rule or a rule that publishes it. The finding
+    is the one `_leaf_once` makes (one for all the blocks, as it makes them once each;
+    `tests/test_diff_memo.py` checks both ways agree); None for anything else."""
+    kind = type(value)
+    if len(shown_in) < 2 or shown_in[0] not in ("arg", "env") or kind not in _SCALARS:
+        return None             # not a role's arg or env (a leaf outside roles is compared with the expectations)
+    key = facts.key
+    text = value if kind is str else word(value)        # the value's one word
+    if shown_in[0] == "arg":
+        want: Words = () if value is True else (text,)
+        for got in shown_in[1:]:
+            if not got or got[0] != want:
+                return None
+        item = facts.flag
+        if value is True:
+            text = "(switch)"   # as `words.shown` prints a bare flag
+    else:                       # env
+        if shown_in[1:].count(text) != len(shown_in) - 1:
+            return None
+        item = key[3]
+    rule = ctx.policy.first_match(key, value)
+    if rule is not None and rule.cls in _SHOWN_AS_COMPARED:
+        return None
+    return [Finding(ctx.expect.config, ctx.expect.point, key[1], shown_in[0], item, "match", detail="same value", recipe=text,
+                    cookbook=text, path=facts.dotted, where=where, rule=rule.text if rule else "",
+                    reason=rule.reason if rule else "no policy rule: published")]
 
 
 @dataclass
@@ -375,7 +409,7 @@ class PointMemo:
         if hit is not None and hit[0] is value:
             return hit[1]
         used = len(ctx.scopes_used)
-        found = _leaf_once(ctx, path, facts, value, where)
+        found = _shown_as_is(ctx, facts, value, where, shown_in) or _leaf_once(ctx, path, facts, value, where)
         if len(ctx.scopes_used) == used:
             self.leaves[mkey] = (value, found)
         return found
@@ -412,7 +446,8 @@ class PointMemo:
             else:           # `_group_findings` of a scalar, with what the section knows already
                 origin = origins[i]
                 where = _where_text(origin) if origin is not None else ctx.where(paths[i])
-                found = _scalar_leaf(ctx, paths[i], facts[i], value, where)
+                shown_in = _arg_shown(flags[i], indexes) if facts[i].kind == "arg" else _shown_in(ctx, facts[i], value)
+                found = _scalar_leaf(ctx, paths[i], facts[i], value, where, shown_in)
             results[i] = found
             shared = len(ctx.scopes_used) == used and not isinstance(value, (dict, list))   # as in `leaf`
             found_by_arg[i] = found if shared else None
