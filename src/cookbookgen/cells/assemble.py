@@ -85,16 +85,9 @@ def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, prog
 def _chosen(manifest: Manifest, doc: Document, only: Collection[str] | None) -> list[tuple[int, PageSpec, list[tuple[int, ConfigSource]]]]:
     """Each page of the manifest with its configs (their positions and sources), in manifest order;
     with `only`, just those configs and the pages that list them."""
-    if only is None:
-        return [(p, spec, list(enumerate(spec.configs))) for p, spec in enumerate(manifest.pages)]
-    index: dict[str, list[tuple[int, int]]] = {}
-    for p, spec in enumerate(manifest.pages):
-        for c, source in enumerate(spec.configs):
-            index.setdefault(source.key, []).append((p, c))
-    by_page: dict[int, list[tuple[int, ConfigSource]]] = {}
-    for p, c in sorted(at for key in only for at in index.get(key, ())):
-        by_page.setdefault(p, []).append((c, manifest.pages[p].configs[c]))
-    return [(p, manifest.pages[p], chosen) for p, chosen in by_page.items()]
+    pages = [(p, spec, [(c, source) for c, source in enumerate(spec.configs) if only is None or source.key in only])
+             for p, spec in enumerate(manifest.pages)]
+    return [page for page in pages if page[2] or only is None]
 
 
 def _cache_key(cache: RenderCache | None, manifest: Manifest, ws: Workspace, source: ConfigSource,
