@@ -16,16 +16,14 @@ from cookbookgen.agentx.decode import (
     Decoder,
     apply_diff,
     apply_patch,
-    block_text,
     combinations,
     copy_all_runnable,
     decode_point,
-    kv_transform,
     materialize,
     placeholder_text,
-    sort_args,
     status_of,
 )
+from cookbookgen.cells.explorer import block_text, kv_transform, sort_args
 from cookbookgen.agentx.module import read_header_lines, read_module_text, write_module_text
 from cookbookgen.errors import CookbookError
 from cookbookgen.render.model import Block

@@ -131,18 +131,16 @@ def _diff(manifest: Path, fmt: str, cache: Path | None = None, config: str | Non
 @pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
 def test_diff_with_a_cache_prints_the_full_check(data: Path, tmp_path: Path, fmt: str) -> None:
     fresh = _diff(data, fmt)
-    assert _diff(data, fmt, tmp_path / "cache") == fresh            # cold: every config checked, sections stored
-    assert _diff(data, fmt, tmp_path / "cache") == fresh            # warm: sections reused
+    assert _diff(data, fmt, tmp_path / "cache") == fresh            # cold: every config rendered and stored
+    assert _diff(data, fmt, tmp_path / "cache") == fresh            # warm: the rendered configs reused, every setting compared
     assert _diff(data, fmt, tmp_path / "cache", AGG_KEY) == _diff(data, fmt, None, AGG_KEY)
 
 
 def test_diff_with_a_cache_checks_a_changed_config_again(data: Path, tmp_path: Path) -> None:
     _diff(data, "text", tmp_path / "cache")
-    sections = sorted((tmp_path / "cache" / "diff").iterdir())
-    assert len(sections) == 3
     _edit(data.parent / AGG, "mem-fraction-static: 0.8", "mem-fraction-static: 0.81")
-    assert _diff(data, "text", tmp_path / "cache") == _diff(data, "text")
-    assert len(set((tmp_path / "cache" / "diff").iterdir()) - set(sections)) == 1     # one new section: the agg config
+    after = _diff(data, "text", tmp_path / "cache")
+    assert after == _diff(data, "text")
 
 
 def test_diff_with_a_cache_reports_bad_input_the_same_way(data: Path, tmp_path: Path) -> None:
@@ -203,12 +201,9 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_diff_in_workers_prints_what_one_process_prints(synthetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cookbookgen.diff import sections as cached
+    from cookbookgen.diff import check as cached
 
     monkeypatch.setattr(cached.os, "cpu_count", lambda: 2)
-    configs = [f"k{i}" for i in range(16)]
-    workers, runs = cached._runs(configs)
-    assert workers == 2 and len(runs) > workers and [c for run in runs for c in run] == configs
     parallel = [_diff(synthetic, fmt) for fmt in ("text", "markdown")]
     monkeypatch.setattr(cached, "MIN_PER_WORKER", 1000)
     assert [_diff(synthetic, fmt) for fmt in ("text", "markdown")] == parallel
@@ -218,12 +213,9 @@ def test_the_diff_in_workers_prints_what_one_process_prints(synthetic: Path, mon
 def test_jobs_sets_the_number_of_workers_and_changes_nothing_else(synthetic: Path, monkeypatch: pytest.MonkeyPatch,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     from cookbookgen.cli import main
-    from cookbookgen.diff import sections as cached
+    from cookbookgen.diff import check as cached
 
     monkeypatch.setattr(cached.os, "cpu_count", lambda: 2)
-    configs = [f"k{i}" for i in range(32)]
-    assert cached._runs(configs, 1)[0] == 1 and cached._runs(configs, 3)[0] == 3 and cached._runs(configs)[0] == 2
-    assert cached._runs(configs, 8)[0] == 4             # never fewer than MIN_PER_WORKER configs a worker
     reports = []
     for jobs in (["--jobs", "1"], ["--jobs", "2"], []):
         assert main(["diff", "--cookbook", str(synthetic), *jobs]) == 0
@@ -234,7 +226,7 @@ def test_jobs_sets_the_number_of_workers_and_changes_nothing_else(synthetic: Pat
 
 
 def test_the_diff_in_workers_reports_the_first_error(synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cookbookgen.diff import sections as cached
+    from cookbookgen.diff import check as cached
 
     monkeypatch.setattr(cached.os, "cpu_count", lambda: 2)
     repo = tmp_path / "repo"
@@ -299,20 +291,3 @@ def test_configs_asked_for_one_at_a_time_are_those_of_the_whole_manifest(synthet
     assert [page.model for page in some.pages] == [page.model for page in whole.pages if any(c.config_key in chosen for c in page.cells)]
     assert [cell for page in some.pages for cell in page.cells] == [cell for page in whole.pages for cell in page.cells if cell.config_key in chosen]
     assert load_configs(manifest, doc, ws, policy, None, {"no-such-key"}).pages == ()
-
-
-@pytest.mark.parametrize("count", [16, 17, 100, 333, 1000, 4096])
-@pytest.mark.parametrize("cores", [2, 3, 4])
-def test_runs_cover_the_configs_in_order_and_shrink_to_short_last_runs(count: int, cores: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cookbookgen.diff import sections as cached
-
-    monkeypatch.setattr(cached.os, "cpu_count", lambda: cores)
-    configs = [f"k{i}" for i in range(count)]
-    workers, runs = cached._runs(configs)
-    sizes = [len(run) for run in runs]
-    assert workers == min(cores, 4, count // cached.MIN_PER_WORKER)
-    assert [c for run in runs for c in run] == configs
-    assert sizes == sorted(sizes, reverse=True) and min(sizes) >= 1
-    # each run is at most its share of what is left, so the worker that takes the last runs keeps the others waiting little
-    assert all(size <= max(cached.MIN_RUN, -(-sum(sizes[i:]) // (workers * cached.SHARE_PER_RUN))) for i, size in enumerate(sizes))
-    assert sizes[-1] <= cached.MIN_RUN and len(runs) >= workers * cached.SHARE_PER_RUN

@@ -14,7 +14,7 @@ import pytest
 from cookbookgen.cells.assemble import load_cookbook
 from cookbookgen.commands import diff as diff_command
 from cookbookgen.commands.diff import run_diff
-from cookbookgen.diff.check import check
+from cookbookgen.diff.check import check, whole
 from cookbookgen.diff.compare import LEAF_HANDLERS, compare_point
 from cookbookgen.diff.expect import point_expect, role_topology
 from cookbookgen.diff.explain import CHECKS, table
@@ -265,7 +265,7 @@ def test_a_recipe_setting_no_check_knows_is_not_passed_silently(tmp_path: Path) 
     recipe.write_text(recipe.read_text().replace("  frontend:\n    type: dynamo\n", "  frontend:\n    type: dynamo\n    warmup_requests: 8\n"))
     cookbook = load_cookbook(ROOT / "data" / "cookbook.yaml")
     published = published_from_cookbook_json(cookbook.model_dump(mode="json"), "cookbook.json", "cookbook JSON")
-    result = check(published, Workspace(tmp_path / "inferencex"), load_policy(), AGG)
+    result = check(whole(published), Workspace(tmp_path / "inferencex"), load_policy(), AGG)
     assert {(f.item, f.detail) for f in result.mismatches} == {("frontend.warmup_requests", "no check compares it with the cookbook")}
 
 
@@ -273,7 +273,7 @@ def test_text_report_is_coloured_only_for_terminals(c1228: tuple) -> None:
     point, resolved, policy = c1228
     cookbook = load_cookbook(ROOT / "data" / "cookbook.yaml")
     published = published_from_cookbook_json(cookbook.model_dump(mode="json"), "cookbook.json", "cookbook JSON")
-    result = check(published, Workspace(SOURCE), policy, DISAGG)
+    result = check(whole(published), Workspace(SOURCE), policy, DISAGG)
     assert "\x1b[" in as_text(result, color=True)
     plain = as_text(result, color=False)
     assert "\x1b[" not in plain and "    prefill          " in plain

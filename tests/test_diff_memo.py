@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cookbookgen.cells.assemble import load_cookbook
@@ -19,7 +19,6 @@ from cookbookgen.diff.expect import PointExpect, point_expect
 from cookbookgen.diff.model import Finding, PublishedPoint
 from cookbookgen.diff.pairing import Pair, pair_config
 from cookbookgen.diff.sources import published_from_cookbook
-from cookbookgen.diff.words import flag_key
 from cookbookgen.policy.rules import Policy, load_policy
 from cookbookgen.recipes.load import YamlFloat
 from cookbookgen.recipes.workspace import Workspace
@@ -62,7 +61,6 @@ def test_a_shared_memo_gives_every_point_its_fresh_findings(which: str, syntheti
             assert shared == fresh, pair.published.point_id
             assert {f.point for f in shared} == {expect.point}
             compared += 1
-        assert memo.findings, "the memo shared nothing"
     assert compared >= 13
 
 
@@ -107,6 +105,78 @@ def test_drift_in_a_later_point_is_caught_after_the_memo_saw_the_same_subtrees(d
             else:
                 assert bad and all(f.point == expect.point and f.role == roles[0] for f in bad), drift
                 assert bad == [f for f in compare_point(expect, pair.resolved.recipe, published, policy) if f.is_mismatch]
+
+
+@pytest.mark.parametrize("which", ["bundled", "synthetic"])
+def test_the_shown_as_is_shortcut_makes_the_findings_the_general_path_makes(which: str, synthetic: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`compare._shown_as_is` makes the finding of a role arg or env leaf that a block shows with the
+    recipe's words; every point, and every drifted point (where it must step aside), gets the same
+    findings with the shortcut turned off."""
+    from cookbookgen.diff import compare
+
+    policy = load_policy()
+    manifest = DATA / "cookbook.yaml" if which == "bundled" else synthetic
+    points = []
+    for pairs in _pairs(manifest):
+        for pair in pairs:
+            points.append((point_expect(pair.resolved, policy), pair.resolved.recipe, pair.published))
+            roles = [b.role for b in pair.published.blocks if b.kind == "worker"]
+            for drift in ("arg value", "arg dropped", "env value"):
+                points.append((points[-1][0], pair.resolved.recipe, _edit(pair.published, str(roles[0]), DRIFTS[drift])))
+    shortcut = compare._shown_as_is
+    taken = []
+
+    def counted(*args: object) -> object:
+        found = shortcut(*args)  # type: ignore[arg-type]
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(compare, "_shown_as_is", counted)
+    quick = [compare_point(e, r, p, policy) for e, r, p in points]
+    monkeypatch.setattr(compare, "_shown_as_is", lambda *args: None)
+    general = [compare_point(e, r, p, policy) for e, r, p in points]
+    assert quick == general
+    assert sum(taken) > len(points) and not all(taken), "the shortcut must be taken, and not always"
+
+
+def test_the_shortcut_steps_aside_unless_every_block_shows_the_recipes_words() -> None:
+    from cookbookgen.diff import compare
+
+    facts = compare.path_facts(("roles", "prefill", "env", "MODE"))
+    # a value that happens to spell the kind of leaf ("env") must not count as a block showing it
+    assert compare._shown_as_is(None, facts, "env", "r.yaml:3", ("env", "env", "other")) is None  # type: ignore[arg-type]
+    assert compare._shown_as_is(None, facts, "x", "r.yaml:3", ("env", "x", compare._ABSENT)) is None  # type: ignore[arg-type]
+    arg = compare.path_facts(("roles", "prefill", "args", "tp-size"))
+    assert compare._shown_as_is(None, arg, 4, "r.yaml:4", ("arg", (("4",),), (("8",),))) is None  # type: ignore[arg-type]
+    assert compare._shown_as_is(None, arg, 4, "r.yaml:4", ("arg", (("4",),), ())) is None  # type: ignore[arg-type]
+    assert compare._shown_as_is(None, arg, [4], "r.yaml:4", ("arg", (("4",),))) is None  # type: ignore[arg-type]
+    # a float as the YAML spells it: another spelling of the same number is for the general path to judge
+    assert compare._shown_as_is(None, arg, YamlFloat(0.9, "0.90"), "r.yaml:4", ("arg", (("0.9",),))) is None  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def synthetic_pairs(synthetic: Path) -> list[list[Pair]]:
+    return _pairs(synthetic)[:3]          # one config of each topology
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(plan=st.lists(st.lists(st.sampled_from(sorted(DRIFTS)), max_size=2), min_size=10, max_size=10), last_role=st.booleans())
+def test_any_drifts_in_any_points_give_the_findings_a_fresh_comparison_gives(synthetic_pairs: list[list[Pair]],
+                                                                           plan: list[list[str]], last_role: bool) -> None:
+    """Points of a config drifted in any way, in any order, after the memo saw the same subtrees and
+    blocks: each gets exactly the findings a comparison with no memo gives."""
+    policy = load_policy()
+    for pairs in synthetic_pairs:
+        memo = PointMemo()
+        for pair, drifts in zip(pairs, plan):
+            roles = sorted({str(b.role) for b in pair.published.blocks if b.kind == "worker"})
+            published = pair.published
+            for drift in drifts:
+                published = _edit(published, roles[-1 if last_role else 0], DRIFTS[drift])
+            expect = point_expect(pair.resolved, policy)
+            assert compare_point(expect, pair.resolved.recipe, published, policy, memo) == compare_point(
+                expect, pair.resolved.recipe, published, policy), (pair.published.point_id, drifts)
 
 
 def _walk(manifest: Path) -> Iterator[tuple[bool, Pair, PointExpect, PointMemo, Policy]]:
@@ -186,24 +256,16 @@ def test_an_addition_to_a_frontend_or_service_block_in_a_later_point_is_caught(w
 
 @pytest.mark.parametrize("which", ["bundled", "synthetic"])
 def test_worker_blocks_shared_between_points_are_the_fresh_ones(which: str, synthetic: Path) -> None:
-    """`render.deploy` reuses a worker block for the points that share its role subtree, and service and
-    frontend blocks for those that share their subtrees: each point's deployment equals one rendered
-    with a fresh policy (no memo), and blocks are in fact shared."""
+    """`render.deploy` shares blocks between the points of a config that share their recipe subtrees
+    (`RunMemo`): each point's deployment equals one rendered with a fresh memo."""
     from cookbookgen.pipeline import render_all_points, render_point
 
     manifest = DATA / "cookbook.yaml" if which == "bundled" else synthetic
     ws = Workspace(manifest.parent / "inferencex")
-    shared_policy = load_policy()
-    reused = services = 0
+    policy = load_policy()
     for key in ws.entries():
-        rendered = render_all_points(ws, shared_policy, key)
-        for rp in rendered:
-            assert rp.deployment == render_point(rp.point, load_policy()), rp.point.point_id
-        first = {id(b) for b in rendered[0].deployment.blocks}
-        reused += sum(id(b) in first for rp in rendered[1:] for b in rp.deployment.blocks if b.kind == "worker")
-        services += sum(id(b) in first for rp in rendered[1:] for b in rp.deployment.blocks if b.kind != "worker")
-    assert reused > 0 or which == "bundled"    # the bundled overrides touch every role
-    assert services > 0                        # etcd, NATS and frontends: no override touches them
+        for rp in render_all_points(ws, policy, key):
+            assert rp.deployment == render_point(rp.point, policy), rp.point.point_id
 
 
 def test_a_check_that_reads_the_blocks_args_is_recorded_so_its_verdict_is_not_shared() -> None:
@@ -226,110 +288,10 @@ def test_a_check_that_reads_the_blocks_args_is_recorded_so_its_verdict_is_not_sh
     assert quiet.read_args == []
 
 
-@pytest.mark.parametrize("which", ["bundled", "synthetic"])
-def test_the_shown_as_is_shortcut_makes_the_findings_the_general_path_makes(which: str, synthetic: Path,
-                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """`compare._shown_as_is` makes the finding of a role arg or env leaf that a block shows with the
-    recipe's words; every point, and every drifted point (where it must step aside), gets the same
-    findings with the shortcut turned off."""
-    from cookbookgen.diff import compare
-
-    policy = load_policy()
-    manifest = DATA / "cookbook.yaml" if which == "bundled" else synthetic
-    points = []
-    for pairs in _pairs(manifest):
-        for pair in pairs:
-            points.append((point_expect(pair.resolved, policy), pair.resolved.recipe, pair.published))
-            roles = [b.role for b in pair.published.blocks if b.kind == "worker"]
-            for drift in ("arg value", "arg dropped", "env value"):
-                points.append((points[-1][0], pair.resolved.recipe, _edit(pair.published, str(roles[0]), DRIFTS[drift])))
-    shortcut = compare._shown_as_is
-    taken = []
-
-    def counted(*args: object) -> object:
-        found = shortcut(*args)  # type: ignore[arg-type]
-        taken.append(found is not None)
-        return found
-
-    monkeypatch.setattr(compare, "_shown_as_is", counted)
-    quick = [compare_point(e, r, p, policy) for e, r, p in points]
-    monkeypatch.setattr(compare, "_shown_as_is", lambda *args: None)
-    general = [compare_point(e, r, p, policy) for e, r, p in points]
-    assert quick == general
-    assert sum(taken) > len(points) and not all(taken), "the shortcut must be taken, and not always"
-
-
-def test_the_shortcut_steps_aside_unless_every_block_shows_the_recipes_words() -> None:
-    from cookbookgen.diff import compare
-
-    facts = compare.path_facts(("roles", "prefill", "env", "MODE"))
-    # a value that happens to spell the kind of leaf ("env") must not count as a block showing it
-    assert compare._shown_as_is(None, facts, "env", "r.yaml:3", ("env", "env", "other")) is None  # type: ignore[arg-type]
-    assert compare._shown_as_is(None, facts, "x", "r.yaml:3", ("env", "x", compare._ABSENT)) is None  # type: ignore[arg-type]
-    arg = compare.path_facts(("roles", "prefill", "args", "tp-size"))
-    assert compare._shown_as_is(None, arg, 4, "r.yaml:4", ("arg", (("4",),), (("8",),))) is None  # type: ignore[arg-type]
-    assert compare._shown_as_is(None, arg, 4, "r.yaml:4", ("arg", (("4",),), ())) is None  # type: ignore[arg-type]
-    assert compare._shown_as_is(None, arg, [4], "r.yaml:4", ("arg", (("4",),))) is None  # type: ignore[arg-type]
-    # a float as the YAML spells it: another spelling of the same number is for the general path to judge
-    assert compare._shown_as_is(None, arg, YamlFloat(0.9, "0.90"), "r.yaml:4", ("arg", (("0.9",),))) is None  # type: ignore[arg-type]
-
-
-# --- a block's args by flag key, from another block of its role ---------------------------------------
-
-# flag names, some of them spellings of one flag (`--tp-size`, `--tensor-parallel-size`; `_` for `-`)
-_FLAGS = ["--tp-size", "--tensor-parallel-size", "--port", "--mem-fraction-static", "--mem_fraction_static", "--disable-radix-cache",
-          "--max-running-requests", "ep-size", "--dp-size", "--host", "--model-path", "--chunked-prefill-size", "--page-size",
-          *(f"--synthetic-option-{i}" for i in range(20))]
-_WORDS = st.lists(st.sampled_from(["1", "2", "0.8", "true", "x y"]), max_size=2)
-_ARGS = st.lists(st.tuples(st.sampled_from(_FLAGS), _WORDS).map(lambda a: (a[0], *a[1])), min_size=4, max_size=30, unique_by=lambda a: a[0])
-
-
-@settings(max_examples=examples(400), deadline=None)
-@given(before=_ARGS, edits=st.lists(st.tuples(st.integers(0, 40), st.sampled_from(_FLAGS), _WORDS, st.booleans()), max_size=4),
-       worker=st.booleans())
-def test_a_block_indexed_from_another_block_of_its_role_is_indexed_as_alone(before: list[tuple[str, ...]],
-                                                                          edits: list[tuple[int, str, list[str], bool]], worker: bool) -> None:
-    """The index of a block's args, made from the index of an earlier block of its role (the few
-    args that differ updated), equals the index made from the block alone: new words, another flag
-    (perhaps one given twice then), or another number of args."""
-    from cookbookgen.diff.compare import _index_args
-
-    after = list(before)
-    for at, flag, words, same_flag in edits:
-        if at < len(after):
-            after[at] = (after[at][0] if same_flag else flag, *words)
-        else:
-            after.append((flag, *words))
-    old = Block(kind="worker", role="decode", title="t", cmd="c", args=tuple(before))
-    new = Block(kind="worker", role="decode", title="t", cmd="c", args=tuple(after))
-    alone = _index_args(new, worker, None)
-    made = _index_args(new, worker, (old, _index_args(old, worker, None)))
-    assert made == alone and list(made.items()) == list(alone.items())      # in the same order, too
-    assert sum(map(len, alone.values())) == len(after)        # every arg is in the index, once
-    if len(alone) == len(after):        # each flag once: the keys are the args' keys, in order (`_extras` reads them so)
-        assert list(alone) == [flag_key(a[0], worker) for a in after]
-
-
-def test_a_later_point_of_a_config_indexes_its_block_from_the_last_one(synthetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The points of a config differ in a few args: their blocks are indexed from the last block of
-    their role, and the findings are still a fresh comparison's (above)."""
-    from cookbookgen.diff import compare
-
-    calls: list[bool] = []
-    index_args = compare._index_args
-    monkeypatch.setattr(compare, "_index_args", lambda block, worker, before: calls.append(before is not None) or index_args(block, worker, before))
-    policy = load_policy()
-    for pairs in _pairs(synthetic)[:2]:
-        memo = PointMemo()
-        for pair in pairs:
-            compare_point(point_expect(pair.resolved, policy), pair.resolved.recipe, pair.published, policy, memo)
-    assert calls.count(True) >= 9 and calls.count(False) >= 1
-
-
 def test_additions_whose_explanation_read_another_arg_are_explained_again(synthetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A block's additions are carried to the role's next block that differs only in covered args,
-    unless an explanation read the block's other args: then they are explained again, and say what
-    the new block holds (here, an explanation that quotes `--synthetic-option-0`)."""
+    """An explanation of a block's addition that reads the block's other args is not shared with the
+    next point: it says what that point's block holds (here, an explanation that quotes
+    `--synthetic-option-0`), as a fresh comparison does."""
     from cookbookgen.diff import compare
 
     explain = compare._explain_addition

@@ -9,17 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cookbookgen.diff import logs
+from cookbookgen.diff import aliases, logs
 from cookbookgen.diff.logs import (
     LogDifference,
     compare_with_args,
-    field_for_flag,
     find_server_args,
-    flag_for_field,
     logged_but_not_in_command,
     parse_server_args,
     parse_srtslurm_config,
 )
+from cookbookgen.diff.aliases import field_for_flag, flag_for_field
 from cookbookgen.errors import CookbookError
 from cookbookgen.recipes.load import parse_yaml
 
@@ -285,11 +284,11 @@ def test_flag_for_field_round_trips(field: str, flag: str) -> None:
 
 
 def test_alias_table_is_data() -> None:
-    assert logs.FIELD_TO_FLAG["tp_size"] == "--tp-size"
-    assert logs.flags_for_field("ep_size") == ("--ep-size", "--expert-parallel-size", "--ep")
-    assert not logs.is_server_arg_flag("--request-plane")
-    assert not logs.is_server_arg_flag("--dyn-tool-call-parser")
-    assert logs.is_server_arg_flag("--tool-call-parser")
+    assert aliases.FIELD_TO_FLAG["tp_size"] == "--tp-size"
+    assert aliases.flags_for_field("ep_size") == ("--ep-size", "--expert-parallel-size", "--ep")
+    assert not aliases.is_server_arg_flag("--request-plane")
+    assert not aliases.is_server_arg_flag("--dyn-tool-call-parser")
+    assert aliases.is_server_arg_flag("--tool-call-parser")
 
 
 def test_alias_table_refuses_a_flag_for_two_fields() -> None:
@@ -300,7 +299,7 @@ def test_alias_table_refuses_a_flag_for_two_fields() -> None:
     )
     expected = r"aliases.yaml:3: fields.dp_size\[0\]: --tp-size already names field 'tp_size'"
     with pytest.raises(CookbookError, match=expected):
-        logs.load_alias_table(doc)
+        aliases.load_alias_table(doc)
 
 
 # --- compare_with_args ------------------------------------------------------------------------

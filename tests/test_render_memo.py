@@ -1,12 +1,10 @@
-"""`render.deploy` makes a worker block from the one its role had at the last point when only a few
-arg values changed (`_worker_from_last`). Whatever the overrides change, every point renders exactly
-as it does with a fresh policy (no memo); and the shortcut is in fact taken."""
+"""The points of a config share a run memo (`render.deploy.RunMemo`): whatever the overrides change,
+every point renders exactly as it does with a fresh memo."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,8 +12,7 @@ from cookbookgen.policy.rules import load_policy
 from cookbookgen.recipes.bundle import select
 from cookbookgen.recipes.load import parse_yaml
 from cookbookgen.recipes.schema import normalise
-from cookbookgen.render import deploy
-from cookbookgen.render.deploy import RenderContext, render
+from cookbookgen.render.deploy import RenderContext, RunMemo, render
 from cookbookgen.render.model import Deployment
 
 from recipes_factory import dump, minimal_recipe
@@ -53,37 +50,29 @@ def _points(base_args: dict[str, Any], overrides: list[dict[str, Any]], env_chan
     return out
 
 
-def _render(recipe: Any, typed: Any, policy: Any) -> Deployment:
-    return render(recipe, typed, RenderContext("org/Model-1", policy, settings=False))
+POLICY = load_policy()
+
+
+def _render(recipe: Any, typed: Any, memo: RunMemo) -> Deployment:
+    return render(recipe, typed, RenderContext("org/Model-1", POLICY, settings=False, memo=memo))
 
 
 @settings(max_examples=examples(120), deadline=None)
 @given(ARGS, OVERRIDES, st.one_of(st.none(), st.integers(0, 4)))
-def test_each_point_renders_as_with_a_fresh_policy(base_args: dict[str, Any], overrides: list[dict[str, Any]],
+def test_each_point_renders_as_with_a_fresh_memo(base_args: dict[str, Any], overrides: list[dict[str, Any]],
                                                   env_change: int | None) -> None:
-    shared = load_policy()
+    shared = RunMemo()
     for recipe, typed in _points(base_args, overrides, env_change):
-        assert _render(recipe, typed, shared) == _render(recipe, typed, load_policy())
+        assert _render(recipe, typed, shared) == _render(recipe, typed, RunMemo())
 
 
-def test_a_later_point_takes_its_worker_block_from_the_last_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The synthetic shape of a sweep (a few arg values per point) goes through the shortcut, and the
-    blocks it makes equal whole ones; a change to a published arg's flag set does not."""
-    made: list[bool] = []
-    real = deploy._worker_from_last
-
-    def counting(*args: Any) -> Any:
-        block = real(*args)
-        made.append(block is not None)
-        return block
-    monkeypatch.setattr(deploy, "_worker_from_last", counting)
+def test_a_sweep_of_a_few_arg_values_renders_as_with_a_fresh_memo() -> None:
+    """The synthetic shape of a sweep (a few arg values per point), then an arg the others lack."""
     base = {"tensor-parallel-size": 8, "mem-fraction-static": 0.8, "chunked-prefill-size": 8192, "enable-metrics": True}
     sweep = [{"chunked-prefill-size": n} for n in (1024, 2048, 4096)] + [{"disable-radix-cache": True}]
-    shared = load_policy()
+    shared = RunMemo()
     for recipe, typed in _points(base, sweep):
-        assert _render(recipe, typed, shared) == _render(recipe, typed, load_policy())
-    # the second and third points come from the one before; the fourth adds an arg (other names): made whole
-    assert made == [True, True, False]
+        assert _render(recipe, typed, shared) == _render(recipe, typed, RunMemo())
 
 
 def test_a_point_whose_env_has_the_same_names_in_another_order_is_made_whole() -> None:
@@ -93,10 +82,10 @@ def test_a_point_whose_env_has_the_same_names_in_another_order_is_made_whole() -
     bundle: dict[str, Any] = {"base": minimal_recipe(), "override_a": {"roles": {"agg": {"env": {"A": "1", "B": "2"}}}},
                               "override_b": {"roles": {"agg": {"env": {"B": "1", "A": "2"}}}}}
     doc = parse_yaml(dump(bundle), "bundle.yaml")
-    shared, sibling = load_policy(), None
+    shared, sibling = RunMemo(), None
     for selector in ("override_a", "override_b"):
         recipe, typed = sibling = normalise(select(doc, selector), sibling)
-        assert _render(recipe, typed, shared) == _render(recipe, typed, load_policy())
+        assert _render(recipe, typed, shared) == _render(recipe, typed, RunMemo())
 
 
 def test_a_point_whose_kv_events_settings_are_equal_but_not_the_same_is_made_whole() -> None:
@@ -104,10 +93,10 @@ def test_a_point_whose_kv_events_settings_are_equal_but_not_the_same_is_made_who
     bundle: dict[str, Any] = {"base": minimal_recipe(), "override_a": {"roles": {"agg": {"kv_events": {"buffer": 1}}}},
                               "override_b": {"roles": {"agg": {"kv_events": {"buffer": True}}}}}
     doc = parse_yaml(dump(bundle), "bundle.yaml")
-    shared, sibling, shown = load_policy(), None, []
+    shared, sibling, shown = RunMemo(), None, []
     for selector in ("override_a", "override_b"):
         recipe, typed = sibling = normalise(select(doc, selector), sibling)
         deployment = _render(recipe, typed, shared)
-        assert deployment == _render(recipe, typed, load_policy())
+        assert deployment == _render(recipe, typed, RunMemo())
         shown += [a for b in deployment.blocks for a in b.args if a[0] == "--kv-events-config"]
     assert '"buffer":1' in shown[0][1] and '"buffer":true' in shown[1][1]

@@ -1,14 +1,11 @@
-"""The text report counts a point's findings from the last point's tally when both have as many
-(`diff.report._point_tally`), groups its excluded findings from the last point's groups
-(`_Groups.add_run`) and reuses the lines of a point with the same counts (`_point_lines`): the
-section must be what counting every point afresh gives, and what the same findings give when each
-names its point, whatever the findings, their order and which of them the points share."""
+"""A config's text section from point runs (a point's findings, some shared with the point before)
+is what the same findings give when each names its point, whatever the findings, their order and
+which of them the points share; excluded findings group by label and reason across points."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,26 +39,6 @@ def points(draw: Any) -> list[tuple[str, list[Finding]]]:
 
 def _section(runs: list[tuple[str, list[Finding]]]) -> str:
     return report.text_config(report.TextRenderer(False), "cfg", runs)
-
-
-@settings(max_examples=examples(300), deadline=None)
-@given(runs=points())
-def test_a_point_counted_from_the_last_one_gives_the_section_counting_afresh_gives(runs: list[tuple[str, list[Finding]]]) -> None:
-    shared = _section(runs)
-    with pytest.MonkeyPatch.context() as patch:
-        real = report._point_tally
-        patch.setattr(report, "_point_tally", lambda found, last: real(found, None))
-        afresh = _section(runs)
-    assert shared == afresh
-
-
-def test_a_point_that_shares_every_finding_with_the_last_has_its_counts() -> None:
-    first = POOL[:10]
-    second = list(first)
-    second[3] = POOL[40]
-    tally = report._point_tally(second, report._point_tally(first, None))
-    assert tally.counts == report._point_tally(second, None).counts
-    assert tally.listed == [i for i, f in enumerate(second) if report._listed(f)]
 
 
 @st.composite

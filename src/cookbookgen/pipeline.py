@@ -10,7 +10,7 @@ from typing import Sequence
 from .policy.rules import Policy
 from .recipes.master import check_framework, find_point
 from .recipes.workspace import ResolvedPoint, Workspace, model_id
-from .render.deploy import RenderContext, render
+from .render.deploy import RenderContext, RunMemo, render
 from .render.model import Deployment
 
 
@@ -20,11 +20,12 @@ class RenderedPoint:
     deployment: Deployment
 
 
-def render_point(point: ResolvedPoint, policy: Policy, settings: bool = True) -> Deployment:
-    """The point's deployment; without `settings`, it lists no settings (`RenderContext.settings`)."""
+def render_point(point: ResolvedPoint, policy: Policy, settings: bool = True, memo: RunMemo | None = None) -> Deployment:
+    """The point's deployment; without `settings`, it lists no settings (`RenderContext.settings`).
+    `memo`: shared with the other points of its config (`RunMemo`)."""
     cluster = point.entry.cluster if point.entry else None
     image = point.entry.image if point.entry else None
-    return render(point.recipe, point.typed, RenderContext(model_id(point), policy, cluster, image or None, settings))
+    return render(point.recipe, point.typed, RenderContext(model_id(point), policy, cluster, image or None, settings, memo or RunMemo()))
 
 
 def render_config_point(ws: Workspace, policy: Policy, key: str, point: str,
@@ -40,8 +41,9 @@ def render_all_points(ws: Workspace, policy: Policy, key: str, settings: bool = 
     entry = ws.entry(key)
     check_framework(entry)
     out = []
+    memo = RunMemo()        # the points of the config share what their recipes share
     for row in entry.rows:
         for conc in row.concs:
             resolved = ws.point(entry, row, conc)
-            out.append(RenderedPoint(resolved, render_point(resolved, policy, settings)))
+            out.append(RenderedPoint(resolved, render_point(resolved, policy, settings, memo)))
     return out

@@ -31,14 +31,9 @@ def load_cookbook(manifest_path: Path, progress: Progress | None = None, policy:
     renders just those config keys (the others, and the pages that list none of them, are left out)."""
     manifest, doc = read_manifest(manifest_path)
     ws = workspace_for(source_root(manifest_path, manifest, doc), workspaces)
-    own_policy = policy is None
     if policy is None:
         policy = load_policy(manifest_path.parent / manifest.policy if manifest.policy else None)
-    try:
-        return _load(manifest, doc, ws, policy, progress, cache, only)
-    finally:
-        if own_policy:
-            policy.memo.clear()   # the classification memo holds every recipe tree: free them with the run
+    return _load(manifest, doc, ws, policy, progress, cache, only)
 
 
 def load_configs(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, cache: RenderCache | None,
@@ -85,35 +80,10 @@ def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, prog
 
 def _chosen(manifest: Manifest, doc: Document, only: Collection[str] | None) -> list[tuple[int, PageSpec, list[tuple[int, ConfigSource]]]]:
     """Each page of the manifest with its configs (their positions and sources), in manifest order;
-    with `only`, just those configs and the pages that list them, found through an index of the
-    manifest by key (built once: `diff` asks for one config at a time)."""
-    if only is None:
-        return [(p, spec, list(enumerate(spec.configs))) for p, spec in enumerate(manifest.pages)]
-    hit = doc.memo.get("configs by key")
-    if hit is None or hit[0] is not manifest:
-        index: dict[str, list[tuple[int, int]]] = {}
-        for p, spec in enumerate(manifest.pages):
-            for c, source in enumerate(spec.configs):
-                index.setdefault(source.key, []).append((p, c))
-        hit = doc.memo["configs by key"] = (manifest, index)
-    by_page: dict[int, list[tuple[int, ConfigSource]]] = {}
-    for p, c in sorted(at for key in only for at in hit[1].get(key, ())):
-        by_page.setdefault(p, []).append((c, manifest.pages[p].configs[c]))
-    return [(p, manifest.pages[p], chosen) for p, chosen in by_page.items()]
-
-
-def render_keys(manifest: Manifest, ws: Workspace, policy: Policy, cache: RenderCache) -> dict[str, str | None]:
-    """The `cells.cache` key of every config of the manifest (None: unknown key or recipes not found),
-    as `load_cookbook` computes them, without rendering anything."""
-    changelog = ws.changelog()
-    entries = ws.entries()
-    out: dict[str, str | None] = {}
-    for spec in manifest.pages:
-        for source in spec.configs:
-            latest = changelog.latest_pr(source.key)
-            out[source.key] = (_cache_key(cache, manifest, ws, source, latest if latest != source.pr else None, policy)
-                               if source.key in entries else None)
-    return out
+    with `only`, just those configs and the pages that list them."""
+    pages = [(p, spec, [(c, source) for c, source in enumerate(spec.configs) if only is None or source.key in only])
+             for p, spec in enumerate(manifest.pages)]
+    return [page for page in pages if page[2] or only is None]
 
 
 def _cache_key(cache: RenderCache | None, manifest: Manifest, ws: Workspace, source: ConfigSource,

@@ -4,7 +4,6 @@
 Layout (default `.cookbookgen-cache/` beside the site folder, or `--cache DIR`):
 - `render/<sha256>.pickle`: the cells of one config, keyed by every input of its rendering;
 - `variants/<sha256>.pickle`: the derived variants of one cell, keyed by its config's key and donors;
-- `diff/<sha256>.pickle`: one config's section of a `diff --cache` report (see `diff.sections`);
 - `pages/<sha256>.pickle`: the Markdown of one model page (see `publish.site`);
 - `site/`: the state of the last successful build (`publish.site`, for incremental MkDocs builds);
 - `CACHEDIR.TAG`, the cache directory tag (backup tools skip the folder) and the proof that the folder
@@ -151,7 +150,7 @@ class RenderCache:
         self.misses = 0
         self._direct = is_cache(root)     # else entries are staged, and only a successful run makes the folder ours
         self._stage: Path | None = None
-        self.deferred: list[tuple[str, str, bytes]] | None = None   # set in worker processes (see `diff.sections`)
+        self.deferred: list[tuple[str, str, bytes]] | None = None   # set in worker processes (see `diff.check`)
 
     # --- keys ---------------------------------------------------------------------------------------
 

@@ -26,7 +26,6 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Callable, Iterable, cast, overload
 
-from ..agentx.decode import LINKER_FLAGS, kv_transform, to_block
 from ..errors import CookbookError
 from ..policy.rules import Policy
 from ..recipes.load import parse_yaml
@@ -37,6 +36,7 @@ from ..render.model import ROLES, Block, Deployment
 from ..render.shell import format_block, placeholders_in
 from ..render.tables import order_worker_args, tables
 from . import describe
+from .explorer import LINKER_FLAGS, kv_transform, to_block
 from .model import Cell, Cookbook, Point, Variant
 
 Json = dict[str, Any]

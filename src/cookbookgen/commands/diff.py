@@ -43,7 +43,7 @@ def register(subparsers: Any) -> None:
                    help="reuse the rendered configs of a content-hash cache (e.g. the .cookbookgen-cache of `cookbookgen build`) "
                         "for a manifest's points; every setting is still compared")
     d.add_argument("--jobs", type=_positive, metavar="N",
-                   help="worker processes that check a manifest's configs for a text or Markdown report "
+                   help="worker processes that check the configs for a text or Markdown report "
                         "(default: one per core, at most 4; 1: all in this process)")
     d.set_defaults(run=run_diff)
 
@@ -73,69 +73,55 @@ def run_diff(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
     Text and Markdown print one report per cookbook. JSON prints one report, or, when several
     cookbooks are checked (the default with a built site), `{"exit": N, "reports": [...]}`.
-    With `--cache`, a manifest's report reuses the sections of unchanged configs (`diff.sections`).
     """
+    from ..cells.cache import cache_run
+
     stream = out or sys.stdout
     fmt = getattr(args, "format", "text") or "text"
-    color = _is_tty(stream)
-    reports = _reports(args, fmt, color)
-    from ..diff.report import as_markdown, as_text, json_doc
-
+    reports: list[tuple[str, int] | DiffResult] = []
+    workspaces: dict[Path, Workspace] = {}    # one per checkout: a manifest's points are resolved once, for rendering and checking
+    with cache_run(getattr(args, "cache", None)) as cache:
+        source: Path | None = None
+        for path in _cookbooks(args):
+            report, source = _report(args, path, fmt, _is_tty(stream), workspaces, cache, source)
+            reports.append(report)
     if fmt == "json":
+        from ..diff.report import json_doc
+
         results = [r for r in reports if not isinstance(r, tuple)]
         docs = [json_doc(r) for r in results]
         doc = docs[0] if len(docs) == 1 else {"exit": max(r.exit_code for r in results), "reports": docs}
         stream.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
         return max(r.exit_code for r in results)
-    codes = []
-    for report in reports:
-        if isinstance(report, tuple):
-            text, code = report
-        else:
-            text, code = (as_markdown(report) if fmt == "markdown" else as_text(report, color=color)), report.exit_code
+    texts = [r for r in reports if isinstance(r, tuple)]     # text and Markdown reports are (text, exit status)
+    for text, _ in texts:
         stream.write(text)
-        codes.append(code)
-    return max(codes)
+    return max(code for _, code in texts)
 
 
-def _reports(args: argparse.Namespace, fmt: str, color: bool) -> list[DiffResult | tuple[str, int]]:
-    """A full check (DiffResult) or a ready report (text, exit status) per cookbook."""
-    from ..cells.cache import cache_run
-
-    reports: list[DiffResult | tuple[str, int]] = []
-    # One Workspace per checkout: a manifest's points are resolved once, for rendering and for checking.
-    workspaces: dict[Path, Workspace] = {}
-    with cache_run(getattr(args, "cache", None)) as cache:
-        _check_each(args, fmt, color, reports, workspaces, cache)
-    return reports
-
-
-def _check_each(args: argparse.Namespace, fmt: str, color: bool, reports: list[DiffResult | tuple[str, int]],
-                workspaces: dict[Path, Workspace], cache: RenderCache | None) -> None:
+def _report(args: argparse.Namespace, path: Path, fmt: str, color: bool, workspaces: dict[Path, Workspace],
+            cache: RenderCache | None, previous: Path | None) -> tuple[tuple[str, int] | DiffResult, Path]:
+    """One cookbook's report: (text, exit status) for text and Markdown, the whole result for JSON;
+    and the checkout it was checked against."""
     from ..cells.assemble import workspace_for
+    from ..diff.check import check, report_text
+    from ..diff.report import as_markdown, as_text
+    from ..diff.sources import read_cookbook
     from ..policy.rules import load_policy
 
     extra = getattr(args, "policy", None)
-    source: Path | None = None
-    from ..diff import sections
-
-    for path in _cookbooks(args):
-        if sections.applies(path, fmt, getattr(args, "logs", None)):
-            # A manifest's report section by section: sections of unchanged configs come from the cache.
-            found = sections.manifest_report(path, cache, extra, getattr(args, "source", None), getattr(args, "config", None),
-                                           fmt, color, workspaces, getattr(args, "jobs", None))
-            if found is not None:
-                text, code, source = found
-                reports.append((text, code))
-                continue
-        from ..diff.check import check
-        from ..diff.sources import read_cookbook
-
-        cookbook = read_cookbook(path, load_policy(extra) if extra else None, workspaces, cache)
-        policy = cookbook.policy if cookbook.policy is not None else load_policy(extra or cookbook.policy_file)
-        source = _checkout(args, cookbook, source)
-        result = check(cookbook.published, workspace_for(source, workspaces), policy, getattr(args, "config", None))
-        reports.append(_with_logs(args, result, policy))
+    only = getattr(args, "config", None)
+    cookbook = read_cookbook(path, load_policy(extra) if extra else None, workspaces, cache)
+    policy = cookbook.policy if cookbook.policy is not None else load_policy(extra or cookbook.policy_file)
+    source = _checkout(args, cookbook, previous)
+    ws = workspace_for(source, workspaces)
+    if fmt != "json" and getattr(args, "logs", None) is None:
+        return report_text(cookbook.source, ws, policy, only, fmt == "markdown", color, getattr(args, "jobs", None), cache), source
+    result = _with_logs(args, check(cookbook.source, ws, policy, only), policy)
+    if fmt == "json":
+        return result, source
+    text = as_markdown(result) if fmt == "markdown" else as_text(result, color=color)
+    return (text, result.exit_code), source
 
 
 def _is_tty(stream: TextIO) -> bool:

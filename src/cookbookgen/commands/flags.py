@@ -85,8 +85,8 @@ def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tup
     path = given[0] if given else bundled(EXAMPLE_MANIFEST)
     from ..diff.sources import read_cookbook
 
-    published = read_cookbook(path).published
-    return [(p.config, p.cell, p.image, p.blocks) for p in published.points]
+    source = read_cookbook(path).source
+    return [(p.config, p.cell, p.image, p.blocks) for config in source.configs for p in source.points(config).points]
 
 
 def counts(checks: list[CellCheck]) -> dict[str, int]:

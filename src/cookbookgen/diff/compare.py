@@ -19,8 +19,7 @@ from __future__ import annotations
 import pickle
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import chain, compress, count, repeat
-from operator import is_not, itemgetter, ne
+from itertools import chain
 from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
 
 from ..policy.classify import leaves
@@ -31,7 +30,7 @@ from ..render.model import Block
 from . import structure
 from .expect import PointExpect
 from .explain import Explanation, Miss, Scope, check_arg, explain, recipe_check
-from .model import DIFFERENT, EXTRA, MISSING, Finding, PublishedPoint, finding
+from .model import DIFFERENT, EXTRA, MISSING, Finding, PublishedPoint
 from .words import Words, flag_key, recipe_words, shown, word, words_equal
 
 RawYaml = Any
@@ -58,30 +57,18 @@ class PathFacts(NamedTuple):
     kind: str                   # the kind of its check (`arg`, `env`, ...; "" without one)
 
 
+def path_facts(path: KeyPath) -> PathFacts:
+    """The facts of a leaf path: the same paths recur in every point and config (cached with the
+    types of the parts, so that `True` and `1`, which are equal, stay apart)."""
+    return _path_facts(path, tuple(map(type, path)))
+
+
 @lru_cache(maxsize=65536)
 def _path_facts(path: KeyPath, types: tuple[type, ...]) -> PathFacts:
-    key = cast("tuple[str, ...]", path) if all(t is str for t in types) else tuple(str(p) for p in path)
+    key = tuple(str(p) for p in path)
     flag = _flag(key[-1])
     check = recipe_check(key)
     return PathFacts(key, dotted(path), check, flag, flag_key(flag, True), str(check["check"]) if check else "")
-
-
-_TEXT_PATH_FACTS: dict[KeyPath, PathFacts] = {}    # the facts of paths whose parts are all text
-_TEXT_PATHS_MAX = 65536
-
-
-def path_facts(path: KeyPath) -> PathFacts:
-    """The facts of a leaf path: the same paths recur in every point and config (cached with the
-    types of the parts, so that `True` and `1`, which are equal, stay apart). A path of text parts
-    (a mapping's keys: the usual case) is looked up directly: no part of another type equals text."""
-    hit = _TEXT_PATH_FACTS.get(path)
-    if hit is not None:
-        return hit
-    types = tuple(map(type, path))
-    facts = _path_facts(path, types)
-    if types.count(str) == len(types) and len(_TEXT_PATH_FACTS) < _TEXT_PATHS_MAX:
-        _TEXT_PATH_FACTS[tuple(path)] = facts
-    return facts
 
 
 @dataclass(frozen=True)
@@ -93,7 +80,6 @@ class Ctx:
     published: PublishedPoint
     policy: Policy
     arg_index: "ArgIndexes" = field(default_factory=dict)
-    last_indexed: "LastIndexed" = field(default_factory=dict)
     scopes_used: list[Scope] = field(default_factory=list)   # the Scopes of blocks that checks looked at
     workers: dict[str, list[Block]] = field(default_factory=dict)  # worker blocks by role
     others_key: tuple[int, ...] = ()   # the expectations and the non-worker blocks, interned (`PointMemo`)
@@ -108,12 +94,11 @@ class Ctx:
         key = (id(block), worker)
         hit = self.arg_index.get(key)
         if hit is None or hit[0] is not block:
-            role = (block.kind, block.role, worker)      # the role's block indexed last: most of its args are the same
-            hit = self.arg_index[key] = self.last_indexed[role] = (block, _index_args(block, worker, self.last_indexed.get(role)))
+            hit = self.arg_index[key] = (block, _index_args(block, worker))
         return hit[1]
 
     def finding(self, role: str, kind: str, item: str, cls: str, **rest: Any) -> Finding:
-        return finding(self.expect.config, self.expect.point, role, kind, item, cls, **rest)  # type: ignore[arg-type]
+        return Finding(self.expect.config, self.expect.point, role, kind, item, cls, **rest)  # type: ignore[arg-type]
 
     def scope(self, block: Block) -> Scope:
         scope = Scope(self.expect, block)
@@ -136,36 +121,17 @@ class Ctx:
 
 ArgIndex = dict[str, tuple[Words, ...]]          # a block's arg values by flag key
 ArgIndexes = dict[tuple[int, bool], tuple[Block, ArgIndex]]                # by the block's id and whether it is a worker
-LastIndexed = dict[tuple[str, str | None, bool], tuple[Block, ArgIndex]]   # the block of a (kind, role, worker) indexed last
 
 
-def _differing_places(values: Sequence[Any], before: Sequence[Any]) -> list[int]:
-    """The places where two sequences (as long) hold unequal values, found at C speed."""
-    return list(compress(count(), map(ne, values, before)))
-
-
-def _index_args(block: Block, worker: bool, before: tuple[Block, ArgIndex] | None) -> ArgIndex:
-    """`Ctx.args_by_key` of `block`: with each flag once, its keys in the args' order (`_extras` reads
-    them so). From `before` (another block of the role, its index with each flag once, and as many
-    args), when few of the args differ from its args, place by place (the points of a config differ
-    in the few args their overrides set) and those have the same flag keys: its index with those
-    args' words."""
-    args = block.args
-    if before is not None and len(before[0].args) == len(args) == len(before[1]):
-        old = before[0].args
-        changed = _differing_places(args, old)
-        if len(changed) * 4 <= len(args) and all(flag_key(args[i][0], worker) == flag_key(old[i][0], worker) for i in changed):
-            updated = dict(before[1])
-            for i in changed:
-                updated[flag_key(args[i][0], worker)] = (args[i][1:],)
-            return updated
-    keys = list(map(flag_key, map(itemgetter(0), args), repeat(worker)))
-    words = map(itemgetter(slice(1, None)), args)    # `Arg`s are tuples: `a[1:]` is the words
-    index: ArgIndex = dict(zip(keys, zip(words)))   # each flag once: the usual case
-    if len(index) < len(keys):           # a flag given more than once keeps all its values, in order
+def _index_args(block: Block, worker: bool) -> ArgIndex:
+    """`Ctx.args_by_key` of `block`: its args' words by flag key, in the args' order (`_extras` reads
+    them so); a flag given more than once keeps all its values, in order."""
+    keys = [flag_key(arg[0], worker) for arg in block.args]
+    index: ArgIndex = dict(zip(keys, zip(arg[1:] for arg in block.args)))   # each flag once: the usual case
+    if len(index) < len(keys):
         index = {}
-        for k, a in zip(keys, args):
-            index[k] = (*index.get(k, ()), a[1:])
+        for key, arg in zip(keys, block.args):
+            index[key] = (*index.get(key, ()), arg[1:])
     return index
 
 
@@ -206,7 +172,7 @@ def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: Publ
             workers.setdefault(block.role or "", []).append(block)
         else:
             others.append(block)
-    ctx = Ctx(expect, recipe, published, policy, memo.arg_index, memo.last_indexed, workers=workers, others_key=(same_point, *memo.block_ids(others)))
+    ctx = Ctx(expect, recipe, published, policy, memo.arg_index, workers=workers, others_key=(same_point, *memo.block_ids(others)))
     labels = _by_label(ctx.blocks)
     out = memo.shape(ctx, same_point, len(labels) < len(ctx.blocks))
     for top, value in recipe.data.items():
@@ -216,7 +182,10 @@ def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: Publ
         else:
             out += memo.group(ctx, (top,), value, ctx.others_key)
     for blocks in labels.values():
-        out += memo.extras(ctx, blocks[0], same_point) if len(blocks) == 1 else memo.label_extras(ctx, blocks, same_point)
+        if len(blocks) == 1:
+            out += memo.extras(ctx, blocks[0], same_point)
+        else:       # co-located workers of one role: each finding once
+            out += _unique(stamped(chain.from_iterable(memo.extras(ctx, b, same_point) for b in blocks), expect.point))
     return out
 
 
@@ -241,7 +210,7 @@ def _role_findings(ctx: Ctx, memo: "PointMemo", role: str, spec: RawYaml, same_p
         for section, value in spec.items():
             path = prefix + (section,)
             if section == "env" and isinstance(value, dict):
-                out += memo.group(ctx, path, value, (same_point, *(memo.env_id(b.env) for b in blocks)))
+                out += memo.group(ctx, path, value, (same_point, *(memo.intern(tuple(b.env.items())) for b in blocks)))
             elif section == "args" and isinstance(value, dict):
                 out += memo.args_section(ctx, path, value, blocks, same_point)
             else:
@@ -340,7 +309,7 @@ def _shown_as_is(ctx: Ctx, facts: PathFacts, value: RawYaml, where: str, shown_i
     rule = ctx.policy.first_match(key, value)
     if rule is not None and rule.cls in _SHOWN_AS_COMPARED:
         return None
-    return [finding(ctx.expect.config, ctx.expect.point, key[1], shown_in[0], item, "match", detail="same value", recipe=text,
+    return [Finding(ctx.expect.config, ctx.expect.point, key[1], shown_in[0], item, "match", detail="same value", recipe=text,
                     cookbook=text, path=facts.dotted, where=where, rule=rule.text if rule else "",
                     reason=rule.reason if rule else "no policy rule: published")]
 
@@ -367,29 +336,15 @@ class PointMemo:
     findings: dict[tuple[Any, ...], tuple[Any, list[Finding]]] = field(default_factory=dict)
     leaves: dict[tuple[Any, ...], tuple[Any, list[Finding]]] = field(default_factory=dict)
     extras_of: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
-    unique_extras: dict[tuple[int, ...], tuple[list[list[Finding]], list[Finding]]] = field(default_factory=dict)
-    covered: dict[tuple[Any, ...], tuple[set[str], set[str]]] = field(default_factory=dict)
     explanations: dict[tuple[Any, ...], Finding] = field(default_factory=dict)
     others_of: dict[tuple[Any, ...], tuple[Any, Any, list[Finding]]] = field(default_factory=dict)
     last_args: dict[tuple[Any, ...], "_ArgsSeen"] = field(default_factory=dict)
-    last_extras: dict[tuple[Any, ...], tuple[Block, list[Finding]]] = field(default_factory=dict)   # a role's last worker block and its additions
-    args_read: int = 0          # explanations of additions that read their block's other args, so far
     arg_index: ArgIndexes = field(default_factory=dict)
-    last_indexed: LastIndexed = field(default_factory=dict)
     block_shapes: dict[int, tuple[Block, int]] = field(default_factory=dict)
     shapes: dict[tuple[Any, ...], list[Finding]] = field(default_factory=dict)
-    envs: dict[int, tuple[dict[str, str], int]] = field(default_factory=dict)
 
     def intern(self, content: Any) -> int:
         return self.contents.setdefault(content, len(self.contents))
-
-    def env_id(self, env: dict[str, str]) -> int:
-        """`intern` of a block's env, once per env object (blocks that differ only in args share theirs:
-        `render.deploy._worker_from_last`)."""
-        hit = self.envs.get(id(env))
-        if hit is None or hit[0] is not env:
-            hit = self.envs[id(env)] = (env, self.intern(tuple(env.items())))
-        return hit[1]
 
     def expect_id(self, expect: PointExpect) -> int:
         """Equal for two points whose expectations differ only in the point's name (pickled: `0.90`
@@ -465,7 +420,7 @@ class PointMemo:
         the same line) and whose values in the blocks are unchanged keeps its findings; the others are
         compared. An override changes a few args, so a point costs what its override changes."""
         names = tuple(args)
-        paths, flags, facts, by_flag = _args_layout(path, names)
+        paths, flags, facts = _args_layout(path, names)
         values = tuple(args.values())
         origins = tuple(map(ctx.recipe.origins.get, paths))
         indexes = [ctx.args_by_key(b, True) for b in blocks]
@@ -491,7 +446,7 @@ class PointMemo:
             else:           # `_group_findings` of a scalar, with what the section knows already
                 origin = origins[i]
                 where = _where_text(origin) if origin is not None else ctx.where(paths[i])
-                shown_in = _arg_shown(flags[i], indexes) if by_flag[i] else _shown_in(ctx, facts[i], value)
+                shown_in = _arg_shown(flags[i], indexes) if facts[i].kind == "arg" else _shown_in(ctx, facts[i], value)
                 found = _scalar_leaf(ctx, paths[i], facts[i], value, where, shown_in)
             results[i] = found
             shared = len(ctx.scopes_used) == used and not isinstance(value, (dict, list))   # as in `leaf`
@@ -502,10 +457,8 @@ class PointMemo:
 
     def extras(self, ctx: Ctx, block: Block, same_point: int) -> list[Finding]:
         """What `block` adds to the recipe (a worker's: once per block, expectations and names of the
-        role's args and env, which are all `structure.covered` reads of the recipe). A block that
-        differs from the role's last block only in args the recipe covers adds what that block added
-        (`_same_additions`); below another changed block, each addition is explained once per name,
-        words, role and expectations (`explained`)."""
+        role's args and env, which are all `structure.covered` reads of the recipe); each addition is
+        explained once per name, words, role and expectations (`explained`)."""
         if block.kind != "worker":
             return self.other_extras(ctx, block)
         spec = (ctx.recipe.data.get("roles") or {}).get(block.role)
@@ -517,33 +470,10 @@ class PointMemo:
         key = (("extras", block.role), names, (same_point, *self.block_ids((block,))))
         hit = self.extras_of.get(key)
         if hit is None:
-            covered = self.covered.get((block.role, names))
-            if covered is None:
-                covered = self.covered[(block.role, names)] = structure.covered(ctx.recipe.data, block, ctx.blocks)
-            last_key = (block.role, names, same_point)
-            last = self.last_extras.get(last_key)
-            if last is not None and _same_additions(last[0], block, covered[0]):
-                hit = last[1]           # the block adds what the role's last block added
-                self.last_extras[last_key] = (block, hit)
-            else:
-                read = self.args_read
-                hit = _unique(_extras(ctx, block, covered, lambda *item: self.explained(ctx, block, same_point, *item)))
-                if self.args_read == read:
-                    self.last_extras[last_key] = (block, hit)
-                else:                   # an explanation read the block's other args: not to be carried
-                    self.last_extras.pop(last_key, None)
+            covered = structure.covered(ctx.recipe.data, block, ctx.blocks)
+            hit = _unique(_extras(ctx, block, covered, lambda *item: self.explained(ctx, block, same_point, *item)))
             self.extras_of[key] = hit
         return hit
-
-    def label_extras(self, ctx: Ctx, blocks: list[Block], same_point: int) -> list[Finding]:
-        """What blocks whose findings name one role add (co-located workers), each finding once: shared
-        by the points whose blocks add the very same findings (`extras`), which dedupe alike."""
-        lists = [self.extras(ctx, block, same_point) for block in blocks]
-        key = tuple(map(id, lists))
-        hit = self.unique_extras.get(key)
-        if hit is None or any(map(is_not, hit[0], lists)):
-            hit = self.unique_extras[key] = (lists, _unique(stamped(chain.from_iterable(lists), ctx.expect.point)))
-        return hit[1]
 
     def other_extras(self, ctx: Ctx, block: Block) -> list[Finding]:
         """What a frontend or service block adds, shared by the points with the same expectations and
@@ -568,8 +498,6 @@ class PointMemo:
             hit = _explain_addition(ctx, block, section, name, words, scope)
             if not scope.read_args:
                 self.explanations[key] = hit
-            else:
-                self.args_read += 1
         return hit
 
 
@@ -579,7 +507,6 @@ class _ArgsLayout(NamedTuple):
     paths: tuple[KeyPath, ...]
     flags: tuple[str, ...]              # each arg's flag key among a worker's args
     facts: tuple[PathFacts, ...]
-    by_flag: tuple[bool, ...]           # whether its check is `arg`: compared with the words of its flag (`_arg_shown`)
 
 
 @lru_cache(maxsize=4096)
@@ -588,8 +515,7 @@ def _args_layout(path: KeyPath, names: tuple[str, ...]) -> _ArgsLayout:
     recipe family share their arg names (names are text: the YAML builder makes every key text)."""
     paths = tuple(path + (n,) for n in names)
     facts = tuple(map(path_facts, paths))
-    return _ArgsLayout(paths, tuple(flag_key(_flag(str(n)), True) for n in names), facts,
-                       tuple(f.kind == "arg" for f in facts))
+    return _ArgsLayout(paths, tuple(flag_key(_flag(str(n)), True) for n in names), facts)
 
 
 @dataclass(frozen=True)
@@ -600,17 +526,6 @@ class _ArgsSeen:
     origins: tuple[Any, ...]
     indexes: list[dict[str, tuple[Words, ...]]]   # per block: values by flag key
     found: list[list[Finding] | None]       # None: not to be shared
-
-
-def _same_additions(before: Block, block: Block, covered_args: set[str]) -> bool:
-    """Whether worker `block` adds to the recipe what `before` (a block of its role, whose additions'
-    explanations read no other arg) adds: the same env, and as many args, those that differ (place
-    by place) having flags the recipe covers in both. Its uncovered args are then the very same."""
-    if len(before.args) != len(block.args) or before.env != block.env:
-        return False
-    old, new = before.args, block.args
-    return all(flag_key(new[i][0], True) in covered_args and flag_key(old[i][0], True) in covered_args
-               for i in _differing_places(new, old))
 
 
 def _changed_flags(indexes: list[dict[str, tuple[Words, ...]]], before: list[dict[str, tuple[Words, ...]]]) -> set[str]:
@@ -870,8 +785,4 @@ def _explained(ctx: Ctx, block: Block, kind: str, name: str, words: Words, verdi
                        path=verdict.path)
 
 
-def mismatches(findings: Iterable[Finding]) -> list[Finding]:
-    return [f for f in findings if f.is_mismatch]
-
-
-__all__ = ["compare_point", "mismatches", "point_findings", "role_label", "stamped"]
+__all__ = ["compare_point", "point_findings", "role_label", "stamped"]

@@ -116,15 +116,11 @@ def frontend_count(frontend: dict[str, RawYaml]) -> int:
 
 
 def _where(point: ResolvedPoint) -> str:
-    """`file:line` of the entry's image (worked out once per entry: its points share it)."""
+    """`file:line` of the entry's image."""
     if point.entry is None:
         return point.recipe_path
-    known: dict[str, str] = point.entry.doc.memo.setdefault("image where", {})
-    where = known.get(point.entry.key)
-    if where is None:
-        problem = point.entry.doc.problem((point.entry.key, "image"), "")
-        where = known[point.entry.key] = f"{problem.file}:{problem.line}"
-    return where
+    problem = point.entry.doc.problem((point.entry.key, "image"), "")
+    return f"{problem.file}:{problem.line}"
 
 
 def point_expect(point: ResolvedPoint, policy: Policy) -> PointExpect:

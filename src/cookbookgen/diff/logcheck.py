@@ -18,13 +18,13 @@ from typing import Iterable, Sequence
 
 from ..policy.rules import DROPPED, Policy
 from ..render.model import Block
+from .aliases import normal_flag
 from .explain import table
 from .logs import (
     LogDifference,
     RoleSettings,
     ServerArgsDict,
     compare_with_args,
-    normal_flag,
 )
 from .model import DIFFERENT, MISSING, Finding, PublishedPoint
 from .sources import RunLogs

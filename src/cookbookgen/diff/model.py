@@ -13,7 +13,7 @@ Classes of a finding:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..render.model import Block
@@ -29,7 +29,7 @@ EXTRA = "extra in the cookbook"
 DIFFERENT = "different value"
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class Finding:
     """One compared setting of one role of one point.
 
@@ -53,14 +53,6 @@ class Finding:
     path: str = ""
     where: str = ""
 
-    def __init__(self, config: str, point: str, role: str, kind: str, item: str, cls: FindingClass, detail: str = "",
-                 recipe: str | None = None, cookbook: str | None = None, reason: str = "", rule: str = "", path: str = "",
-                 where: str = "") -> None:
-        # The fields in one dict update: a frozen dataclass's own __init__ sets them one
-        # `object.__setattr__` at a time (four times slower). `finding` makes one without the class call.
-        self.__dict__.update({"config": config, "point": point, "role": role, "kind": kind, "item": item, "cls": cls, "detail": detail,
-                              "recipe": recipe, "cookbook": cookbook, "reason": reason, "rule": rule, "path": path, "where": where})
-
     @property
     def is_mismatch(self) -> bool:
         return self.cls == "mismatch"
@@ -69,24 +61,8 @@ class Finding:
         return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
 
     def at_point(self, point: str) -> "Finding":
-        """This finding for another point (a copy with `point` replaced; fast, as points share most findings)."""
-        other = object.__new__(Finding)
-        other.__dict__.update(self.__dict__)
-        other.__dict__["point"] = point
-        return other
-
-
-_new_object = object.__new__
-
-
-def finding(config: str, point: str, role: str, kind: str, item: str, cls: FindingClass, detail: str = "",
-            recipe: str | None = None, cookbook: str | None = None, reason: str = "", rule: str = "", path: str = "",
-            where: str = "") -> Finding:
-    """`Finding(...)` without the call of the class (about half the cost of making one): a diff
-    makes one per setting per point."""
-    made: Finding = _new_object(Finding)
-    Finding.__init__(made, config, point, role, kind, item, cls, detail, recipe, cookbook, reason, rule, path, where)
-    return made
+        """This finding for another point."""
+        return replace(self, point=point)
 
 
 @dataclass(frozen=True)

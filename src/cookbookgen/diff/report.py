@@ -12,17 +12,15 @@
 from __future__ import annotations
 
 import io
-import json
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import compress, count
-from operator import attrgetter, is_not
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..text import printable
 from .model import CLASSES, Finding
 
-if TYPE_CHECKING:  # only the types: the report must stay light to import (`diff.sections` uses it alone)
+if TYPE_CHECKING:  # only the types (`diff.check` imports this module)
     from .check import DiffResult, PointRun
 
 EXCLUDED = ("harness-only", "default-equivalent")
@@ -48,10 +46,6 @@ def _role_key(role: str) -> tuple[int, str]:
 
 
 # --- JSON ------------------------------------------------------------------------------------------------
-
-def as_json(result: DiffResult) -> str:
-    return json.dumps(json_doc(result), indent=1, ensure_ascii=False) + "\n"
-
 
 def json_doc(result: DiffResult) -> dict[str, object]:
     counts = Counter(f.cls for f in result.findings)
@@ -88,7 +82,7 @@ def _spans(spans: Iterable[str | Span]) -> list[Span]:
 class TextRenderer:
     """Renders sections: plain text without colour; with colour, rich `Text` (styles only, never
     markup). A section is a function of its lines alone, so the report is the concatenation of its
-    sections (which is what lets `diff.sections` reuse the section of an unchanged config)."""
+    sections (which is what lets `diff.check` make them config by config, in workers)."""
 
     def __init__(self, color: bool) -> None:
         self.color = color
@@ -96,15 +90,8 @@ class TextRenderer:
         self.out = io.StringIO()
 
     def render(self, lines: _Lines) -> str:
-        if not self.color:      # points repeat their lines (`_point_lines`): each line object is joined once
-            joined: dict[int, str] = {}
-            out = []
-            for line in lines.lines:
-                rendered = joined.get(id(line))
-                if rendered is None:
-                    rendered = joined[id(line)] = printable("".join(text for text, _ in line)) + "\n"
-                out.append(rendered)
-            return "".join(out)
+        if not self.color:
+            return "".join(printable("".join(text for text, _ in line)) + "\n" for line in lines.lines)
         if self.console is None:
             from rich.console import Console
 
@@ -142,56 +129,16 @@ def text_config(renderer: TextRenderer, config: str, runs: Iterable[PointRun]) -
     return renderer.render(lines)
 
 
-Counts = dict[tuple[str, str], int]                        # per (role, class): how many, never 0
-_ROLE_AND_CLASS = attrgetter("role", "cls")
-_NOTED = frozenset(("mismatch", *EXCLUDED))
-
-
 @dataclass
 class _Point:
-    """What a section shows of one point: the counts of its findings, which come from its runs'
-    tallies (`tallies`) and from findings that name it (`own`), and its mismatches per role."""
+    """What a section shows of one point: the count of its findings per role and class, and its mismatches per role."""
 
-    own: dict[str, dict[str, int]] = field(default_factory=dict)
-    tallies: list[Counts] = field(default_factory=list)
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
     bad: dict[str, list[Finding]] = field(default_factory=dict)
 
 
-def _text_config(out: _Lines, config: str, runs: Iterable[PointRun]) -> None:
-    points: dict[str, _Point] = {}       # in order of appearance
-    excluded = _Groups(_excluded_label)
-    checked: list[str] = []
-    last: _PointTally | None = None
-    for run_point, found in runs:
-        if run_point is None:              # findings that each name their point
-            for f in found:
-                point = _point(points, f.point)
-                counts = point.own.setdefault(f.role, {})
-                counts[f.cls] = counts.get(f.cls, 0) + 1
-                _note(point, f, f.point, excluded, checked)
-        elif found:                        # one point's findings: counted, then the few to list
-            last = _point_tally(found, last)
-            point = _point(points, run_point)
-            point.tallies.append(last.counts)
-            notes = [found[i] for i in last.listed]
-            excluded_notes = [f for f in notes if f.cls in EXCLUDED]
-            excluded.add_run(run_point, excluded_notes)
-            if len(excluded_notes) < len(notes):     # the rest: mismatches and the points checked
-                for f in notes:
-                    _note(point, f, run_point, None, checked)
-    mismatches = sum(len(bad) for point in points.values() for bad in point.bad.values())
-    out.lines.append([])
-    out.print((config, "bold"), f": {len(checked)} point(s), ",
-              (f"{mismatches} mismatch(es)", "bold red") if mismatches else ("parity", "green"))
-    shown: dict[tuple[object, ...], list[list[Span]]] = {}   # points mostly repeat their lines
-    for name, point in points.items():
-        out.print("  ", (name or "(config)", "bold"))
-        out.lines.extend(_point_lines(point, shown))
-    lines = _exclusions(excluded.groups(), checked)
-    if lines:
-        out.print("  ", ("excluded", "yellow"))
-        for line in lines:
-            out.print(f"    - {line}")
+_ROLE_AND_CLASS = attrgetter("role", "cls")
+_NOTED = frozenset(("mismatch", *EXCLUDED))
 
 
 def _point(points: dict[str, _Point], name: str) -> _Point:
@@ -201,70 +148,41 @@ def _point(points: dict[str, _Point], name: str) -> _Point:
     return point
 
 
-def _point_lines(point: _Point, shown: dict[tuple[object, ...], list[list[Span]]]) -> list[list[Span]]:
-    """A point's lines: per role (in role order) its count of each class, then its mismatches. The
-    lines of a point without mismatches are those of any point with the same counts: they are kept
-    by the tallies' identities (a point's tally is often the very one of the point before) and the
-    counts of the point's own findings."""
-    key: tuple[object, ...] | None = None
-    if not point.bad:
-        key = (*map(id, point.tallies), *((role, tuple(counts.items())) for role, counts in point.own.items()))
-        hit = shown.get(key)
-        if hit is not None:
-            return hit
-    roles: dict[str, dict[str, int]] = {role: dict(counts) for role, counts in point.own.items()}
-    for tally in point.tallies:
-        for (role, cls), n in tally.items():
-            counts = roles.setdefault(role, {})
-            counts[cls] = counts.get(cls, 0) + n
-    lines: list[list[Span]] = []
-    for role in sorted(roles, key=_role_key):
-        lines.append(_spans(_count_spans(role, roles[role])))
-        lines += [_spans(("      ", ("✗", "bold red"), f" {_mismatch_line(f)}")) for f in point.bad.get(role, ())]
-    if key is not None:
-        shown[key] = lines           # the tallies, whose ids are in the key, live as long as the section's points
-    return lines
+def _add(point: _Point, role: str, cls: str, n: int) -> None:
+    counts = point.counts.setdefault(role, {})
+    counts[cls] = counts.get(cls, 0) + n
 
 
-@dataclass(frozen=True)
-class _PointTally:
-    """One point's findings, their count per (role, class), and the positions of those the section
-    lists (both the very objects of the point before when they are equal)."""
-
-    found: list[Finding]
-    counts: Counts
-    listed: list[int]
-
-
-def _listed(f: Finding) -> bool:
-    return f.cls in _NOTED or f.kind == "point"
-
-
-def _point_tally(found: list[Finding], last: _PointTally | None) -> _PointTally:
-    """The tally of a point, from the last point's when both have as many findings: the points of a
-    config share most findings, in the same places (`diff.compare.PointMemo`), so only the places
-    that hold another finding (found at C speed) are counted again. The same counts either way."""
-    if last is None or len(last.found) != len(found):
-        return _PointTally(found, dict(Counter(map(_ROLE_AND_CLASS, found))), [i for i, f in enumerate(found) if _listed(f)])
-    changed = list(compress(count(), map(is_not, found, last.found)))
-    if not changed:
-        return _PointTally(found, last.counts, last.listed)
-    gone = list(map(_ROLE_AND_CLASS, map(last.found.__getitem__, changed)))
-    came = list(map(_ROLE_AND_CLASS, map(found.__getitem__, changed)))
-    counts = last.counts
-    if gone != came:
-        counts = dict(counts)
-        for key in gone:
-            counts[key] -= 1
-            if not counts[key]:
-                del counts[key]
-        for key in came:
-            counts[key] = counts.get(key, 0) + 1
-    listed = last.listed
-    again = set(changed)
-    if not again.isdisjoint(listed) or any(_listed(found[i]) for i in changed):
-        listed = sorted({*(i for i in listed if i not in again), *(i for i in changed if _listed(found[i]))})
-    return _PointTally(found, counts, listed)
+def _text_config(out: _Lines, config: str, runs: Iterable[PointRun]) -> None:
+    points: dict[str, _Point] = {}       # in order of appearance
+    excluded = _Groups(_excluded_label)
+    checked: list[str] = []
+    for run_point, found in runs:
+        if run_point is None:           # findings that each name their point
+            for f in found:
+                _add(_point(points, f.point), f.role, f.cls, 1)
+                _note(points[f.point], f, f.point, excluded, checked)
+        elif found:                     # one point's findings: counted, then the few to list
+            point = _point(points, run_point)
+            for (role, cls), n in Counter(map(_ROLE_AND_CLASS, found)).items():
+                _add(point, role, cls, n)
+            for f in [f for f in found if f.cls in _NOTED or f.kind == "point"]:
+                _note(point, f, run_point, excluded, checked)
+    mismatches = sum(len(bad) for point in points.values() for bad in point.bad.values())
+    out.lines.append([])
+    out.print((config, "bold"), f": {len(checked)} point(s), ",
+              (f"{mismatches} mismatch(es)", "bold red") if mismatches else ("parity", "green"))
+    for name, point in points.items():
+        out.print("  ", (name or "(config)", "bold"))
+        for role in sorted(point.counts, key=_role_key):
+            out.print(*_count_spans(role, point.counts[role]))
+            for f in point.bad.get(role, ()):
+                out.print("      ", ("✗", "bold red"), f" {_mismatch_line(f)}")
+    lines = _exclusions(excluded.groups(), checked)
+    if lines:
+        out.print("  ", ("excluded", "yellow"))
+        for line in lines:
+            out.print(f"    - {line}")
 
 
 def _count_spans(role: str, counts: dict[str, int]) -> list[str | Span]:
@@ -275,14 +193,12 @@ def _count_spans(role: str, counts: dict[str, int]) -> list[str | Span]:
     return spans
 
 
-def _note(point: _Point, f: Finding, at: str, excluded: _Groups | None, checked: list[str]) -> None:
-    """Keep what the section lists besides the counts: mismatches, excluded settings (unless
-    `excluded` is None: the caller adds them at once), points checked."""
+def _note(point: _Point, f: Finding, at: str, excluded: _Groups, checked: list[str]) -> None:
+    """Keep what the section lists besides the counts: mismatches, excluded settings, points checked."""
     if f.cls == "mismatch":
         point.bad.setdefault(f.role, []).append(f)
     elif f.cls in EXCLUDED:
-        if excluded is not None:
-            excluded.add(at, f)
+        excluded.add(at, f)
     elif f.cls == "match" and f.kind == "point":
         checked.append(at)
 
@@ -319,17 +235,13 @@ class _Group:
 
 
 class _Groups:
-    """(point, finding) pairs with the same label and reason together, in order of appearance, built
-    pair by pair, or run by run (`add_run`: the findings of one point, which mostly are the very
-    findings of the run before, in the same places)."""
+    """(point, finding) pairs with the same label and reason together, in order of appearance."""
 
     def __init__(self, label: Callable[[Finding], str]) -> None:
         self.label = label
         self.merged: dict[tuple[str, str], tuple[dict[str, None], dict[str, None]]] = {}
-        self.run: list[Finding] = []                 # the findings of the last run
-        self.run_points: list[dict[str, None]] = []  # the points of each one's group
 
-    def add(self, point: str, f: Finding) -> dict[str, None]:
+    def add(self, point: str, f: Finding) -> None:
         key = (self.label(f), f.reason)
         entry = self.merged.get(key)
         if entry is None:
@@ -337,21 +249,6 @@ class _Groups:
         roles, points = entry
         roles[f.role] = None
         points[point] = None
-        return points
-
-    def add_run(self, point: str, findings: list[Finding]) -> None:
-        """`add` each of `findings` at `point`; a finding that the last run had in the same place is
-        in a group already, with its role: the point joins that group."""
-        groups = []
-        same_places = len(findings) == len(self.run)
-        for i, f in enumerate(findings):
-            if same_places and f is self.run[i]:
-                points = self.run_points[i]
-                points[point] = None
-            else:
-                points = self.add(point, f)
-            groups.append(points)
-        self.run, self.run_points = findings, groups
 
     def groups(self) -> list[_Group]:
         return [_Group(text, tuple(r), tuple(p), reason) for (text, reason), (r, p) in self.merged.items()]
@@ -462,5 +359,3 @@ def md_tail(not_in_checkout: Iterable[tuple[str, tuple[str, ...], str]], notes: 
     lines.append(f"- Verdict: {verdict} over {points} point(s) of {configs} config(s).")
     return "".join(line + "\n" for line in lines)
 
-
-FORMATS = {"text": as_text, "json": as_json, "markdown": as_markdown}

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cells.assemble import load_cookbook
+from ..cells.assemble import load_configs, workspace_for
 from ..cells.manifest import read_manifest, source_root
 from ..errors import CookbookError
 from ..policy.rules import Policy, load_policy
 from ..recipes.load import MAX_INPUT_BYTES, parse_json, read_text_file
 from ..recipes.workspace import Workspace
 from ..render.model import Block
+from .check import Source, whole
 from .model import Published, PublishedPoint, Variant
 
 if TYPE_CHECKING:  # the AgentX decoder, HTML reader and log parsers load only for those inputs
@@ -39,12 +40,15 @@ Json = dict[str, Any]
 _BLOCK_KEYS = set(Block.model_fields)
 
 
+MANIFEST_KIND = "cookbook manifest (rendered)"
+
+
 @dataclass(frozen=True)
 class Cookbook:
     """A published cookbook and the checkout it names (a manifest's `source`), if any; for a manifest
-    also the policy it was rendered with (the diff checks with the same one)."""
+    also the policy it renders with (the diff checks with the same one)."""
 
-    published: Published
+    source: Source
     checkout: Path | None = None
     policy_file: Path | None = None
     policy: Policy | None = None
@@ -52,10 +56,11 @@ class Cookbook:
 
 def read_cookbook(path: Path, policy: Policy | None = None, workspaces: dict[Path, Workspace] | None = None,
                   cache: RenderCache | None = None) -> Cookbook:
-    """Read the cookbook at `path`. A manifest is rendered through `workspaces` (checkout root ->
-    Workspace, shared with the check so the checkout is read once) and `cache` (`cells.cache`)."""
+    """Read the cookbook at `path`. A manifest's points are rendered config by config as the diff asks
+    for them, through `workspaces` (checkout root -> Workspace, shared with the check so the checkout
+    is read once) and `cache` (`cells.cache`)."""
     if path.is_dir():
-        return Cookbook(read_site(path))
+        return Cookbook(whole(read_site(path)))
     if not path.exists():
         raise CookbookError.at(str(path), 0, "", "file not found")
     if path.suffix in (".yaml", ".yml"):
@@ -64,9 +69,9 @@ def read_cookbook(path: Path, policy: Policy | None = None, workspaces: dict[Pat
     if path.suffix == ".jsx":
         from ..agentx.module import read_module_text
 
-        return Cookbook(published_from_module(read_module_text(text, str(path)), str(path)))
+        return Cookbook(whole(published_from_module(read_module_text(text, str(path)), str(path))))
     if path.suffix == ".json":
-        return Cookbook(published_from_json(_json(text, str(path)), str(path)))
+        return Cookbook(whole(published_from_json(_json(text, str(path)), str(path))))
     raise CookbookError.at(str(path), 0, "", "unknown cookbook format: expected a manifest (.yaml), an AgentX module (.jsx/.json), a cookbook JSON or a site directory")
 
 
@@ -85,9 +90,15 @@ def _manifest(path: Path, policy: Policy | None, workspaces: dict[Path, Workspac
     manifest, doc = read_manifest(path)
     policy_file = path.parent / manifest.policy if manifest.policy else None
     used = policy if policy is not None else load_policy(policy_file)
-    cookbook = load_cookbook(path, policy=used, workspaces=workspaces, cache=cache)
-    published = published_from_cookbook(cookbook, str(path), "cookbook manifest (rendered)")
-    return Cookbook(published, source_root(path, manifest, doc), policy_file, used)
+    root = source_root(path, manifest, doc)
+    ws = workspace_for(root, workspaces)
+
+    def points(config: str) -> Published:
+        # without a cache the cells are the diff's alone: it reads their points, not what their pages show
+        cookbook = load_configs(manifest, doc, ws, used, cache, {config}, summaries=cache is not None)
+        return published_from_cookbook(cookbook, str(path), MANIFEST_KIND)
+    configs = tuple(dict.fromkeys(source.key for spec in manifest.pages for source in spec.configs))
+    return Cookbook(Source(str(path), MANIFEST_KIND, configs, points), root, policy_file, used)
 
 
 def published_from_cookbook(cookbook: CookbookModel, file: str, kind: str) -> Published:

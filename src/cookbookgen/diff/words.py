@@ -15,7 +15,7 @@ import json
 from functools import lru_cache
 from typing import Any, Sequence
 
-from .logs import field_for_flag, normal_flag
+from .aliases import field_for_flag, normal_flag
 
 Words = tuple[str, ...]
 _BOOLS = {"true": True, "false": False}

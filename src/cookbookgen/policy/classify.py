@@ -8,16 +8,14 @@ setting is an error naming the file and line that set it.
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
-from itertools import chain
 from operator import attrgetter
-from typing import Any, Iterable
+from typing import Any
 
 from ..errors import CookbookError
 from ..recipes.bundle import EffectiveRecipe
 from ..recipes.load import KeyPath
-from ..recipes.merge import changed_positions
-from ..render.model import Setting
-from .rules import GLOB_CHARS, Policy
+
+from .rules import GLOB_CHARS, Policy, Setting
 
 RawYaml = Any
 
@@ -45,9 +43,18 @@ def _is_table(data: RawYaml) -> bool:
     return isinstance(data, list) and bool(data) and all(isinstance(v, dict) for v in data)
 
 
-def classify(recipe: EffectiveRecipe, policy: Policy) -> list[Setting]:
-    """One Setting per leaf, in document order. Raises CookbookError on prohibited settings."""
-    settings = _classify_node(recipe.data, (), "", policy)
+SettingsMemo = dict[tuple[int, str], tuple[RawYaml, list[Setting]]]
+"""`classify`'s results shared by the points of a config: the settings of a recipe subtree (by its id
+and dotted path), kept with the subtree itself (an id is reused only while the object lives)."""
+PathMemo = dict[tuple[int, tuple[str, ...]], tuple[RawYaml, bool]]
+"""`may_prohibit`'s results shared by the points of a config: whether a prohibited rule's pattern
+matches under a recipe subtree (by its id and the pattern), kept with the subtree itself."""
+
+
+def classify(recipe: EffectiveRecipe, policy: Policy, memo: SettingsMemo | None = None) -> list[Setting]:
+    """One Setting per leaf, in document order. Raises CookbookError on prohibited settings.
+    `memo` lets the points of a config share the settings of the subtrees their recipes share."""
+    settings = _classify_node(recipe.data, (), "", policy, {} if memo is None else memo)
     if "prohibited" in map(_CLASS, settings):
         raise CookbookError([recipe.problem(_path_of(s.path, recipe), f"prohibited setting: {s.reason}")
                              for s in settings if s.cls == "prohibited"])
@@ -57,64 +64,40 @@ def classify(recipe: EffectiveRecipe, policy: Policy) -> list[Setting]:
 _CLASS = attrgetter("cls")
 
 
-def _classify_node(node: RawYaml, path: tuple[str, ...], dotted_path: str, policy: Policy) -> list[Setting]:
-    # Merged recipes share untouched subtrees, so a subtree's settings are computed once per run; and
-    # a changed mapping (an override made it anew) reuses the settings of every value that is the
-    # same object as in the mapping last classified at the same path, with the same keys.
-    if isinstance(node, dict) and node:
-        key = (id(node), dotted_path)
-        hit = policy.memo.get(key)
-        if hit is not None and hit[0] is node:
-            settings: list[Setting] = hit[1]
-            return settings
-        last_key = ("classified at", path)
-        last = policy.memo.get(last_key)
-        keys, values = tuple(node), tuple(node.values())
-        layout = (keys, tuple(map(type, keys)))      # with the types: `True` and `1` are equal keys
-        todo: Iterable[int]
-        if last is not None and last[0] == layout:
-            found: list[list[Setting]] = list(last[2])
-            todo = changed_positions(values, last[1])
-        else:
-            found = [[] for _ in keys]
-            todo = range(len(keys))
-        for i in todo:
-            k = keys[i]
-            found[i] = _classify_node(values[i], path + (str(k),), f"{dotted_path}.{k}" if dotted_path else str(k), policy)
-        out = list(chain.from_iterable(found))
-        policy.memo[key] = (node, out)
-        policy.memo[last_key] = (layout, values, found)
-        return out
-    if _is_table(node):
-        out = []
-        for i, value in enumerate(node):
-            out.extend(_classify_node(value, path + (str(i),), f"{dotted_path}[{i}]", policy))
-        return out
-    key = (id(node), dotted_path)     # a leaf: the same object at the same path classifies the same
-    hit = policy.memo.get(key)
+def _classify_node(node: RawYaml, path: tuple[str, ...], dotted_path: str, policy: Policy, memo: SettingsMemo) -> list[Setting]:
+    # Merged recipes share untouched subtrees (the same objects), so a subtree's settings are computed once.
+    key = (id(node), dotted_path)
+    hit = memo.get(key)
     if hit is not None and hit[0] is node:
-        return hit[1]  # type: ignore[no-any-return]
-    rule = policy.first_match(path, node)
-    if rule is None:
-        out = [Setting(dotted_path, node, "unclassified", "no rule matches; add one to the policy file")]
+        return hit[1]
+    if isinstance(node, dict) and node:
+        out = [s for k, value in node.items()
+               for s in _classify_node(value, path + (str(k),), f"{dotted_path}.{k}" if dotted_path else str(k), policy, memo)]
+    elif _is_table(node):
+        out = [s for i, value in enumerate(node) for s in _classify_node(value, path + (str(i),), f"{dotted_path}[{i}]", policy, memo)]
     else:
-        out = [Setting(dotted_path, node, rule.cls, rule.reason, rule.text, rule.replacement)]
-    policy.memo[key] = (node, out)
+        rule = policy.first_match(path, node)
+        if rule is None:
+            out = [Setting(dotted_path, node, "unclassified", "no rule matches; add one to the policy file")]
+        else:
+            out = [Setting(dotted_path, node, rule.cls, rule.reason, rule.text, rule.replacement)]
+    memo[key] = (node, out)
     return out
 
 
-def may_prohibit(recipe: EffectiveRecipe, policy: Policy) -> bool:
+def may_prohibit(recipe: EffectiveRecipe, policy: Policy, memo: PathMemo | None = None) -> bool:
     """Whether some setting of `recipe` could be prohibited: a prohibited rule's path (its `value`
     aside) is in the recipe's tree, or in one of the trees it was merged from (`parts`: every path
     of the recipe is in one of them). False means `classify` finds no prohibited setting; True, that
     only `classify` can tell. Much cheaper than classifying: the trees are searched for the rules'
     paths, not leaf by leaf, and a tree the points share (a bundle's base) is searched once, so a
-    point costs the search of its override."""
+    point costs the search of its override (`memo`: shared by the points of a config)."""
     trees = recipe.parts if recipe.parts is not None else (recipe.data,)
-    return any(_has_path(tree, pattern, policy.memo) for pattern in policy.prohibited for tree in trees)
+    memo = {} if memo is None else memo
+    return any(_has_path(tree, pattern, memo) for pattern in policy.prohibited for tree in trees)
 
 
-def _has_path(node: RawYaml, pattern: tuple[str, ...], memo: dict[Any, Any]) -> bool:
+def _has_path(node: RawYaml, pattern: tuple[str, ...], memo: PathMemo) -> bool:
     """Whether `pattern` (a rule's dotted glob, as `rules.glob_matches` reads it) matches the path of
     a node in the tree under `node`, keyed as `classify` keys them (a table's items by their index).
     Every node has a leaf at or under it, which the rule would cover. Mapping keys are text (the
@@ -123,10 +106,10 @@ def _has_path(node: RawYaml, pattern: tuple[str, ...], memo: dict[Any, Any]) -> 
         return True
     if not (isinstance(node, dict) and node) and not _is_table(node):
         return all(part == "**" for part in pattern)     # a leaf: only `**` matches no more keys
-    key = ("has path", id(node), pattern)
+    key = (id(node), pattern)
     hit = memo.get(key)
     if hit is not None and hit[0] is node:
-        return hit[1]  # type: ignore[no-any-return]
+        return hit[1]
     head, rest = pattern[0], pattern[1:]
     if head == "**":      # no key, or one more key and `**` again
         found = _anywhere(node, rest, memo)
@@ -138,7 +121,7 @@ def _has_path(node: RawYaml, pattern: tuple[str, ...], memo: dict[Any, Any]) -> 
     return found
 
 
-def _anywhere(node: RawYaml, rest: tuple[str, ...], memo: dict[Any, Any]) -> bool:
+def _anywhere(node: RawYaml, rest: tuple[str, ...], memo: PathMemo) -> bool:
     """`_has_path(node, ("**", *rest))`: whether `rest` matches at `node` or at a node under it, the
     nodes walked with a stack (a mapping without `rest`'s plain first key is passed over unasked)."""
     plain = rest[0] if rest and rest[0] != "**" and GLOB_CHARS.isdisjoint(rest[0]) else None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from functools import cached_property
+from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -48,7 +48,6 @@ class Rule:
         object.__setattr__(self, "text", ".".join(self.pattern))
 
 
-
 @dataclass(frozen=True)
 class ClusterEnv:
     name: str
@@ -60,14 +59,9 @@ class ClusterEnv:
 class Policy:
     rules: tuple[Rule, ...]
     clusters: dict[str, tuple[ClusterEnv, ...]] = field(default_factory=dict)
-    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)  # per-run classification cache
-    matching: dict[tuple[str, ...], Any] = field(default_factory=dict, compare=False, repr=False)  # path -> `_candidates`
 
     def first_match(self, path: tuple[str, ...], value: Any) -> Rule | None:
-        found = self.matching.get(path)
-        if found is None:
-            found = self.matching[path] = _candidates(self, path)
-        plain, conditional = found
+        plain, conditional = _candidates(self, path)
         for i, rule in conditional:
             if (plain is None or i < plain) and type(value) is type(rule.value) and value == rule.value:
                 return rule
@@ -84,12 +78,13 @@ class Policy:
         """The patterns of the prohibited rules, each once."""
         return tuple(dict.fromkeys(r.pattern for r in self.rules if r.cls == "prohibited"))
 
-    def __hash__(self) -> int:
-        return id(self)
+    __hash__ = object.__hash__      # by identity (rules and clusters do not hash), at C speed: `_candidates` is cached by policy
 
 
+@lru_cache(maxsize=65536)
 def _candidates(policy: Policy, path: tuple[str, ...]) -> tuple[int | None, tuple[tuple[int, Rule], ...]]:
-    """The first value-free rule matching `path`, and the value-conditioned rules before it that match."""
+    """The first value-free rule matching `path`, and the value-conditioned rules before it that match
+    (worked out once per policy and path: the same paths recur in every point)."""
     conditional: list[tuple[int, Rule]] = []
     keys = frozenset(path)
     for i, (rule, plain) in enumerate(zip(policy.rules, policy.plain_parts)):
@@ -195,3 +190,22 @@ def _clusters_of(spec: _PolicyFile) -> dict[str, tuple[ClusterEnv, ...]]:
 
 def error_for_unknown_cluster(name: str, policy: Policy) -> CookbookError:
     return CookbookError.usage("--cluster", unknown("cluster", name, sorted(policy.clusters)))
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One leaf setting of an effective recipe and the policy class it got (a plain dataclass: the
+    renderer builds one per leaf, so it skips model validation)."""
+
+    path: str
+    value: object
+    cls: str
+    reason: str
+    rule: str = ""
+    replacement: str | None = None  # what the command shows instead (placeholders)
+
+    def to_json(self) -> dict[str, object]:
+        out = {"path": self.path, "value": self.value, "class": self.cls, "reason": self.reason, "rule": self.rule}
+        if self.replacement is not None:
+            out["shown_as"] = self.replacement
+        return out

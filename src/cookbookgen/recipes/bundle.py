@@ -67,15 +67,7 @@ def is_bundle(doc: Document) -> bool:
 
 
 def variant_names(doc: Document) -> list[str]:
-    """Every selector the file offers, in file order (empty for a plain recipe); worked out once per
-    document (each variant asks)."""
-    names = doc.memo.get("variant names")
-    if names is None:
-        names = doc.memo["variant names"] = tuple(_variant_names(doc))
-    return list(names)
-
-
-def _variant_names(doc: Document) -> list[str]:
+    """Every selector the file offers, in file order (empty for a plain recipe)."""
     data = doc.data if isinstance(doc.data, dict) else {}
     names: list[str] = []
     for key, value in data.items():
@@ -103,10 +95,11 @@ def _origins_of(doc: Document, data: RawYaml, doc_prefix: KeyPath, into: KeyPath
 
 
 def _base_of(doc: Document) -> tuple[dict[str, RawYaml], Origins]:
-    """The base of a document, computed once per document (every variant starts from it)."""
-    if "base" not in doc.memo:
-        doc.memo["base"] = _compute_base(doc)
-    data, origins = doc.memo["base"]
+    """The base of a document, computed once per document: every variant starts from it, and the
+    variants share its subtrees (the same objects), which lets their points share work."""
+    if doc.bundle_base is None:
+        object.__setattr__(doc, "bundle_base", _compute_base(doc))
+    data, origins = doc.bundle_base
     return data, dict(origins)
 
 

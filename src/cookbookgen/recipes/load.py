@@ -90,7 +90,7 @@ class Document:
     file: str
     data: RawYaml
     lines: dict[KeyPath, int] = field(default_factory=dict, compare=False, repr=False)
-    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # derived values, e.g. the bundle base
+    bundle_base: Any = field(default=None, compare=False, repr=False)   # `bundle._base_of`, once per document
 
     def line_of(self, path: KeyPath) -> int:
         """Line of `path`, or of its nearest ancestor that has one (0 when none)."""
@@ -277,82 +277,6 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, file: str) -> Problem:
         started = f" at line {exc.context_mark.line + 1}" if exc.context_mark else ""
         detail += f" ({exc.context}{started})"
     return Problem(file, mark.line + 1 if mark else 0, "", f"YAML syntax: {detail}")
-
-
-# --- a top-level mapping split at its keys -------------------------------------------------------
-# After a line feed, a line that starts with neither a space nor a comment (searched in "\n" + text:
-# a pattern that starts with a literal is searched for from one line feed to the next, not at every character)
-_COLUMN_ZERO = re.compile(r"\n([^ \r\n#].*)")
-_KEY_LINE = re.compile(r"([\w.+/-]+):(?:[ ]+(?:#.*)?)?\r?", re.A)  # `key:` alone, perhaps a comment after it
-_INDENTED_CONTENT = re.compile(r"^[ \t]*[^ \t\r\n#]", re.M)
-_LONE_CR = re.compile("\r(?!\n)")
-
-
-def _other_breaks(text: str) -> bool:
-    """Whether `text` breaks a line otherwise than with LF or CRLF (each looked for at C speed)."""
-    return "\x85" in text or "\u2028" in text or "\u2029" in text or ("\r" in text and _LONE_CR.search(text) is not None)
-
-
-@dataclass(frozen=True)
-class TopLevelParts:
-    """The text of a YAML file whose top level is a block mapping of plain keys, each on a line of
-    its own (`key:`, its value indented below): a file of many entries, such as a master config,
-    whose entries a caller can parse one at a time (`split_top_level` says when this is sound)."""
-
-    file: str
-    text: str
-    spans: dict[str, tuple[int, int, int]]    # key -> start and end of its part of the text, line of its first line
-    root_line: int                            # the line `parse_yaml` gives the whole mapping
-
-    def document(self, key: str) -> Document | None:
-        """The entry `key` as parsing the whole text gives it: the mapping of `key` alone, and the
-        lines of its key paths. None when its part does not parse alone to a mapping of exactly
-        that key (a syntax error, an alias to another part, a key such as `yes:` that is not its
-        text): only parsing the whole text can say what the file holds then."""
-        start, end, first_line = self.spans[key]
-        try:
-            doc = parse_yaml(self.text[start:end], self.file)
-        except CookbookError:
-            return None
-        if not isinstance(doc.data, dict) or len(doc.data) != 1 or key not in doc.data:
-            return None
-        shift = first_line - 1
-        lines = {path: line + shift for path, line in doc.lines.items()}
-        lines[()] = self.root_line
-        return Document(self.file, doc.data, lines)
-
-
-def split_top_level(text: str, file: str) -> TopLevelParts | None:
-    """Split `text` at its top-level keys, or None when a split might not agree with `parse_yaml`.
-
-    Sound when every part then parses alone to a mapping of its own key (`TopLevelParts.document`):
-    - every line that starts at column 0 is a comment or a plain `key:` with nothing after it, and
-      no key is written twice, so each part starts at a key of the top-level mapping and holds
-      its whole value: a part that parses alone ends with no quote, bracket or block left open,
-      and a line at column 0 ends any plain or block scalar;
-    - the text has no `*` (no alias can reach into another part, or expand past `MAX_NODES`),
-      is shorter than `MAX_NODES` characters (every value takes at least one character, so the
-      parts together stay under the limit the whole text is held to), has no content before
-      its first key, and breaks its lines with LF or CRLF only (so lines count the same way)."""
-    if "*" in text or len(text) >= MAX_NODES or _other_breaks(text):
-        return None
-    starts: list[tuple[str, int]] = []
-    for line in _COLUMN_ZERO.finditer("\n" + text):
-        found = _KEY_LINE.fullmatch(line.group(1))
-        if found is None:
-            return None
-        starts.append((found.group(1), line.start(1) - 1))
-    if not starts or _INDENTED_CONTENT.search(text, 0, starts[0][1]):
-        return None
-    spans: dict[str, tuple[int, int, int]] = {}
-    line_no, at = 1, 0
-    for i, (key, start) in enumerate(starts):
-        if key in spans:
-            return None
-        line_no += text.count("\n", at, start)
-        at = start
-        spans[key] = (start, starts[i + 1][1] if i + 1 < len(starts) else len(text), line_no)
-    return TopLevelParts(file, text, spans, spans[starts[0][0]][2])
 
 
 class YamlFloat(float):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import CookbookError, Problem
 from ..text import unknown
@@ -14,7 +14,7 @@ from .bundle import EffectiveRecipe, apply_overrides, select, variant_names
 from .changelog import Changelog, read_changelog
 from .checkout import Checkout
 from .launches import script_recipe
-from .load import Document, TopLevelParts, read_text_file, read_yaml_file, split_top_level
+from .load import Document, read_yaml_file
 from .master import ConfigEntry, Row, read_entries
 
 if TYPE_CHECKING:  # the typed schema (pydantic) loads when a point is first resolved
@@ -51,7 +51,7 @@ class Workspace:
     def __init__(self, root: Path) -> None:
         self.checkout = Checkout(root.resolve())
         self._docs: dict[Path, Document] = {}
-        self._entries: dict[str, ConfigEntry] | DeferredEntries | None = None
+        self._entries: dict[str, ConfigEntry] | None = None
         self._selected: dict[tuple[Path, str | None], EffectiveRecipe] = {}
         self._resolved: dict[Path, Path] = {}
         self._recipe_paths: dict[str, Path] = {}
@@ -89,7 +89,7 @@ class Workspace:
         return self._changelog
 
     def entries(self) -> Mapping[str, ConfigEntry]:
-        """Every master config entry by key (read whole on first use, unless `defer_entries` came first)."""
+        """Every master config entry by key (read on first use)."""
         if self._entries is None:
             self._entries = self._read_entries()
         return self._entries
@@ -107,30 +107,6 @@ class Workspace:
                     raise doc.error((key,), f"config key also defined in {found[key].doc.file}")
                 found[key] = entry
         return found
-
-    def defer_entries(self) -> None:
-        """Index the master configs' entries without parsing them, when their text splits at its
-        top-level keys (`load.split_top_level`): each entry is parsed when first asked for
-        (`DeferredEntries`), so forked workers parse the entries of their own configs, in parallel.
-        Otherwise, or when the entries were read already, nothing changes: they are read whole."""
-        if self._entries is not None:
-            return
-        parts: list[TopLevelParts] = []
-        for path in self.checkout.master_files():
-            try:
-                split = split_top_level(read_text_file(path, self.shown(path)), self.shown(path))
-            except CookbookError:
-                return                  # read whole when asked for, which gives the error in its place
-            if split is None:
-                return
-            parts.append(split)
-        keys = [key for part in parts for key in part.spans]
-        if parts and len(set(keys)) == len(keys):
-            self._entries = DeferredEntries(parts, self._read_entries)
-
-    def whole_entries(self) -> None:
-        """Read the master configs whole from now on (after a `DeferredEntries` split did not hold)."""
-        self._entries = self._read_entries()
 
     def entry(self, key: str) -> ConfigEntry:
         entries = self.entries()
@@ -210,60 +186,6 @@ class Workspace:
         recipe = apply_overrides(select(read_yaml_file(path, file), selector or None), sets, unsets)
         normal, typed = normalise(recipe)
         return ResolvedPoint(None, None, None, normal, typed, file)
-
-
-class DeferredEntries(Mapping[str, ConfigEntry]):
-    """The master config entries of split master files (`Workspace.defer_entries`), each parsed when
-    first asked for. Whatever a part cannot settle alone (it does not parse to its own key, or its
-    entry is bad) is settled by reading the files whole: that gives the error a whole read gives, or,
-    when the files are fine, the entries from then on, and `split_failed` records that entries this
-    process or another handed out from parts may be wrong (the caller starts again, reading whole)."""
-
-    def __init__(self, parts: list[TopLevelParts], read_whole: Callable[[], dict[str, ConfigEntry]]) -> None:
-        self._part_of = {key: part for part in parts for key in part.spans}
-        self._parsed: dict[str, ConfigEntry] = {}
-        self._read_whole = read_whole
-        self._whole: dict[str, ConfigEntry] | None = None
-        self.split_failed = False
-
-    def __getitem__(self, key: str) -> ConfigEntry:
-        if self._whole is not None:
-            return self._whole[key]
-        hit = self._parsed.get(key)
-        if hit is None:
-            doc = self._part_of[key].document(key)      # KeyError for a key no master file has
-            try:
-                hit = read_entries(doc)[key] if doc is not None else None
-            except CookbookError:
-                hit = None
-            if hit is None:
-                self._whole = self._read_whole()          # raises the whole files' first error
-                self.split_failed = True
-                return self._whole[key]
-            self._parsed[key] = hit
-        return hit
-
-    @property
-    def _keys(self) -> Mapping[str, object]:
-        """The keys known: the parts' until the files are read whole, then the whole files'."""
-        return self._whole if self._whole is not None else self._part_of
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._keys)
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._keys
-
-    def parse(self, keys: Iterable[str]) -> None:
-        """Parse the entries of `keys` now (their errors, if any, are raised here); all of them at
-        once when a part does not settle (the keys of the parts may then not all be entries)."""
-        for key in keys:
-            if self._whole is not None:
-                return
-            self.get(key)           # a key of a part that did not settle may be no entry of the whole file
 
 
 def _matches(data: dict[str, RawYaml], tp: int | None, conc: int) -> bool:

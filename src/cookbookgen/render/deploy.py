@@ -7,22 +7,22 @@ Dispatch is by table: the frontend type picks the frontend builder; blocks are o
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..policy.classify import classify, may_prohibit
+from ..policy.classify import PathMemo, SettingsMemo, classify, may_prohibit
 from ..policy.rules import Policy
 from ..recipes.bundle import EffectiveRecipe
-from ..recipes.merge import changed_positions
 from ..recipes.schema import Recipe, RoleSpec, ServiceSpec
 from .layout import RoleLayout, Slot, plan
-from .model import Block, Deployment, Setting
+from ..policy.rules import Setting
+from .model import Block, Deployment
 from .nginx import nginx_conf
 from .tables import order_worker_args, tables
 from .values import (
+    ValuesMemo,
     args_from_mapping,
     args_from_words,
-    kept_arg,
     kept_args,
     kept_env,
     replace_args,
@@ -32,15 +32,38 @@ from .values import (
 RawYaml = Any
 
 
+BlocksMemo = dict[tuple[object, ...], tuple[tuple[RawYaml, ...], list[Block]]]
+
+
+@dataclass
+class RunMemo:
+    """What the points of one config share while they are rendered (the points of a bundle share the
+    recipe subtrees their overrides leave alone: the same objects). Each result is kept with the
+    subtrees it was made from and reused only for those very objects."""
+
+    settings: SettingsMemo = field(default_factory=dict)
+    """`classify`: the settings of a subtree at a path."""
+    prohibited_paths: PathMemo = field(default_factory=dict)
+    """`may_prohibit`: whether a prohibited rule's path is under a subtree."""
+    blocks: BlocksMemo = field(default_factory=dict)
+    """`_shared`: the blocks built from the subtrees they read (services, frontend, a role)."""
+    args: ValuesMemo = field(default_factory=dict)
+    """`values.kept_args`: what one recipe arg value shows in a command."""
+    env: ValuesMemo = field(default_factory=dict)
+    """`values.kept_env`: what one recipe env value shows in a command."""
+
+
 @dataclass(frozen=True)
 class RenderContext:
-    """What the recipe does not say: the Hugging Face model id, the policy, the cluster it ran on."""
+    """What the recipe does not say: the Hugging Face model id, the policy, the cluster it ran on;
+    and the run memo the points of a config share (a fresh one by default)."""
 
     model_id: str
     policy: Policy
     cluster: str | None = None
     image: str | None = None
     settings: bool = True       # list every setting with its class (the pages' report); else none are listed
+    memo: RunMemo = field(default_factory=RunMemo)
 
 
 def frontend_kind(typed: Recipe, layouts: dict[str, RoleLayout]) -> str:
@@ -53,7 +76,9 @@ def frontend_kind(typed: Recipe, layouts: dict[str, RoleLayout]) -> str:
 
 def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deployment:
     # without a settings report, classified only to raise on a prohibited setting, when there may be one
-    settings = classify(recipe, ctx.policy) if ctx.settings or may_prohibit(recipe, ctx.policy) else []
+    memo = ctx.memo
+    settings = (classify(recipe, ctx.policy, memo.settings)
+                if ctx.settings or may_prohibit(recipe, ctx.policy, memo.prohibited_paths) else [])
     layouts = plan(recipe, typed)
     kind = frontend_kind(typed, layouts)
     cluster_env, cluster_settings = _cluster_env(ctx, typed)
@@ -83,17 +108,16 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
 
 
 def _shared(ctx: RenderContext, key: tuple[object, ...], inputs: tuple[RawYaml, ...], build: Callable[[], list[Block]]) -> list[Block]:
-    """`build()`, once per run for each `key` and the very `inputs` it reads: the recipe subtrees
-    (`services`, `frontend`, `dynamo`) that the points of a bundle share unless their override touches
-    them. The blocks are a function of those subtrees (which the typed recipe validates), of the
-    values in `key`, and of the policy that holds the memo; the points then share the block objects."""
-    memo_key = ("blocks", *key, *map(id, inputs))
-    hit = ctx.policy.memo.get(memo_key)
+    """`build()`, once per run memo for each `key` and the very `inputs` it reads: the recipe subtrees
+    (`services`, `frontend`, `dynamo`, a role) that the points of a bundle share unless their override
+    touches them. The blocks are a function of those subtrees (which the typed recipe validates), of
+    the values in `key`, and of the policy; the points then share the block objects."""
+    memo_key = (*key, *map(id, inputs))
+    hit = ctx.memo.blocks.get(memo_key)
     if hit is not None and all(a is b for a, b in zip(hit[0], inputs)):
-        shared: list[Block] = hit[1]
-        return shared
+        return hit[1]
     blocks = build()
-    ctx.policy.memo[memo_key] = (inputs, blocks)
+    ctx.memo.blocks[memo_key] = (inputs, blocks)
     return blocks
 
 
@@ -135,39 +159,7 @@ def _shared_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, l
     mooncake = any(s.type == "mooncake-master" for s in typed.services or [])
     key = ("worker", kind, layout, slot, ctx.model_id, plane, mooncake, tuple(cluster_env.items()))
 
-    def build() -> list[Block]:
-        last_key = ("last", *key)
-        last = ctx.policy.memo.get(last_key)
-        block = (last and _worker_from_last(ctx.policy, layout.role, spec, *last)) or _worker(typed, ctx, kind, layout, slot, spec, cluster_env)
-        ctx.policy.memo[last_key] = (spec, block)
-        return [block]
-    return _shared(ctx, key, (raw,), build)[0]
-
-
-def _worker_from_last(policy: Policy, role: str, spec: RoleSpec, before: RoleSpec, block: Block) -> Block | None:
-    """`_worker` of `spec`, made from `block`: the block rendered last with the same key (`_shared_worker`:
-    all it reads but the role's spec) for the spec `before`. When the two specs differ only in the
-    values of a few args (the points of a bundle differ in what their overrides set), each of those
-    args shows in the block once, under the same flag, and is replaced there: the block's flags, so
-    its order, are the same. None when the new block must be made whole."""
-    names = tuple(spec.args)
-    if names != tuple(before.args) or spec.kv_events is not before.kv_events or tuple(spec.env) != tuple(before.env):
-        return None         # names compared in order: the values are compared place by place
-    if changed_positions(tuple(spec.env.values()), tuple(before.env.values())):
-        return None
-    values = tuple(spec.args.values())
-    changed = changed_positions(values, tuple(before.args.values()))
-    if len(changed) * 4 > len(names):
-        return None
-    base = ("roles", role, "args")
-    args = list(block.args)
-    flags = [a[0] for a in args]
-    for i in changed:
-        old, new = kept_arg(policy, base, names[i], before.args[names[i]]), kept_arg(policy, base, names[i], values[i])
-        if old is None or new is None or old[0] != new[0] or flags.count(old[0]) != 1:
-            return None
-        args[flags.index(old[0])] = new
-    return block.model_copy(update={"args": tuple(args)})
+    return _shared(ctx, key, (raw,), lambda: [_worker(typed, ctx, kind, layout, slot, spec, cluster_env)])[0]
 
 
 def _worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
@@ -187,8 +179,8 @@ def _worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
         lead.append(("--request-plane", word(typed.dynamo.request_plane)))
     if spec.kv_events and "kv-events-config" not in spec.args:
         lead.append(("--kv-events-config", _kv_events(spec.kv_events, ports["kv_events"] + slot.index * layout.dp_size)))
-    args = lead + kept_args(ctx.policy, ("roles", role, "args"), spec.args)
-    env = kept_env(ctx.policy, ("roles", role, "env"), spec.env)
+    args = lead + kept_args(ctx.policy, ("roles", role, "args"), spec.args, ctx.memo.args)
+    env = kept_env(ctx.policy, ("roles", role, "env"), spec.env, ctx.memo.env)
     if kind == "dynamo":
         env.update(dynamo_env(typed))
     if any(s.type == "mooncake-master" for s in typed.services or []) and any(k.startswith("MOONCAKE_") for k in env):
@@ -233,8 +225,8 @@ def dynamo_frontend_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderCo
     fe = typed.frontend
     count = 1 + fe.num_additional_frontends if fe.enable_multiple_frontends else 1
     port = tables().ports["frontend_behind_nginx" if count > 1 else "frontend"]
-    args = [("--http-port", str(port))] + kept_args(ctx.policy, ("frontend", "args"), fe.args)
-    env = {**kept_env(ctx.policy, ("frontend", "env"), fe.env), **dynamo_env(typed)}
+    args = [("--http-port", str(port))] + kept_args(ctx.policy, ("frontend", "args"), fe.args, ctx.memo.args)
+    env = {**kept_env(ctx.policy, ("frontend", "env"), fe.env, ctx.memo.env), **dynamo_env(typed)}
     where = f"on {count} CPU nodes (FRONTEND_0_IP..FRONTEND_{count - 1}_IP)" if count > 1 else "on a CPU node (or any node)"
     blocks = [Block(kind="dynamo-frontend", title=tables().title("dynamo-frontend"), cmd=tables().command("dynamo-frontend"),
                     args=tuple(args), env=dict(sorted(env.items())), count=count, where=where)]
@@ -253,10 +245,10 @@ def router_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, la
         args += [("--decode", url) for url, _ in _worker_urls(layouts["decode"])]
         args.append(("--pd-disaggregation",))
     args += [("--host", "0.0.0.0"), ("--port", str(ports["frontend"]))]
-    args = replace_args(args, kept_args(ctx.policy, ("frontend", "args"), typed.frontend.args))
+    args = replace_args(args, kept_args(ctx.policy, ("frontend", "args"), typed.frontend.args, ctx.memo.args))
     if "agg" in layouts:
         args.append(("--worker-urls", *(url for url, _ in _worker_urls(layouts["agg"]))))
-    env = kept_env(ctx.policy, ("frontend", "env"), typed.frontend.env)
+    env = kept_env(ctx.policy, ("frontend", "env"), typed.frontend.env, ctx.memo.env)
     local = any("127.0.0.1" in " ".join(a) for a in args)
     where = "on the worker's node (it reaches the worker at 127.0.0.1)" if local else "on a CPU node (or any node)"
     return [Block(kind="sglang-router", title=tables().title("sglang-router"), cmd=tables().command("sglang-router"),
@@ -326,7 +318,7 @@ class _ServiceEntry:
 def _service_entry(ctx: RenderContext, i: int, svc: ServiceSpec) -> _ServiceEntry:
     own = args_from_words(svc.args) if isinstance(svc.args, list) else args_from_mapping(svc.args)
     preamble = tuple(svc.preamble.splitlines()) if isinstance(svc.preamble, str) else tuple(svc.preamble or ())
-    return _ServiceEntry(own, kept_env(ctx.policy, ("services", i, "env"), svc.env), preamble)
+    return _ServiceEntry(own, kept_env(ctx.policy, ("services", i, "env"), svc.env, ctx.memo.env), preamble)
 
 
 def _with_service(block: Block, declared: tuple[int, ServiceSpec] | None, ctx: RenderContext) -> Block:

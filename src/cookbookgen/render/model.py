@@ -6,10 +6,11 @@ Quoting and layout live in `shell.py` only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ..policy.rules import Setting
 
 BlockKind = Literal[
     "etcd", "nats", "nginx", "dynamo-frontend", "sglang-router", "mooncake-master", "mooncake-store", "worker"
@@ -65,25 +66,6 @@ class Block(BaseModel):
         if self.files:
             out["files"] = dict(self.files)
         out["where"] = self.where
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class Setting:
-    """One leaf setting of an effective recipe and the policy class it got (a plain dataclass: the
-    renderer builds one per leaf, so it skips model validation)."""
-
-    path: str
-    value: object
-    cls: str
-    reason: str
-    rule: str = ""
-    replacement: str | None = None  # what the command shows instead (placeholders)
-
-    def to_json(self) -> dict[str, object]:
-        out = {"path": self.path, "value": self.value, "class": self.cls, "reason": self.reason, "rule": self.rule}
-        if self.replacement is not None:
-            out["shown_as"] = self.replacement
         return out
 
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, cast
+from typing import Any, Callable, Iterable, cast
 
 from ..policy.rules import DROPPED, Policy
 from ..recipes.load import KeyPath
-from ..recipes.merge import changed_positions
 
 RawYaml = Any
 
@@ -52,53 +51,44 @@ def _kept(policy: Policy, path: tuple[str, ...], value: RawYaml) -> tuple[bool, 
     return True, value
 
 
-def kept_args(policy: Policy, prefix: KeyPath, args: dict[str, RawYaml]) -> list[tuple[str, ...]]:
+ValuesMemo = dict[tuple[tuple[str, ...], str, int], tuple[RawYaml, Any]]
+"""What a recipe value at a path shows in a command (an arg tuple or an env word; None: nothing), by
+the path, the name and the value's id, kept with the value itself: the points of a config share
+most values (the same objects)."""
+
+
+def kept_args(policy: Policy, prefix: KeyPath, args: dict[str, RawYaml], memo: ValuesMemo | None = None) -> list[tuple[str, ...]]:
+    """The args at `prefix` as the command shows them (dropped ones and `null`s left out)."""
     base = tuple(map(str, prefix))
-    memo = policy.memo     # per run: the points of a bundle share most values (the same objects)
-    names, values = tuple(args), tuple(args.values())
-    last = memo.get(("kept_args at", base))      # the args last seen at this path: an override changes a few
-    todo: Iterable[int]
-    if last is not None and last[0] == names:
-        shown: list[tuple[str, ...] | None] = list(last[2])
-        todo = changed_positions(values, last[1])
-    else:
-        shown, todo = [None] * len(names), range(len(names))
-    for i in todo:
-        shown[i] = kept_arg(policy, base, names[i], values[i])
-    memo[("kept_args at", base)] = (names, values, shown)
+    shown = (_shown(policy, base, name, value, memo, _as_arg) for name, value in args.items())
     return [a for a in shown if a is not None]
 
 
-def kept_arg(policy: Policy, base: tuple[str, ...], name: str, value: RawYaml) -> tuple[str, ...] | None:
-    """One arg of the args at `base` as the command shows it (None: dropped, or no argument),
-    worked out once per run for each value object."""
-    key = ("kept_arg", base, name, id(value))
-    hit = policy.memo.get(key)
-    if hit is None or hit[0] is not value:
-        keep, word_of = _kept(policy, base + (str(name),), value)
-        hit = policy.memo[key] = (value, arg_tuple(name, word_of) if keep else None)
-    return hit[1]
-
-
-def kept_env(policy: Policy, prefix: KeyPath, env: dict[str, RawYaml]) -> dict[str, str]:
+def kept_env(policy: Policy, prefix: KeyPath, env: dict[str, RawYaml], memo: ValuesMemo | None = None) -> dict[str, str]:
+    """The env at `prefix` as the command shows it (dropped ones and `null`s left out)."""
     base = tuple(map(str, prefix))
-    memo = policy.memo
-    values = tuple(env.values())
-    whole = ("kept_env_all", base, tuple(env))        # the same names with the very same values: the same env
-    hit = memo.get(whole)
-    if hit is not None and not changed_positions(values, hit[0]):
-        return dict(hit[1])
-    out = {}
-    for name, value in env.items():
-        key = ("kept_env", base, name, id(value))
-        hit = memo.get(key)
-        if hit is None or hit[0] is not value:
-            keep, shown = _kept(policy, base + (str(name),), value)
-            hit = memo[key] = (value, word(shown) if keep and shown is not None else None)
-        if hit[1] is not None:
-            out[name] = hit[1]
-    memo[whole] = (values, out)
-    return dict(out)            # callers add to it
+    shown = ((name, _shown(policy, base, name, value, memo, _as_env)) for name, value in env.items())
+    return {name: text for name, text in shown if text is not None}
+
+
+def _as_arg(name: str, value: RawYaml) -> tuple[str, ...] | None:
+    return arg_tuple(name, value)
+
+
+def _as_env(name: str, value: RawYaml) -> str | None:
+    return None if value is None else word(value)
+
+
+def _shown(policy: Policy, base: tuple[str, ...], name: str, value: RawYaml, memo: ValuesMemo | None,
+           show: Callable[[str, RawYaml], Any]) -> Any:
+    key = (base, name, id(value))
+    hit = memo.get(key) if memo is not None else None
+    if hit is None or hit[0] is not value:
+        keep, shown = _kept(policy, base + (str(name),), value)
+        hit = (value, show(name, shown) if keep else None)
+        if memo is not None:
+            memo[key] = hit
+    return hit[1]
 
 
 def args_from_words(words: Iterable[RawYaml]) -> list[tuple[str, ...]]:

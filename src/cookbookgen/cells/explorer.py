@@ -1,0 +1,244 @@
+"""The AgentX explorer's block algebra that cells and the AgentX codec share (AGENTX_FORMAT.md): worker
+argument order, re-targeting a KV tier (section 3.4), and block dicts -> `Block` with the explorer's
+titles and "where" prose (section 3). No I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import CookbookError, key_join
+from ..render.model import Block
+from ..render.shell import format_block
+
+DEFAULT_FILE = "agentx"
+LEAD_FLAGS = (
+    "--model-path", "--served-model-name", "--host", "--port", "--disaggregation-mode",
+    "--disaggregation-bootstrap-port", "--dist-init-addr", "--nnodes", "--node-rank", "--request-plane",
+    "--kv-events-config",
+)
+LINKER_FLAGS = (
+    "--enable-unified-cache-external-linker", "--unified-cache-external-linker-backend",
+    "--hicache-storage-backend-extra-config",
+)
+STORE_ONLY_ENV = (
+    "MOONCAKE_MASTER", "MOONCAKE_TE_META_DATA_SERVER", "MOONCAKE_GLOBAL_SEGMENT_SIZE", "MOONCAKE_STANDALONE_STORAGE",
+)
+CACHE_ROLES = ("agg", "prefill")
+NGINX_CMD = "nginx -c nginx.conf -g 'daemon off;'"
+# Lookup tables keyed by a block's raw `role`/`kind` (None when the block has none).
+ROLE_TITLE: dict[str | None, str] = {"agg": "Worker", "prefill": "Prefill worker", "decode": "Decode worker"}
+ROLE_HEAD: dict[str | None, str] = {"agg": "$AGG_HEAD_IP", "prefill": "$PREFILL_HEAD_IP", "decode": "$DECODE_HEAD_IP"}
+KIND_TITLE: dict[str | None, str] = {
+    "etcd": "etcd — Dynamo control plane",
+    "nats": "NATS — Dynamo KV-event plane",
+    "mooncake-master": "Mooncake master",
+    "mooncake-store": "Mooncake store",
+    "dynamo-frontend": "Dynamo frontend (OpenAI API)",
+    "sglang-router": "SGLang router (OpenAI API)",
+    "nginx": "nginx — optional frontend load balancer",
+}
+
+Json = dict[str, Any]
+
+
+def _arg_key(arg: list[Any]) -> tuple[int, str]:
+    name = arg[0]
+    return (LEAD_FLAGS.index(name), "") if name in LEAD_FLAGS else (len(LEAD_FLAGS), name)
+
+
+def sort_args(args: list[list[Any]]) -> list[list[Any]]:
+    """Worker argument order: LEAD_FLAGS first in that order, then alphabetical; stable."""
+    return sorted(args, key=_arg_key)
+
+
+# ---- KV tiers (section 3.4) ----
+
+def _is_kv_flag(name: str) -> bool:
+    return name == "--enable-hierarchical-cache" or name.startswith("--hicache-") or name in LINKER_FLAGS
+
+
+def _cell_path(module: Json, cell: Json) -> str:
+    index = next((i for i, c in enumerate(module.get("cells", [])) if c is cell), None)
+    return key_join("cells", index) if index is not None else "cells[?]"
+
+
+def _tier_settings(role: Any, target: str, cell: Json, module: Json, file: str) -> tuple[list[Any], Json]:
+    """(args, env) the target tier adds to a worker of this role."""
+    mooncake = module.get("kvMooncake") or {}
+    if role in CACHE_ROLES and target == "hicache":
+        hicache = (cell.get("kv") or {}).get("hicache")
+        if not hicache:
+            raise CookbookError.at(file, 0, _cell_path(module, cell) + ".kv.hicache", "missing (needed for hicache)")
+        return hicache["args"], {}
+    if target != "mooncake":
+        return [], {}
+    if not mooncake:
+        raise CookbookError.at(file, 0, "kvMooncake", "missing (needed for mooncake)")
+    if role in CACHE_ROLES:
+        return mooncake["args"], mooncake["env"]
+    return [], mooncake["decode_env"]
+
+
+def _kv_worker(block: Json, source: str, target: str, settings: tuple[list[Any], Json]) -> Json:
+    add, env_add = settings
+    args = [a for a in block["args"] if not _is_kv_flag(a[0])]
+    env = block["env"]
+    if source == "mooncake":
+        env = {k: v for k, v in env.items() if k not in STORE_ONLY_ENV}
+    names = {a[0] for a in args}
+    args.extend(list(a) for a in add if a[0] not in names)
+    env = {**env, **{k: v for k, v in env_add.items() if k not in env}}
+    return {**block, "args": sort_args(args), "env": dict(sorted(env.items()))}
+
+
+def _mooncake_master(module: Json, router: str, file: str) -> Json:
+    master = ((module.get("kvMooncake") or {}).get("master") or {}).get(router)
+    if master is None:
+        raise CookbookError.at(file, 0, f"kvMooncake.master.{router}", "missing (needed for mooncake)")
+    return copy.deepcopy(master)
+
+
+def kv_transform(
+    blocks: list[Json], measured_tier: str, target_tier: str, cell: Json, module: Json, router: str,
+    file: str = DEFAULT_FILE,
+) -> list[Json]:
+    """Re-target the measured KV tier: strip its flags/blocks, add the target's (section 3.4)."""
+    if measured_tier == target_tier:
+        return blocks
+    out: list[Json] = []
+    for b0 in blocks:
+        if measured_tier == "mooncake" and b0.get("kind") in ("mooncake-master", "mooncake-store"):
+            continue
+        b = {**b0, "args": [list(a) for a in b0.get("args") or []], "env": dict(b0.get("env") or {})}
+        if b.get("kind") == "worker":
+            settings = _tier_settings(b.get("role"), target_tier, cell, module, file)
+            b = _kv_worker(b, measured_tier, target_tier, settings)
+        out.append(b)
+    if target_tier == "mooncake":
+        first = next((i for i, b in enumerate(out) if b.get("kind") == "worker"), -1)
+        out.insert(first, _mooncake_master(module, router, file))  # -1 mirrors JS splice(-1, 0, x)
+    return out
+
+
+# ---- Block objects, titles and "where" prose (explorer section 3) ----
+
+def _js_str(value: Any) -> str:
+    """`String(v)` as JavaScript prints JSON scalars."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def block_title(block: Json) -> str:
+    if block.get("kind") == "worker":
+        return ROLE_TITLE.get(block.get("role"), "Worker")
+    return KIND_TITLE.get(block.get("kind"), str(block.get("kind")))
+
+
+def _pinning_text(pinning: list[list[Any]]) -> str:
+    per = [f"worker {i}: {' / '.join(str(x) for x in w if x) or 'all'}" for i, w in enumerate(pinning)]
+    return f"Workers share nodes: pin GPUs per worker with CUDA_VISIBLE_DEVICES = {' · '.join(per)}."
+
+
+def _worker_where(b: Json, router: str, worker_count: int) -> str:
+    n = b.get("nodes_per_worker") or 1
+    role = b.get("role")
+    parts: list[str] = []
+    if (b.get("workers") or 0) > 1:
+        span = f", each spanning {n} nodes" if n > 1 else ", one per node"
+        parts.append(f"Start {b['workers']} {role} workers{span}.")
+    if n > 1:
+        parts.append(f"Run on every node of a worker with NODE_RANK=0..{n - 1}; {ROLE_HEAD.get(role)} is that worker's first node.")
+    if b.get("gpu_pinning") is not None:
+        parts.append(_pinning_text(b["gpu_pinning"]))
+    if router == "sglang" and worker_count == 1 and role == "agg" and n == 1:
+        parts.append("Serves the OpenAI API on port 30000.")
+    if router == "dynamo":
+        parts.append("Workers register with Dynamo through etcd; start them after etcd/NATS.")
+    return " ".join(parts) or f"Run on the {role} node."
+
+
+def _store_where(b: Json) -> str:
+    ports = b.get("ports") or []
+    many = f", one instance per port ({', '.join(ports)}; change --port)" if len(ports) > 1 else ""
+    return f"Start on each of the {b.get('count_nodes') or 1} decode node(s){many}."
+
+
+def _frontend_where(b: Json) -> str:
+    count = b.get("count") or 0
+    head = (
+        f"SA ran {count} frontends on separate nodes behind nginx (previous tab; port 8180 each, nginx on 8000). "
+        "One frontend on port 8000 also works."
+        if count > 1 else "Start once; clients connect to port 8000."
+    )
+    return head + " It finds the workers through etcd, so it can start before them."
+
+
+_FIXED_WHERE: dict[str | None, str] = {
+    "etcd": "Start once, before everything else, on $ETCD_IP.",
+    "nats": "Start once on $NATS_IP, with nats.conf (below) in the working directory.",
+    "mooncake-master": "Start once on $MOONCAKE_MASTER_IP before the workers.",
+    "nginx": "Optional scale-out in front of the frontends (next tab): hashes each session onto one frontend and "
+    "listens on port 8000, with nginx.conf (below) in the working directory.",
+    "sglang-router": "Start once after the workers; clients connect to port 8000.",
+}
+
+
+def where_text(b: Json, router: str, worker_count: int) -> str:
+    """The explorer's per-tab instruction of where and how often a block runs."""
+    kind = b.get("kind")
+    if kind == "worker":
+        return _worker_where(b, router, worker_count)
+    if kind == "mooncake-store":
+        return _store_where(b)
+    if kind == "dynamo-frontend":
+        return _frontend_where(b)
+    return _FIXED_WHERE.get(kind, "")
+
+
+def _tuple_or_none(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else tuple(_js_str(v) for v in value)
+
+
+def _block_fields(b: Json, router: str, worker_count: int) -> Json:
+    """Block fields; a block's own `title`/`where` (cookbookgen's extra keys) win over the explorer's prose."""
+    args = b.get("args") or []
+    nginx = b.get("kind") == "nginx" and not args
+    pinning = b.get("gpu_pinning")
+    return {
+        "kind": b.get("kind"), "role": b.get("role"),
+        "title": b["title"] if isinstance(b.get("title"), str) else block_title(b),
+        "cmd": NGINX_CMD if nginx else b.get("cmd"),
+        "args": tuple(tuple(_js_str(x) for x in a) for a in args),
+        "env": {k: _js_str(v) for k, v in (b.get("env") or {}).items()},
+        "preamble": tuple(b.get("preamble") or ()),
+        "workers": b.get("workers"), "nodes_per_worker": b.get("nodes_per_worker"),
+        "count": b.get("count"), "count_nodes": b.get("count_nodes"),
+        "gpu_pinning": None if pinning is None else tuple(tuple(_js_str(x or "") for x in w) for w in pinning),
+        "ports": _tuple_or_none(b.get("ports")),
+        "where": b["where"] if isinstance(b.get("where"), str) else where_text(b, router, worker_count),
+    }
+
+
+def to_block(b: Json, router: str, worker_count: int, files: list[Json], file: str, path: str) -> Block:
+    """A `Block` from a decoded block dict; `files` named in its text are attached to it."""
+    try:
+        block = Block(**_block_fields(b, router, worker_count))
+    except ValidationError as exc:
+        raise CookbookError.at(file, 0, path, f"bad decoded block: {exc.errors()[0]['msg']}") from None
+    text = block_text(block)
+    used = {f["name"]: f["content"] for f in files if f["name"] in text}
+    return block.model_copy(update={"files": used}) if used else block
+
+
+def block_text(block: Block) -> str:
+    """The text the explorer shows (and copies) for one process."""
+    return format_block(block, with_files=False)
