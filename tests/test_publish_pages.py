@@ -20,7 +20,9 @@ from cookbookgen.publish import pages
 from cookbookgen.publish.chart import Axis, ChartPoint, frontier, pareto_svg
 from cookbookgen.publish.site import read_templates
 from cookbookgen.render.model import Block
-from cookbookgen.render.shell import format_block
+from cookbookgen.render.shell import block_argv, format_block, placeholders_in, processes
+
+from test_shell import run_with_stubs
 
 ROOT = Path(__file__).resolve().parents[1]
 DATE = dt.date(2026, 11, 29)
@@ -101,13 +103,27 @@ def test_every_copy_all_and_script_passes_bash_n(files: dict[str, str]) -> None:
         assert result.returncode == 0, result.stderr
 
 
-def test_scripts_spell_out_placeholders_replicas_and_ranks(cookbook: Cookbook, files: dict[str, str]) -> None:
-    disagg = next(c for c in _cells(cookbook) if c.label.startswith("Disagg"))
-    text = files[f"{cookbook.pages[0].slug}/{pages.script_name(disagg, disagg.points[0])}"]
-    assert 'export ETCD_IP="${ETCD_IP:?' in text
-    assert "<" not in "".join(line for line in text.splitlines() if line.startswith("export "))
-    assert "replica 1: run on its own node" in text
-    assert "NODE_RANK=0, NODE_RANK=1, NODE_RANK=2, NODE_RANK=3" in text
+def test_every_launch_script_runs_each_listed_process_alone(cookbook: Cookbook, files: dict[str, str], tmp_path: Path) -> None:
+    """With stubs on PATH, `launch-*.sh <process>` execs exactly that block's command: its argv and env, placeholders
+    filled in from the environment, NODE_RANK fixed per rank; `--list` names every process."""
+    runs = [(p.deployment.blocks, files[f"{page.slug}/{pages.script_name(c, p)}"]) for page in cookbook.pages for c in page.cells for p in c.points]
+    assert any(b.nodes_per_worker and b.nodes_per_worker > 1 for blocks, _ in runs for b in blocks)
+    for blocks, script in runs:
+        names = {n for b in blocks for n in placeholders_in(format_block(b))}
+        cluster = {n: f"10.0.{i}.9" for i, n in enumerate(sorted(names)) if n != "NODE_RANK"}
+        stubs = {b.cmd.split()[0] for b in blocks}
+        procs = processes(list(blocks))
+        listed = run_with_stubs(script, "--list", tmp_path, stubs, cluster)[0].stdout
+        assert [line.split()[0] for line in listed.splitlines()] == [n for n, *_ in procs]
+        for name, index, rank, _ in procs:
+            values = {**cluster, "NODE_RANK": str(rank)}
+            fill = lambda word: re.sub(r"\$\{?([A-Z][A-Z0-9_]*)\}?", lambda m: values.get(m.group(1), m.group(0)), word)  # noqa: E731
+            block = blocks[index]
+            run, argv, env = run_with_stubs(script, name, tmp_path, stubs, cluster)
+            assert run.returncode == 0, (name, run.stderr)
+            assert argv == [fill(w) for w in block_argv(block)[len(block.env):]], name
+            assert {k: env.get(k) for k in block.env} == {k: fill(v) for k, v in block.env.items()}, name
+            assert all((tmp_path / f).read_text() == fill(c if c.endswith("\n") else c + "\n") for f, c in block.files.items())
 
 
 def test_model_page_has_one_fenced_block_per_process_in_launch_order(cookbook: Cookbook, files: dict[str, str]) -> None:
