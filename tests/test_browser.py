@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import http.server
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -227,6 +228,11 @@ def test_page_weights_heights_and_titles(two_hw: tuple[Cookbook, Path], server: 
         assert page.evaluate("document.documentElement.scrollWidth") <= width, rel
         page.screenshot(path=str(SCREENSHOT.with_name(f"browser-{width}-{rel.replace('/', '_')}.png")), full_page=False)
     page.goto(f"{server}/{cookbook.pages[0].slug}/index.html")
+    # chart text as drawn: the smallest font of the SVG scaled to the image's width on screen
+    scales = page.evaluate("[...document.querySelectorAll('img.cb-chart')].map(i => i.clientWidth / i.naturalWidth)")
+    svg = next((out / cookbook.pages[0].slug).glob("pareto-*.svg")).read_text()
+    smallest = min(int(px) for px in re.findall(r"font-size:([0-9]+)px", svg))
+    assert scales and min(scales) * smallest >= 9, (scales, smallest)
     model_height = page.evaluate("document.documentElement.scrollHeight")
     print(f"{width}x{height}: model page {model_height} px")
     if width > 1000:
