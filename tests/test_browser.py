@@ -183,7 +183,9 @@ def test_copy_all_button_copies_the_script(two_hw: tuple[Cookbook, Path], server
 def test_deep_links_open_the_combination(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
     cookbook, _ = two_hw
     cell = next(c for c in cookbook.pages[0].cells if len(c.points) > 2 and c.variants)
-    page = browser.new_page()  # type: ignore[attr-defined]
+    context = browser.new_context()  # type: ignore[attr-defined]
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
+    page = context.new_page()
     for point in cell.points:
         anchor = pages.point_anchor(cell, point)
         page.goto(f"{_cell_url(server, cookbook, cell)}#{anchor}")
@@ -198,7 +200,13 @@ def test_deep_links_open_the_combination(two_hw: tuple[Cookbook, Path], server: 
     assert shown.first.get_attribute("data-variant-block") == f"{anchor}-0"
     assert [shown.nth(i).inner_text() for i in range(shown.count())] == [format_block(b) for b in variant.deployment.blocks]
     assert [page.locator(f".cb-selectors select >> nth={i}").input_value() for i in range(2)] == [variant.router, variant.kv]
-    page.close()
+    page.locator(".cb-variant-view button.cb-copy").last.click()          # a derived block's copy button: just its command
+    assert page.evaluate("navigator.clipboard.readText()") == format_block(variant.deployment.blocks[-1])
+    checked = "[...document.querySelectorAll('.tabbed-set input')].map(i => i.checked)"
+    before = page.evaluate(checked)
+    page.locator(".cb-selectors select >> nth=2").select_option(pages.variant_tab(cell, cell.variants[0]))
+    assert page.evaluate(checked) == before and True in before            # the measured tabs are untouched
+    context.close()
 
 
 # per visible block title: how often its text (without the "N. ") appears in its tab or section
@@ -237,6 +245,8 @@ def test_page_weights_heights_and_titles(two_hw: tuple[Cookbook, Path], server: 
     print(f"{width}x{height}: model page {model_height} px")
     if width > 1000:
         assert model_height <= 3.5 * height
+    page.goto(f"{server}/flags.html")                                     # one line per flag, opening to its details
+    assert page.evaluate("document.documentElement.scrollHeight") <= 10 * height
     assert errors == [] and outside == []
     context.close()
 
