@@ -151,7 +151,7 @@ class BlockView:
     where: str
     text: str
     anchor: str
-    data: Mapping[str, str]    # data-* attributes of the code block (cell, point, block index; or variant)
+    data: Mapping[str, str]    # data-* attributes of a measured block (cell, point, block index)
 
 
 @dataclass(frozen=True)
@@ -170,10 +170,9 @@ class RunView:
 
 @dataclass(frozen=True)
 class VariantGroup:
-    """The derived variants of one (router, KV tier) combination: one tab per measured point."""
+    """The derived variants of one (router, KV tier) combination: one per measured point."""
 
     title: str
-    anchor: str
     runs: tuple[RunView, ...]
 
 
@@ -271,7 +270,7 @@ def variant_group_title(router: str, kv: str) -> str:
 
 
 def variant_group_anchor(cell: Cell, router: str, kv: str) -> str:
-    """The id of the combination's heading; its concurrency tabs get `<this>-<tab slug>`."""
+    """The prefix of the combination's variant anchors: `<this>-<tab slug>`."""
     return f"{cell.slug}-derived-{_tab_slug(router, '-')}-{_tab_slug(kv, '-')}"
 
 
@@ -341,8 +340,7 @@ def script_heading(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment
 
 def _blocks(dep: Deployment, anchor: str, data: Mapping[str, str]) -> tuple[BlockView, ...]:
     """One view per block; measured blocks say which cell, point and block they are (`data-*`)."""
-    return tuple(BlockView(b.title, where_text(b), format_block(b), f"{anchor}-{i}",
-                           {**data, "block": str(i)} if "point" in data else dict(data))
+    return tuple(BlockView(b.title, where_text(b), format_block(b), f"{anchor}-{i}", {**data, "block": str(i)} if data else {})
                  for i, b in enumerate(dep.blocks))
 
 
@@ -375,9 +373,8 @@ def _run_view(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.dat
 def _variant_view(cookbook: Cookbook, cell: Cell, variant: Variant, generated_on: dt.date) -> RunView:
     anchor = variant_anchor(cell, variant)
     point = _variant_point(cell, variant) or cell.points[0]
-    data = {"variant": f"{cell.id} {variant.point} {variant.router} {variant.kv}"}
     return RunView(tab=variant_tab(cell, variant), anchor=anchor, script=f"launch-{anchor}.sh",
-                   blocks=_blocks(variant.deployment, anchor, data), copy_all=variant_script(cookbook, cell, variant, generated_on),
+                   blocks=_blocks(variant.deployment, anchor, {}), copy_all=variant_script(cookbook, cell, variant, generated_on),
                    point=point, summary=f"{variant.router} router with KV tier {variant.kv}, derived from point {variant.point}",
                    same_as=None)
 
@@ -387,7 +384,7 @@ def variant_groups(cookbook: Cookbook, cell: Cell, generated_on: dt.date) -> tup
     groups: dict[tuple[str, str], list[RunView]] = {}
     for v in cell.variants:
         groups.setdefault((v.router, v.kv), []).append(_variant_view(cookbook, cell, v, generated_on))
-    return tuple(VariantGroup(variant_group_title(r, k), variant_group_anchor(cell, r, k), tuple(runs))
+    return tuple(VariantGroup(variant_group_title(r, k), tuple(runs))
                  for (r, k), runs in groups.items())
 
 
