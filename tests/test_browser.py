@@ -2,7 +2,8 @@
 
 Needs /usr/bin/chromium (`apt-get install -y chromium`); the test fails, not skips, without it.
 The site is served by `http.server` on 127.0.0.1; every request elsewhere is blocked and reported.
-Screenshots go to test-output/browser.png (the copied block) and browser-tabs.png (hardware tabs).
+Screenshots go to test-output/: browser.png (the copied block), browser-<width>-<page>.png (every page at
+1400x1000 and 390x844).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import http.server
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -19,6 +21,7 @@ import pytest
 
 from cookbookgen.cells.assemble import load_cookbook
 from cookbookgen.cells.model import Cell, Cookbook
+from cookbookgen.cells.variants import with_variants
 from cookbookgen.publish import pages, site
 from cookbookgen.render.shell import format_block
 
@@ -77,7 +80,7 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 def two_hw(tmp_path_factory: pytest.TempPathFactory) -> tuple[Cookbook, Path]:
     tmp = tmp_path_factory.mktemp("browser")
     manifest = two_hardware_data(tmp)
-    cookbook = load_cookbook(manifest)
+    cookbook = with_variants(load_cookbook(manifest))     # as `cookbookgen build` publishes it
     assert cookbook.pages[0].hardware == ("gb300", "b200")
     site.publish(cookbook, tmp / "site", dt.date(2026, 11, 29))
     return cookbook, tmp / "site"
@@ -129,9 +132,13 @@ def _b200_cell(cookbook: Cookbook) -> Cell:
     return next(c for c in cookbook.pages[0].cells if c.hw == "b200")
 
 
-def test_tabs_copy_button_and_clipboard(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
+def _cell_url(server: str, cookbook: Cookbook, cell: Cell) -> str:
+    return f"{server}/{cookbook.pages[0].slug}/{cell.slug}/index.html"
+
+
+def test_a_deployments_blocks_are_two_clicks_from_the_model_page(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
     cookbook, _ = two_hw
-    context = browser.new_context(viewport={"width": 1400, "height": 1500})  # type: ignore[attr-defined]
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
     page = context.new_page()
     errors, outside = _watch(context, page, server)
@@ -141,20 +148,15 @@ def test_tabs_copy_button_and_clipboard(two_hw: tuple[Cookbook, Path], server: s
     point = cell.points[1]                                     # c4: not the default tab
     block_index = len(point.deployment.blocks) - 1             # the worker
     anchor = pages.point_anchor(cell, point)
-    page.click(f'label[for="{pages.hardware_anchor("b200")}"]')
-    page.click(f'label[for="{anchor}"]')
+    page.click(f'a[href="{cell.slug}/index.html"]')                       # click 1: the deployment
+    page.click(f'label[for="{anchor}"]')                                  # click 2: its concurrency
     block = page.locator(f"#{anchor}-{block_index}")
     assert block.is_visible()
     block.hover()
     block.locator("button.md-clipboard").click()
-    copied = page.evaluate("navigator.clipboard.readText()")
-    assert copied == format_block(point.deployment.blocks[block_index])
-
+    assert page.evaluate("navigator.clipboard.readText()") == format_block(point.deployment.blocks[block_index])
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.evaluate("id => { document.getElementById(id).scrollIntoView(); window.scrollBy(0, -80); }", "hardware")
-    page.screenshot(path=str(SCREENSHOT.with_name("browser-tabs.png")))       # the B200 hardware tab selected
-    page.evaluate("id => { document.getElementById(id).scrollIntoView(); window.scrollBy(0, -80); }", cell.slug)
-    page.screenshot(path=str(SCREENSHOT))                                      # the cell, c4 tab, copied block
+    page.screenshot(path=str(SCREENSHOT))                                 # the cell, c4 tab, copied block
     assert errors == [] and outside == []
     context.close()
 
@@ -168,7 +170,7 @@ def test_copy_all_button_copies_the_script(two_hw: tuple[Cookbook, Path], server
     cell = cookbook.pages[0].cells[0]
     point = cell.points[0]
     anchor = pages.point_anchor(cell, point)
-    page.goto(f"{server}/{cookbook.pages[0].slug}/index.html#{anchor}-all")
+    page.goto(f"{_cell_url(server, cookbook, cell)}#{anchor}-all")        # opens the collapsed "Copy all"
     block = page.locator(f"#{anchor}-all")
     block.hover()
     block.locator("button.md-clipboard").click()
@@ -178,15 +180,75 @@ def test_copy_all_button_copies_the_script(two_hw: tuple[Cookbook, Path], server
     context.close()
 
 
-def test_deep_link_opens_the_hardware_and_concurrency_tabs(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
+def test_deep_links_open_the_combination(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
     cookbook, _ = two_hw
-    cell = _b200_cell(cookbook)
-    anchor = pages.point_anchor(cell, cell.points[1])
-    page = browser.new_page()  # type: ignore[attr-defined]
-    page.goto(f"{server}/{cookbook.pages[0].slug}/index.html#{anchor}-0")
-    assert page.locator(f"#{anchor}-0").is_visible()
-    assert page.locator(f'input[id="{pages.hardware_anchor("b200")}"]').is_checked()
-    page.close()
+    cell = next(c for c in cookbook.pages[0].cells if len(c.points) > 2 and c.variants)
+    context = browser.new_context()  # type: ignore[attr-defined]
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
+    page = context.new_page()
+    for point in cell.points:
+        anchor = pages.point_anchor(cell, point)
+        page.goto(f"{_cell_url(server, cookbook, cell)}#{anchor}")
+        assert page.locator(f'input[id="{anchor}"]').is_checked()
+        assert page.locator(f"#{anchor}-0").is_visible()
+        assert [page.locator(f"#{pages.point_anchor(cell, p)}-0").is_visible() for p in cell.points].count(True) == 1
+    variant = cell.variants[-1]
+    anchor = pages.variant_anchor(cell, variant)
+    page.goto(f"{_cell_url(server, cookbook, cell)}#{anchor}")
+    shown = page.locator("[data-variant-block]")
+    assert shown.count() == len(variant.deployment.blocks)
+    assert shown.first.get_attribute("data-variant-block") == f"{anchor}-0"
+    assert [shown.nth(i).inner_text() for i in range(shown.count())] == [format_block(b) for b in variant.deployment.blocks]
+    assert [page.locator(f".cb-selectors select >> nth={i}").input_value() for i in range(2)] == [variant.router, variant.kv]
+    page.locator(".cb-variant-view button.cb-copy").last.click()          # a derived block's copy button: just its command
+    assert page.evaluate("navigator.clipboard.readText()") == format_block(variant.deployment.blocks[-1])
+    checked = "[...document.querySelectorAll('.tabbed-set input')].map(i => i.checked)"
+    before = page.evaluate(checked)
+    page.locator(".cb-selectors select >> nth=2").select_option(pages.variant_tab(cell, cell.variants[0]))
+    assert page.evaluate(checked) == before and True in before            # the measured tabs are untouched
+    context.close()
+
+
+# per visible block title: how often its text (without the "N. ") appears in its tab or section
+_TITLE_COUNTS = """[...document.querySelectorAll('.md-content .filename')].filter(t => t.checkVisibility()).map(t => {
+  const title = t.textContent.trim().replace(/^[0-9]+[.] /, '');
+  const box = t.closest('.tabbed-block, .cb-variant-view, article');
+  return box.innerText.split(title).length - 1; })"""
+
+
+@pytest.mark.parametrize("width,height", [(1400, 1000), (390, 844)])
+def test_page_weights_heights_and_titles(two_hw: tuple[Cookbook, Path], server: str, browser: object, width: int, height: int) -> None:
+    """Every page under 400 KB with at most 60 code blocks visible; the model page about three screens
+    on a desktop; each block title printed once; on a phone nothing scrolls sideways but code."""
+    cookbook, out = two_hw
+    context = browser.new_context(viewport={"width": width, "height": height})  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors, outside = _watch(context, page, server)
+    htmls = sorted(out.rglob("*.html"))
+    assert len(htmls) >= 3 + len(cookbook.pages[0].cells)
+    for path in htmls:
+        rel = path.relative_to(out).as_posix()
+        assert path.stat().st_size < 400_000, rel
+        page.goto(f"{server}/{rel}")
+        visible = page.evaluate("[...document.querySelectorAll('pre code')].filter(c => c.checkVisibility()).length")
+        assert visible <= 60, rel
+        assert all(n == 1 for n in page.evaluate(_TITLE_COUNTS)), rel          # each block's title printed once
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, rel
+        page.screenshot(path=str(SCREENSHOT.with_name(f"browser-{width}-{rel.replace('/', '_')}.png")), full_page=False)
+    page.goto(f"{server}/{cookbook.pages[0].slug}/index.html")
+    # chart text as drawn: the smallest font of the SVG scaled to the image's width on screen
+    scales = page.evaluate("[...document.querySelectorAll('img.cb-chart')].map(i => i.clientWidth / i.naturalWidth)")
+    svg = next((out / cookbook.pages[0].slug).glob("pareto-*.svg")).read_text()
+    smallest = min(int(px) for px in re.findall(r"font-size:([0-9]+)px", svg))
+    assert scales and min(scales) * smallest >= 9, (scales, smallest)
+    model_height = page.evaluate("document.documentElement.scrollHeight")
+    print(f"{width}x{height}: model page {model_height} px")
+    if width > 1000:
+        assert model_height <= 3.5 * height
+    page.goto(f"{server}/flags.html")                                     # one line per flag, opening to its details
+    assert page.evaluate("document.documentElement.scrollHeight") <= 10 * height
+    assert errors == [] and outside == []
+    context.close()
 
 
 def test_search_works_offline(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
@@ -219,13 +281,15 @@ def test_commands_are_readable_without_javascript(two_hw: tuple[Cookbook, Path],
     cookbook, _ = two_hw
     context = browser.new_context(java_script_enabled=False)  # type: ignore[attr-defined]
     page = context.new_page()
-    page.goto(f"{server}/{cookbook.pages[0].slug}/index.html")
     cell = _b200_cell(cookbook)
+    page.goto(_cell_url(server, cookbook, cell))
     point = cell.points[1]
     anchor = pages.point_anchor(cell, point)
-    page.click(f'label[for="{pages.hardware_anchor("b200")}"]')       # CSS-only radio tabs
-    page.click(f'label[for="{anchor}"]')
+    page.click(f'label[for="{anchor}"]')                                 # CSS-only radio tabs
     code = page.locator(f"#{anchor}-0 code")
     assert code.is_visible()
     assert code.inner_text().rstrip("\n") == format_block(point.deployment.blocks[0])
+    for p in cell.points:                                                # every measured combination is in the HTML
+        assert page.locator(f"#{pages.point_anchor(cell, p)}-0 code").count() == 1
+    assert page.locator(f'a[id="{pages.variant_anchor(cell, cell.variants[0])}"][download]').count() == 1
     context.close()

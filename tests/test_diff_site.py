@@ -109,7 +109,7 @@ def test_the_built_site_is_read_back_from_its_html(tmp_path: Path, cookbook: Coo
     publish(cookbook, site, cookbook.generated_on or __import__("datetime").date(2026, 11, 29))
     status, doc = _run(site)
     assert (status, doc["kind"], doc["notes"]) == (0, "site", [])
-    page = site / "deepseek-v4-1-flash" / "index.html"
+    page = site / "deepseek-v4-1-flash" / "dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg-0" / "index.html"
     shown = 'hicache-ratio<span class="w"> </span><span class="m">1</span>.02'
     text = page.read_text(encoding="utf-8")
     assert text.count(shown) == 4  # c1228's two prefill blocks, then both again in its "copy all" block

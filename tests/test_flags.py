@@ -226,7 +226,8 @@ def test_build_shows_a_flag_badge_per_cell() -> None:
     broken = cell.model_copy(update={"image": RELEASE_23, "points": (broken_point, *cell.points[1:])})
     changed = cookbook.model_copy(update={"pages": (page.model_copy(update={"cells": (broken, *page.cells[1:])}),)})
     templates = read_templates(ROOT / "templates")
-    text = pages.site_files(changed, templates, dt.date(2026, 12, 1))[pages.page_path(page)]
+    files = pages.site_files(changed, templates, dt.date(2026, 12, 1))
+    text = "".join(files[pages.cell_path(page, c)] for c in page.cells)     # the provenance card of each deployment page
     assert text.count("cb-status-flags-fail") == 1
     assert "flags-fail</span> 1 flag&#40;s&#41; the pinned sglang 0.5.23 would refuse&#58; --no-such-flag &#40;unknown-flag&#41;" in text
     assert text.count("cb-status-flags-unchecked") == len(page.cells) - 1

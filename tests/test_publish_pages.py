@@ -20,7 +20,9 @@ from cookbookgen.publish import pages
 from cookbookgen.publish.chart import Axis, ChartPoint, frontier, pareto_svg
 from cookbookgen.publish.site import read_templates
 from cookbookgen.render.model import Block
-from cookbookgen.render.shell import format_block
+from cookbookgen.render.shell import block_argv, format_block, placeholders_in, processes
+
+from test_shell import run_with_stubs
 
 ROOT = Path(__file__).resolve().parents[1]
 DATE = dt.date(2026, 11, 29)
@@ -101,19 +103,48 @@ def test_every_copy_all_and_script_passes_bash_n(files: dict[str, str]) -> None:
         assert result.returncode == 0, result.stderr
 
 
-def test_scripts_spell_out_placeholders_replicas_and_ranks(cookbook: Cookbook, files: dict[str, str]) -> None:
-    disagg = next(c for c in _cells(cookbook) if c.label.startswith("Disagg"))
-    text = files[f"{cookbook.pages[0].slug}/{pages.script_name(disagg, disagg.points[0])}"]
-    assert 'export ETCD_IP="${ETCD_IP:?' in text
-    assert "<" not in "".join(line for line in text.splitlines() if line.startswith("export "))
-    assert "replica 1: run on its own node" in text
-    assert "NODE_RANK=0, NODE_RANK=1, NODE_RANK=2, NODE_RANK=3" in text
+def test_every_launch_script_runs_each_listed_process_alone(cookbook: Cookbook, files: dict[str, str], tmp_path: Path) -> None:
+    """With stubs on PATH, `launch-*.sh <process>` execs exactly that block's command: its argv and env, placeholders
+    filled in from the environment, NODE_RANK fixed per rank; `--list` names every process."""
+    runs = [(p.deployment.blocks, files[f"{page.slug}/{pages.script_name(c, p)}"]) for page in cookbook.pages for c in page.cells for p in c.points]
+    assert any(b.nodes_per_worker and b.nodes_per_worker > 1 for blocks, _ in runs for b in blocks)
+    for blocks, script in runs:
+        names = {n for b in blocks for n in placeholders_in(format_block(b))}
+        cluster = {n: f"10.0.{i}.9" for i, n in enumerate(sorted(names)) if n != "NODE_RANK"}
+        stubs = {b.cmd.split()[0] for b in blocks}
+        procs = processes(list(blocks))
+        listed = run_with_stubs(script, "--list", tmp_path, stubs, cluster)[0].stdout
+        assert [line.split()[0] for line in listed.splitlines()] == [n for n, *_ in procs]
+        for name, index, rank, _ in procs:
+            values = {**cluster, "NODE_RANK": str(rank)}
+            fill = lambda word: re.sub(r"\$\{?([A-Z][A-Z0-9_]*)\}?", lambda m: values.get(m.group(1), m.group(0)), word)  # noqa: E731
+            block = blocks[index]
+            run, argv, env = run_with_stubs(script, name, tmp_path, stubs, cluster)
+            assert run.returncode == 0, (name, run.stderr)
+            assert argv == [fill(w) for w in block_argv(block)[len(block.env):]], name
+            assert {k: env.get(k) for k in block.env} == {k: fill(v) for k, v in block.env.items()}, name
+            assert all((tmp_path / f).read_text() == fill(c if c.endswith("\n") else c + "\n") for f, c in block.files.items())
 
 
-def test_model_page_has_one_fenced_block_per_process_in_launch_order(cookbook: Cookbook, files: dict[str, str]) -> None:
+def _cell_pages(files: dict[str, str], cookbook: Cookbook) -> str:
+    """The Markdown of every deployment page of the first model."""
+    page = cookbook.pages[0]
+    return "".join(files[pages.cell_path(page, c)] for c in page.cells)
+
+
+def test_model_page_links_each_deployment_and_its_points(cookbook: Cookbook, files: dict[str, str]) -> None:
     page = cookbook.pages[0]
     md = files[pages.page_path(page)]
+    assert "```" not in md                                              # no commands: those are on the deployment pages
     for cell in page.cells:
+        assert f"]({cell.slug}/index.md)" in md
+        assert all(f'href="{cell.slug}/index.html#{pages.point_anchor(cell, p)}"' in html.unescape(md) for p in cell.points)
+
+
+def test_deployment_page_has_one_fenced_block_per_process_in_launch_order(cookbook: Cookbook, files: dict[str, str]) -> None:
+    page = cookbook.pages[0]
+    for cell in page.cells:
+        md = files[pages.cell_path(page, cell)]
         assert f"{{ #{cell.slug} }}" in md
         for point in cell.points:
             anchor = pages.point_anchor(cell, point)
@@ -145,7 +176,7 @@ def test_home_page_shows_models_by_hardware_with_status_and_date(files: dict[str
 
 
 def test_cell_shows_provenance_metrics_exclusions_disclosures_notes(cookbook: Cookbook, files: dict[str, str]) -> None:
-    text = html.unescape(files[pages.page_path(cookbook.pages[0])])
+    text = html.unescape(_cell_pages(files, cookbook))
     assert '<a href="https://github.com/SemiAnalysisAI/InferenceX/actions/runs/38911006463/attempts/1">run 38911006463, attempt 1</a>' in text
     assert '<a href="https://github.com/SemiAnalysisAI/InferenceX/pull/4180">#4180</a>' in text
     assert "none pinned yet" in text                                  # the in-progress lane
@@ -162,7 +193,7 @@ def test_identical_commands_across_concurrencies_are_explained(cookbook: Cookboo
     first, second = cell.points[:2]
     same = cell.model_copy(update={"points": (first, second.model_copy(update={"deployment": first.deployment}))})
     cb = _replace_cell(cookbook, cell, same)
-    md = pages.site_files(cb, templates, DATE)[pages.page_path(cb.pages[0])]
+    md = pages.site_files(cb, templates, DATE)[pages.cell_path(cb.pages[0], same)]
     assert md.count("Same commands as c1: the concurrency is a benchmark-client setting") == 1
 
 
@@ -171,7 +202,7 @@ def test_flag_index_lists_flags_and_env_with_cells(cookbook: Cookbook, files: di
     assert rows["--tensor-parallel-size"].kind == "flag"
     assert len(rows["--tensor-parallel-size"].cells) == len(_cells(cookbook))
     assert rows["NCCL_CUMEM_ENABLE"].kind == "env"
-    assert "(deepseek-v4-1-flash/index.md#" in files["flags.md"]
+    assert "(deepseek-v4-1-flash/dsv41flash-fp4-gb300-sglang-agentic-dspark-0/index.md)" in files["flags.md"]
 
 
 # --- escaping ---------------------------------------------------------------------------------------
@@ -197,14 +228,14 @@ def test_fence_refuses_text_markdown_would_change(text: str) -> None:
 def test_hostile_values_are_escaped_in_markdown_and_exact_in_scripts(cookbook: Cookbook, templates: dict[str, str]) -> None:
     evil = hostile_cookbook(cookbook)
     files = pages.site_files(evil, templates, DATE)
-    md = files[pages.page_path(evil.pages[0])]
+    cell = _cells(evil)[-1]
+    md = files[pages.page_path(evil.pages[0])] + files[pages.cell_path(evil.pages[0], cell)]
     outside = _outside_fences(md)
     assert "<script" not in outside and "a|b" not in outside
-    cell = _cells(evil)[-1]
     script = files[f"{evil.pages[0].slug}/{pages.script_name(cell, cell.points[0])}"]
     assert f"--chat-template '{HOSTILE}'" in script and "--sep 'a|b'" in script
     assert _bash_n(script).returncode == 0
-    indent = " " * 8
+    indent = " " * 4
     assert indent + format_block(cell.points[0].deployment.blocks[-1]).replace("\n", "\n" + indent) in md
 
 
@@ -227,11 +258,13 @@ def test_derived_variants_are_marked_and_kept_apart(cookbook: Cookbook, template
     variant = Variant(router="sglang", kv="hicache", point=point.id, deployment=dep)
     cb = _replace_cell(cookbook, cell, cell.model_copy(update={"variants": (variant,)}))
     files = pages.site_files(cb, templates, DATE)
-    md = files[pages.page_path(cb.pages[0])]
+    md = files[pages.cell_path(cb.pages[0], cell)]
     anchor = pages.variant_anchor(cell, variant)
-    assert f"{{ #{cell.slug}-derived }}" in md and '??? cb-derived "Derived variants (not run)' in md
-    assert f"{{ #{cell.slug}-derived-sglang-hicache }}" in md and anchor == f"{cell.slug}-derived-sglang-hicache-c1"
-    assert f"#{anchor}-0 " in md and 'cb-badge cb-status-derived"' in md
+    assert f"{{ #{cell.slug}-derived }}" in md and anchor == f"{cell.slug}-derived-sglang-hicache-c1"
+    assert f'<a id="{anchor}" href="../launch-{anchor}.sh" download>' in md and 'cb-badge cb-status-derived"' in md
+    data = json.loads(re.search(r'<script type="application/json" class="cb-variants">(.*)</script>', md).group(1))  # type: ignore[union-attr]
+    assert [(v["router"], v["kv"], v["anchor"]) for v in data] == [("sglang", "hicache", anchor)]
+    assert [b["text"] for b in data[0]["blocks"]] == [format_block(b) for b in dep.blocks]      # drawn by cookbook.js
     metrics = md[md.index(f"#{cell.slug}-metrics"):md.index(f"#{cell.slug}-settings")]
     assert anchor not in metrics                                         # never in the metrics table
     script = files[f"{cb.pages[0].slug}/launch-{anchor}.sh"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -56,12 +57,48 @@ def test_heredoc_expands_placeholders_only() -> None:
     assert run.stdout == content.replace("$FRONTEND_0_IP", "10.0.0.5")
 
 
-def test_copy_all_is_valid_bash_and_exports_placeholders() -> None:
-    blocks = [Block(kind="etcd", title="etcd", cmd="etcd", args=(("--advertise-client-urls", "http://$ETCD_IP:2379"),)),
-              Block(kind="worker", role="decode", title="Decode worker", cmd="python3 -m dynamo.sglang", workers=1, nodes_per_worker=2,
-                    args=(("--dist-init-addr", "$DECODE_HEAD_IP:20000"), ("--node-rank", "$NODE_RANK")))]
+STUB = '#!/bin/sh\nprintf "%s\\0" "${0##*/}" "$@" > "$STUB_OUT"; env -0 > "$STUB_OUT.env"\n'
+
+
+def run_with_stubs(script: str, arg: str, tmp_path: Path, commands: set[str],
+                   env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], list[str], dict[str, str]]:
+    """Run `script arg` with every command a stub that records its argv (NUL-separated) and environment."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name in commands:
+        (bin_dir / name).write_text(STUB)
+        (bin_dir / name).chmod(0o755)
+    out = tmp_path / "argv"
+    out.unlink(missing_ok=True)
+    (tmp_path / "launch.sh").write_text(script)
+    run = subprocess.run(["bash", str(tmp_path / "launch.sh"), arg], capture_output=True, text=True, cwd=tmp_path,
+                         env={"PATH": f"{bin_dir}:/usr/bin:/bin", "STUB_OUT": str(out), **env})
+    if not out.exists():
+        return run, [], {}
+    got_env = dict(e.split("=", 1) for e in (tmp_path / "argv.env").read_text().split("\0")[:-1])
+    return run, out.read_text().split("\0")[:-1], got_env
+
+
+def test_launch_script_runs_exactly_one_process(tmp_path: Path) -> None:
+    blocks = [Block(kind="etcd", title="etcd", cmd="etcd", args=(("--advertise-client-urls", "http://$ETCD_IP:2379"),), where="on one CPU node"),
+              Block(kind="worker", role="decode", title="Decode worker", cmd="python3 -m dynamo.sglang", workers=2, nodes_per_worker=2,
+                    env={"ETCD_ENDPOINTS": "http://$ETCD_IP:2379", "Q": "it's"},
+                    args=(("--dist-init-addr", "$DECODE_HEAD_IP:20000"), ("--node-rank", "$NODE_RANK")), where="on 2 nodes")]
     text = copy_all(blocks, ["heading"], {"ETCD_IP": "node running etcd", "DECODE_HEAD_IP": "head", "NODE_RANK": "rank"}.get)
     assert _bash_ok(text)
-    assert 'export ETCD_IP="${ETCD_IP:?node running etcd}"' in text
-    assert "<" not in text.split("# etcd")[0]
-    assert "NODE_RANK=0, NODE_RANK=1" in text
+    cluster = {"ETCD_IP": "10.0.0.1", "DECODE_HEAD_IP": "10.0.0.2"}
+    stubs = {"etcd", "python3"}
+    listed, _, _ = run_with_stubs(text, "--list", tmp_path, stubs, cluster)
+    names = [line.split()[0] for line in listed.stdout.splitlines()]
+    assert names == ["etcd", "decode-0", "decode-0-node1", "decode-1", "decode-1-node1"] and "on 2 nodes" in listed.stdout
+    run, argv, env = run_with_stubs(text, "decode-1-node1", tmp_path, stubs, cluster)
+    assert run.returncode == 0, run.stderr
+    assert argv == ["python3", "-m", "dynamo.sglang", "--dist-init-addr", "10.0.0.2:20000", "--node-rank", "1"]
+    assert env["ETCD_ENDPOINTS"] == "http://10.0.0.1:2379" and env["Q"] == "it's"
+    assert run_with_stubs(text, "etcd", tmp_path, stubs, cluster)[1] == ["etcd", "--advertise-client-urls", "http://10.0.0.1:2379"]
+    run, argv, _ = run_with_stubs(text, "etcd", tmp_path, stubs, {})
+    assert run.returncode != 0 and "node running etcd" in run.stderr and argv == []     # placeholder unset: nothing runs
+    run, argv, _ = run_with_stubs(text, "decode-2", tmp_path, stubs, cluster)
+    assert run.returncode == 2 and argv == [] and "unknown process 'decode-2'" in run.stderr and "decode-1-node1" in run.stderr
+    run, argv, _ = run_with_stubs(text, "", tmp_path, stubs, cluster)
+    assert run.returncode == 2 and argv == [] and "Usage:" in run.stderr

@@ -93,7 +93,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _page_html(out: Path, cookbook: Cookbook) -> Html:
-    return parse(out / cookbook.pages[0].slug / "index.html")
+    """Every deployment page of the first model, read as one (ids, links and code blocks together)."""
+    parser = Html()
+    for cell in cookbook.pages[0].cells:
+        parser.feed((out / cookbook.pages[0].slug / cell.slug / "index.html").read_text(encoding="utf-8"))
+    return parser
 
 
 # --- commands in the HTML ---------------------------------------------------------------------------
@@ -116,7 +120,8 @@ def test_every_copy_all_and_script_passes_bash_n(built: Path, cookbook: Cookbook
     copies = [text for key, text in html.codes.items() if key.endswith("-all")]
     scripts = sorted(built.rglob("*.sh"))
     cells = cookbook.pages[0].cells
-    assert len(copies) == len(scripts) == sum(len(c.points) + len(c.variants) for c in cells)
+    assert len(copies) == sum(len(c.points) for c in cells)     # derived variants: downloads, drawn by cookbook.js
+    assert len(scripts) == sum(len(c.points) + len(c.variants) for c in cells)
     assert sum(len(c.variants) for c in cells) == 5 * sum(len(c.points) for c in cells)
     for text in copies + [p.read_text() for p in scripts]:
         result = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
@@ -128,7 +133,7 @@ def test_cells_and_points_have_stable_anchors(built: Path, cookbook: Cookbook) -
     for cell in cookbook.pages[0].cells:
         assert cell.slug in html.ids
         assert {pages.point_anchor(cell, p) for p in cell.points} <= html.ids
-    assert pages.hardware_anchor("gb300") in html.ids
+    assert pages.hardware_anchor("gb300") in parse(built / cookbook.pages[0].slug / "index.html").ids
 
 
 def test_downloads_and_json_are_present_and_linked(built: Path, cookbook: Cookbook) -> None:
@@ -136,15 +141,16 @@ def test_downloads_and_json_are_present_and_linked(built: Path, cookbook: Cookbo
     html = _page_html(built, cookbook)
     for cell in page.cells:
         for point in cell.points:
-            assert pages.script_name(cell, point) in html.links
-    assert "../cookbook.json" in html.links
+            assert f"../{pages.script_name(cell, point)}" in html.links
+        assert all(f"../launch-{pages.variant_anchor(cell, v)}.sh" in html.links for v in cell.variants)
+    assert "../cookbook.json" in parse(built / page.slug / "index.html").links
     assert "cookbook.json" in parse(built / "index.html").links
     doc = json.loads((built / "cookbook.json").read_text())
     assert sum(len(c["points"]) for p in doc["pages"] for c in p["cells"]) == sum(len(c.points) for c in page.cells)
 
 
 def test_chart_svgs_are_built_and_shown(built: Path, cookbook: Cookbook) -> None:
-    html = _page_html(built, cookbook)
+    html = parse(built / cookbook.pages[0].slug / "index.html")
     charts = [a["src"] for tag, a in html.article_tags if tag == "img"]
     assert charts == ["pareto-gb300-latency.svg", "pareto-gb300-interactivity.svg"]
     assert all((built / cookbook.pages[0].slug / c).is_file() for c in charts)
@@ -181,7 +187,7 @@ def test_search_index_is_built_for_offline_use(built: Path) -> None:
     # A flag is found through the flag index, which names every deployment that sets it; the command
     # blocks themselves stay out of the index (every page repeats them, per point and variant).
     assert [d["location"] for d in index["docs"] if "--speculative-dspark-block-size" in d["text"]] == ["flags.html"]
-    assert "dynamo.frontend" not in text and "dynamo.frontend" in (built / "deepseek-v4-1-flash" / "index.html").read_text()
+    assert "dynamo.frontend" not in text and "dynamo.frontend" in (built / "deepseek-v4-1-flash" / "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg-0" / "index.html").read_text()
 
 
 def test_pages_fetch_nothing_from_the_network(built: Path) -> None:
@@ -216,7 +222,8 @@ def test_markup_in_a_recipe_is_escaped_in_html_and_exact_in_the_copy(cookbook: C
     evil_book, evil = _hostile(cookbook)
     site.publish(evil_book, tmp_path / "site", DATE)
     html = _page_html(tmp_path / "site", evil_book)
-    assert [t for t, _ in html.article_tags if t in ("script", "iframe", "object")] == []
+    assert [t for t, a in html.article_tags if t in ("script", "iframe", "object") and a.get("type") != "application/json"] == []
+    assert all(a["class"] == "cb-variants" for t, a in html.article_tags if t == "script")     # data only, never run
     cell = evil_book.pages[0].cells[-1]
     anchor = pages.point_anchor(cell, cell.points[0])
     assert html.codes[f"{anchor}-{len(cell.points[0].deployment.blocks) - 1}"] == format_block(evil) + "\n"

@@ -16,8 +16,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 Better = Literal["lower", "higher"]
 LOG_SPAN = 20.0
-WIDTH = 760
-LEFT, RIGHT, TOP, PLOT_BOTTOM = 84, 24, 40, 328   # the plot area; axis titles and the legend go below
+WIDTH = 560                                       # small, so its text stays readable scaled to a phone
+LEFT, RIGHT, TOP, PLOT_BOTTOM, LINE = 70, 16, 40, 360, 20   # the plot area; axis titles and the legend go below
 PALETTE = ("#3f51b5", "#e65100", "#2e7d32", "#ad1457", "#00838f", "#6d4c41", "#5e35b1", "#9e9d24")
 
 
@@ -71,7 +71,7 @@ def pareto_svg(points: list[ChartPoint], x: Axis, y: Axis, title: str) -> str:
     sx = _scale([p.x for p in points], LEFT, WIDTH - RIGHT)
     sy = _scale([p.y for p in points], PLOT_BOTTOM, TOP)
     series = list(dict.fromkeys(p.series for p in points))
-    height = PLOT_BOTTOM + 58 + 16 * len(series) + 12
+    height = PLOT_BOTTOM + 62 + LINE * len(series) + 14
     parts = [_header(title, height), *_grid(sx, sy, x, y), _frontier_line(points, best, sx, sy, x.better)]
     for i, p in enumerate(points):
         parts.append(_marker(p, i in best, sx, sy, PALETTE[series.index(p.series) % len(PALETTE)]))
@@ -83,14 +83,14 @@ def pareto_svg(points: list[ChartPoint], x: Axis, y: Axis, title: str) -> str:
 
 
 def _header(title: str, height: int) -> str:
-    style = ("text{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:12px;fill:#222}"
-             ".cb-title{font-size:15px;font-weight:600}.cb-tick{fill:#555;font-size:11px}"
+    style = ("text{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:15px;fill:#222}"
+             ".cb-title{font-size:16px;font-weight:600}.cb-tick{fill:#555;font-size:15px}"
              ".cb-grid{stroke:#e0e0e0}.cb-axis{stroke:#444}.cb-front{fill:none;stroke:#222;stroke-dasharray:5 4}")
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
             f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label={quoteattr(title)}>\n'
             f"<title>{escape(title)}</title>\n<style>{style}</style>\n"
             f'<rect width="{WIDTH}" height="{height}" fill="#fff"/>\n'
-            + _text(LEFT, 24, title, "start", "cb-title"))
+            + _text(8, 24, title, "start", "cb-title"))
 
 
 def _scale(values: list[float], start: float, end: float) -> _Scale:
@@ -140,16 +140,16 @@ def _grid(sx: _Scale, sy: _Scale, x: Axis, y: Axis) -> list[str]:
     for t in _ticks(sx):
         px = sx(t)
         out.append(f'<line class="cb-grid" x1="{px:.1f}" y1="{y0}" x2="{px:.1f}" y2="{y1}"/>')
-        out.append(_text(px, y0 + 16, _fmt(t), "middle", "cb-tick"))
+        out.append(_text(px, y0 + 18, _fmt(t), "middle", "cb-tick"))
     for t in _ticks(sy):
         py = sy(t)
         out.append(f'<line class="cb-grid" x1="{x0}" y1="{py:.1f}" x2="{x1}" y2="{py:.1f}"/>')
         out.append(_text(x0 - 6, py + 4, _fmt(t), "end", "cb-tick"))
     out.append(f'<path class="cb-axis" d="M{x0} {y1}V{y0}H{x1}" fill="none"/>')
     arrow = "← better" if x.better == "lower" else "better →"
-    out.append(_text((x0 + x1) / 2, y0 + 36, f"{x.title}  ({arrow}{', log scale' if sx.log else ''})", "middle"))
-    out.append(f'<text transform="translate(20 {(y0 + y1) / 2:.1f}) rotate(-90)" text-anchor="middle">'
-               f"{escape(y.title)}  (better →{', log scale' if sy.log else ''})</text>")
+    out.append(_text((x0 + x1) / 2, y0 + 40, f"{x.title}  ({arrow}{', log scale' if sx.log else ''})", "middle"))
+    out.append(f'<text transform="translate(16 {(y0 + y1) / 2:.1f}) rotate(-90)" text-anchor="middle" class="cb-tick">'
+               f"{escape(y.title)} (↑ better{', log' if sy.log else ''})</text>")
     return out
 
 
@@ -180,12 +180,12 @@ def _label(cx: float, cy: float, text: str) -> str:
 
 def _legend(series: list[str], height: int) -> list[str]:
     out = []
-    y = PLOT_BOTTOM + 58
+    y = PLOT_BOTTOM + 62
     for i, name in enumerate(series):
         color = PALETTE[i % len(PALETTE)]
-        out.append(f'<circle cx="{LEFT + 5}" cy="{y + i * 16 - 4}" r="5" fill="{color}"/>')
-        out.append(_text(LEFT + 16, y + i * 16, name, "start"))
-    out.append(_text(WIDTH - RIGHT, height - 6, "filled ★ = Pareto frontier; hollow = dominated", "end", "cb-tick"))
+        out.append(f'<circle cx="14" cy="{y + i * LINE - 5}" r="6" fill="{color}"/>')
+        out.append(_text(26, y + i * LINE, name, "start"))
+    out.append(_text(8, height - 6, "filled ★ = Pareto frontier; hollow = dominated", "start", "cb-tick"))
     return out
 
 

@@ -1,8 +1,9 @@
 """Cookbook -> the files of the site's docs folder, as text. Pure: no I/O, no clock.
 
 `site_files(cookbook, templates, generated_on)` returns `{relative path: text}`:
-- `index.md` (models x hardware), `<page>/index.md` (one per model), `flags.md` (flag index),
-  from the Jinja2 templates given as `{name: source}` (`site.read_templates` reads them);
+- `index.md` (models x hardware), `<page>/index.md` (one per model: charts and a table of deployments),
+  `<page>/<cell>/index.md` (one per deployment cell: its commands), `flags.md` (flag index), from the
+  Jinja2 templates given as `{name: source}` (`site.read_templates` reads them);
 - `<page>/launch-<cell>-<point>.sh` per point (and per derived variant), `<page>/pareto-<hw>-<kind>.svg`
   per model, hardware and x metric, and `cookbook.json` with every resolved command;
 - every template under `assets/` copied to the same path without the prefix (CSS, JS).
@@ -32,10 +33,12 @@ from ..flags.check import CellCheck, check_cell
 from ..render.model import Block, Deployment
 from ..render.shell import copy_all, format_block
 from ..render.tables import tables
+from ..text import one_line
 from .chart import Axis, ChartPoint, frontier, pareto_svg
 
 TEMPLATES = {"index.md": "home.md.j2", "flags.md": "flags.md.j2"}
 MODEL_TEMPLATE = "model.md.j2"
+CELL_TEMPLATE = "cell.md.j2"
 ASSETS = "assets/"
 
 STATUS_TEXT = {
@@ -81,6 +84,15 @@ _tab_slug = _pymdownx_slugify(case="lower")
 
 
 # --- filters: text for Markdown, fenced code, links -------------------------------------------------
+
+# MkDocs' theme templates print site_name, nav and page titles without escaping them everywhere.
+_TITLE_SAFE = str.maketrans({"<": "‹", ">": "›", "&": "+", '"': "”", "'": "’"})
+
+
+def safe_title(text: str) -> str:
+    """A title for MkDocs' config (site_name, nav) or a page's front matter: no character that could open markup."""
+    return text.translate(_TITLE_SAFE)
+
 
 def md(value: object) -> Markup:
     """Text safe anywhere in a Markdown line or an HTML attribute: HTML and Markdown punctuation as
@@ -139,7 +151,7 @@ class BlockView:
     where: str
     text: str
     anchor: str
-    data: Mapping[str, str]    # data-* attributes of the code block (cell, point, block index; or variant)
+    data: Mapping[str, str]    # data-* attributes of a measured block (cell, point, block index)
 
 
 @dataclass(frozen=True)
@@ -158,10 +170,9 @@ class RunView:
 
 @dataclass(frozen=True)
 class VariantGroup:
-    """The derived variants of one (router, KV tier) combination: one tab per measured point."""
+    """The derived variants of one (router, KV tier) combination: one per measured point."""
 
     title: str
-    anchor: str
     runs: tuple[RunView, ...]
 
 
@@ -184,6 +195,7 @@ class CellView:
     disclosures: tuple[str, ...]
     overrides: tuple[str, ...]
     flags: CellCheck
+    variant_data: tuple[dict[str, object], ...]   # derived variants, drawn in the browser (cookbook.js)
 
 
 @dataclass(frozen=True)
@@ -191,7 +203,7 @@ class ChartView:
     file: str
     title: str
     alt: str
-    frontier: tuple[tuple[str, str], ...]   # (text, anchor) of frontier points
+    frontier: tuple[tuple[str, str], ...]   # (text, page-relative link) of frontier points
 
 
 @dataclass(frozen=True)
@@ -258,7 +270,7 @@ def variant_group_title(router: str, kv: str) -> str:
 
 
 def variant_group_anchor(cell: Cell, router: str, kv: str) -> str:
-    """The id of the combination's heading; its concurrency tabs get `<this>-<tab slug>`."""
+    """The prefix of the combination's variant anchors: `<this>-<tab slug>`."""
     return f"{cell.slug}-derived-{_tab_slug(router, '-')}-{_tab_slug(kv, '-')}"
 
 
@@ -282,6 +294,10 @@ def hardware_anchor(hw: str) -> str:
 
 def page_path(page: Page) -> str:
     return f"{page.slug}/index.md"
+
+
+def cell_path(page: Page, cell: Cell) -> str:
+    return f"{page.slug}/{cell.slug}/index.md"
 
 
 # --- commands -------------------------------------------------------------------------------------
@@ -324,8 +340,7 @@ def script_heading(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment
 
 def _blocks(dep: Deployment, anchor: str, data: Mapping[str, str]) -> tuple[BlockView, ...]:
     """One view per block; measured blocks say which cell, point and block they are (`data-*`)."""
-    return tuple(BlockView(b.title, where_text(b), format_block(b), f"{anchor}-{i}",
-                           {**data, "block": str(i)} if "point" in data else dict(data))
+    return tuple(BlockView(b.title, where_text(b), format_block(b), f"{anchor}-{i}", {**data, "block": str(i)} if data else {})
                  for i, b in enumerate(dep.blocks))
 
 
@@ -358,9 +373,8 @@ def _run_view(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.dat
 def _variant_view(cookbook: Cookbook, cell: Cell, variant: Variant, generated_on: dt.date) -> RunView:
     anchor = variant_anchor(cell, variant)
     point = _variant_point(cell, variant) or cell.points[0]
-    data = {"variant": f"{cell.id} {variant.point} {variant.router} {variant.kv}"}
     return RunView(tab=variant_tab(cell, variant), anchor=anchor, script=f"launch-{anchor}.sh",
-                   blocks=_blocks(variant.deployment, anchor, data), copy_all=variant_script(cookbook, cell, variant, generated_on),
+                   blocks=_blocks(variant.deployment, anchor, {}), copy_all=variant_script(cookbook, cell, variant, generated_on),
                    point=point, summary=f"{variant.router} router with KV tier {variant.kv}, derived from point {variant.point}",
                    same_as=None)
 
@@ -370,7 +384,7 @@ def variant_groups(cookbook: Cookbook, cell: Cell, generated_on: dt.date) -> tup
     groups: dict[tuple[str, str], list[RunView]] = {}
     for v in cell.variants:
         groups.setdefault((v.router, v.kv), []).append(_variant_view(cookbook, cell, v, generated_on))
-    return tuple(VariantGroup(variant_group_title(r, k), variant_group_anchor(cell, r, k), tuple(runs))
+    return tuple(VariantGroup(variant_group_title(r, k), tuple(runs))
                  for (r, k), runs in groups.items())
 
 
@@ -423,7 +437,8 @@ def chart(page: Page, hw: str, kind: str, members: list[tuple[Cell, Point]]) -> 
     best = frontier(pts, axis.better)
     title = f"{page.title} on {hardware_title(hw)}: throughput per GPU vs {axis.title}"
     file = f"pareto-{_tab_slug(hw, '-')}-{kind}.svg"
-    front = tuple((f"{series_name(members[i][0])} {pts[i].label}", point_anchor(*members[i])) for i in best)
+    front = tuple((f"{series_name(members[i][0])} {pts[i].label}", f"{members[i][0].slug}/index.html#{point_anchor(*members[i])}")
+                  for i in best)
     alt = f"{title}. Pareto frontier: " + ", ".join(t for t, _ in front)
     on = {(members[i][0].id, members[i][1].id) for i in best}
     svg = pareto_svg(pts, axis, Y_AXIS, f"{hardware_title(hw)}: throughput per GPU vs {axis.title}")
@@ -449,8 +464,12 @@ def cell_view(cookbook: Cookbook, cell: Cell, generated_on: dt.date, on_front: s
     keys = metric_keys(cell.points)
     overrides = tuple(dict.fromkeys(p.override for p in cell.points if p.override))
     flags = check_cell(cell.id, cell.image, (b for p in cell.points for b in p.deployment.blocks))
+    of = {variant_anchor(cell, v): v for v in cell.variants}
+    data: tuple[dict[str, object], ...] = tuple({"router": of[r.anchor].router, "kv": of[r.anchor].kv, "point": r.tab, "anchor": r.anchor, "script": r.script,
+                  "blocks": [{"title": b.title, "where": b.where, "text": b.text} for b in r.blocks]}
+                 for g in variants for r in g.runs)
     return CellView(cell, runs, variants, tuple(metric_title(k) for k in keys),
-                    _metric_rows(cell, keys, on_front), _disclosures(cell), overrides, flags)
+                    _metric_rows(cell, keys, on_front), _disclosures(cell), overrides, flags, data)
 
 
 def page_view(cookbook: Cookbook, page: Page, generated_on: dt.date) -> tuple[PageView, dict[str, str]]:
@@ -500,7 +519,7 @@ def flag_rows(cookbook: Cookbook, max_values: int = 4) -> tuple[FlagRow, ...]:
     seen: dict[tuple[str, str], tuple[dict[str, None], dict[tuple[str, str], bool]]] = {}
     for page in cookbook.pages:
         for cell in page.cells:
-            where = (cell_title(cell), f"{page_path(page)}#{cell.slug}")
+            where = (cell_title(cell), cell_path(page, cell))
             runs = [(p.deployment, False) for p in cell.points] + [(v.deployment, True) for v in cell.variants]
             for dep, derived in runs:
                 for name, kind, value in _settings_of(dep):
@@ -521,9 +540,9 @@ def _blocks_json(dep: Deployment) -> list[dict[str, object]]:
     return [{**b.to_json(), "text": format_block(b)} for b in dep.blocks]
 
 
-def _run_json(page: Page, run: RunView, dep: Deployment) -> dict[str, object]:
+def _run_json(page: Page, cell: Cell, run: RunView, dep: Deployment) -> dict[str, object]:
     base = f"{page.slug}/"
-    return {"anchor": run.anchor, "url": f"{base}index.html#{run.anchor}", "script": base + run.script,
+    return {"anchor": run.anchor, "url": f"{base}{cell.slug}/index.html#{run.anchor}", "script": base + run.script,
             "gpus": dep.gpus, "nodes": dep.nodes, "image": dep.image,
             "blocks": _blocks_json(dep), "copy_all": run.copy_all}
 
@@ -532,12 +551,12 @@ def _cell_json(page: Page, view: CellView) -> dict[str, object]:
     cell = view.cell
     points = [{"id": r.point.id, "label": r.point.label, "concurrencies": list(r.point.concs), "recipe": r.point.recipe,
                "override": r.point.override, "metrics": dict(r.point.metrics), "golden_acceptance_length": r.point.golden_al,
-               **_run_json(page, r, r.point.deployment)} for r in view.runs]
+               **_run_json(page, cell, r, r.point.deployment)} for r in view.runs]
     runs = [r for g in view.variants for r in g.runs]
     by_anchor = {variant_anchor(cell, v): v for v in cell.variants}
     variants = [{"status": "derived", "router": by_anchor[r.anchor].router, "kv": by_anchor[r.anchor].kv,
-                 "from_point": by_anchor[r.anchor].point, **_run_json(page, r, by_anchor[r.anchor].deployment)} for r in runs]
-    return {"id": cell.id, "slug": cell.slug, "url": f"{page.slug}/index.html#{cell.slug}", "config_key": cell.config_key,
+                 "from_point": by_anchor[r.anchor].point, **_run_json(page, cell, r, by_anchor[r.anchor].deployment)} for r in runs]
+    return {"id": cell.id, "slug": cell.slug, "url": f"{page.slug}/{cell.slug}/index.html", "config_key": cell.config_key,
             "hardware": cell.hw, "label": cell.label, "detail": cell.detail, "gpus": cell.gpus, "nodes": cell.nodes,
             "image": cell.image, "image_digest": cell.image_digest, "image_commit": cell.image_commit,
             "router": cell.router, "kv": cell.kv, "provenance": cell.provenance.model_dump(mode="json"),
@@ -559,8 +578,8 @@ def cookbook_json(cookbook: Cookbook, views: list[PageView], generated_on: dt.da
 def environment(templates: Mapping[str, str]) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.DictLoader(dict(templates)), autoescape=True, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    env.filters.update(md=md, code=code, badge=badge, fence=fence)
-    env.globals.update(link=link, STATUS_TEXT=STATUS_TEXT, hardware_title=hardware_title, cell_title=cell_title,
+    env.filters.update(md=md, code=code, badge=badge, fence=fence, safe_title=lambda t: Markup(json.dumps(safe_title(one_line(t)))))
+    env.globals.update(link=link, STATUS_TEXT=STATUS_TEXT, hardware_title=hardware_title, cell_title=cell_title, series_name=series_name,
                        hardware_anchor=hardware_anchor, page_path=page_path)
     return env
 
@@ -587,6 +606,7 @@ def site_files(cookbook: Cookbook, templates: Mapping[str, str], generated_on: d
         files[page_path(page)] = render_template(env, MODEL_TEMPLATE, cookbook=cookbook, view=view, generated_on=generated_on)
         for hw in view.hardware:
             for cell in hw.cells:
+                files[cell_path(page, cell.cell)] = render_template(env, CELL_TEMPLATE, view=view, c=cell)
                 derived = tuple(r for g in cell.variants for r in g.runs)
                 files.update({f"{page.slug}/{r.script}": r.copy_all for r in cell.runs + derived})
     context = {"cookbook": cookbook, "views": views, "generated_on": generated_on, "hardware": all_hardware(cookbook),

@@ -67,7 +67,7 @@ from ..errors import CookbookError, Problem
 from ..files import write_atomic
 from ..project import project_root
 from ..owned import check_apart, check_replaceable, files_under, write_marker
-from .pages import MODEL_TEMPLATE, page_path, site_files
+from .pages import MODEL_TEMPLATE, page_path, safe_title, site_files
 
 SITE_MARKER = ".cookbookgen-site"   # in --out: the files of the site `cookbookgen build` wrote there
 DOCS_MARKER = ".cookbookgen-docs"   # in --keep-docs: the same for the docs and mkdocs.yml it kept there
@@ -116,15 +116,6 @@ def write_docs(files: dict[str, str], docs: Path) -> int:
         path.write_text(text, encoding="utf-8")
         changed += 1
     return changed
-
-
-# MkDocs' theme templates print site_name and nav titles without escaping them everywhere.
-_TITLE_SAFE = str.maketrans({"<": "‹", ">": "›", "&": "+", '"': "”", "'": "’"})
-
-
-def safe_title(text: str) -> str:
-    """A title for MkDocs' config (site_name, nav): no character that could open markup."""
-    return text.translate(_TITLE_SAFE)
 
 
 def nav(cookbook: Cookbook) -> list[dict[str, object]]:

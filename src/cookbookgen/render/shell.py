@@ -49,10 +49,11 @@ def heredoc(name: str, content: str) -> list[str]:
     return [f"cat > {quote(name)} <<{tag}", *escaped.splitlines(), tag]
 
 
-def command_lines(block: Block) -> list[str]:
-    """The env + cmd + args part of a block, one shell line each, joined by `\\` continuations."""
+def command_lines(block: Block, exec_: str = "") -> list[str]:
+    """The env + cmd + args part of a block, one shell line each, joined by `\\` continuations
+    (`exec_="exec "` makes the shell replace itself with the command, env assignments kept)."""
     parts = [f"{k}={quote(v)}" for k, v in block.env.items()]
-    parts.append(block.cmd)
+    parts.append(exec_ + block.cmd)
     parts.extend("  " + " ".join(quote(x) for x in arg) for arg in block.args)
     return [p + " \\" for p in parts[:-1]] + [parts[-1]]
 
@@ -85,23 +86,62 @@ def placeholders_in(text: str) -> list[str]:
     return list(seen)
 
 
+PROCESS_NAMES = {"dynamo-frontend": "frontend", "sglang-router": "router"}   # other kinds: the kind; workers: the role
+_USAGE = """Usage: {script} --list | PROCESS | --wait HOST:PORT...
+  --list           the processes of this deployment and where each runs
+  PROCESS          check its placeholders and run it in the foreground (exec)
+  --wait HOST:PORT wait until each port accepts connections (WAIT_TIMEOUT seconds, default 600)
+Start order: services (etcd, NATS, stores), then workers, then the frontend or router. On each node run
+its processes in that order, waiting for the ports they need: {script} --wait 10.0.0.1:2379 && {script} PROCESS"""
+
+
+def processes(blocks: list[Block]) -> list[tuple[str, int, int | None, str]]:
+    """(name, block index, NODE_RANK or None, where it runs) for every process a node starts, in launch order.
+    Workers are `<role>-<replica>`, the other ranks of a multi-node worker `<role>-<replica>-node<rank>`;
+    other kinds are numbered only when the deployment runs more than one."""
+    bases = [b.role or PROCESS_NAMES.get(b.kind, b.kind) for b in blocks]
+    copies = [(b.workers or 1) * (b.count or 1) * (b.count_nodes or 1) for b in blocks]
+    total = {base: sum(c for b2, c in zip(bases, copies) if b2 == base) for base in bases}
+    seen: dict[str, int] = {}
+    out = []
+    for index, (block, base, n) in enumerate(zip(blocks, bases, copies)):
+        for copy in range(n):
+            i = seen[base] = seen.get(base, -1) + 1
+            name = f"{base}-{i}" if block.kind == "worker" or total[base] > 1 else base
+            where = one_line(block.where) + (f" ({copy + 1} of {n})" if n > 1 else "")
+            npw = block.nodes_per_worker or 1
+            out += [(name + (f"-node{r}" if r else ""), index, r if npw > 1 else None,
+                     where + (f", NODE_RANK={r}" if npw > 1 else "")) for r in range(npw)]
+    return out
+
+
 def copy_all(blocks: list[Block], heading: list[str], describe: Callable[[str], str | None]) -> str:
-    """A bash script of every block, valid as pasted (`bash -n`), placeholders as `export` lines.
-
-    Each placeholder becomes `export NAME="${NAME:?description}"`: fill in the value, or export it
-    before pasting; an unset one stops the command with its description instead of running blind.
-    """
-    texts = [format_block(b) for b in blocks]
-    names = [n for n in placeholders_in("\n".join(texts)) if describe(n)]
-    lines = ["#!/usr/bin/env bash", *(comment_line(h) for h in heading)]
-    if names:
-        lines += ["", "# Set these for your cluster (per node where they differ) before running the commands below."]
-        lines += [f'export {n}="${{{n}:?{_safe(describe(n) or n)}}}"' for n in names]
-    for block, text in zip(blocks, texts):
-        lines += ["", block_comment(block), *_instances(block), text]
+    """The launch script: valid bash as pasted (`bash -n`), one process per call (`--list`, `PROCESS`,
+    `--wait`, see `_USAGE`). A process checks its placeholders (`${NAME:?description}`), fixes
+    NODE_RANK for its rank, writes its config files and `exec`s its command with the block's env."""
+    procs = processes(blocks)
+    width = max(len(n) for n, *_ in procs)
+    lines = ["#!/usr/bin/env bash", *(comment_line(h) for h in heading),
+             *(comment_line(u) for u in _USAGE.format(script="./launch.sh").splitlines()),
+             *(comment_line(f"Placeholders: {n} is {describe(n)}") for n in placeholders_in("\n".join(
+                 format_block(b) for b in blocks)) if describe(n)),
+             "", "_list() {", "  cat <<'COOKBOOK_LIST'", *(f"{n:<{width}}  {_safe(w)}" for n, _, _, w in procs),
+             "COOKBOOK_LIST", "}", "", "_wait() {", '  local end=$((SECONDS + ${WAIT_TIMEOUT:-600})) target',
+             '  for target in "$@"; do', '    until (exec 3<>"/dev/tcp/${target%:*}/${target##*:}") 2>/dev/null; do',
+             '      if ((SECONDS >= end)); then echo "timed out waiting for $target" >&2; exit 1; fi',
+             "      sleep 2", "    done", "  done", "}"]
+    for index, block in enumerate(blocks):
+        body = [*(line for name, content in block.files.items() for line in heredoc(name, content)),
+                *block.preamble, *command_lines(block, "exec ")]
+        names = [n for n in placeholders_in("\n".join(body)) if describe(n)]
+        lines += ["", block_comment(block), f"_block_{index}() {{",
+                  *(f'  : "${{{n}:?{_safe(describe(n) or n)}}}"' for n in names), *body, "}"]
+    lines += ["", 'case "${1:-}" in', "  '') cat >&2 <<'COOKBOOK_USAGE'", *_USAGE.format(script="./launch.sh").splitlines(),
+              "COOKBOOK_USAGE", "    exit 2 ;;", "  --list) _list ;;",
+              '  --wait) shift; _wait "$@" ;;']
+    lines += [f"  {name}) {'' if rank is None else f'NODE_RANK={rank}; '}_block_{index} ;;" for name, index, rank, _ in procs]
+    lines += ['  *) echo "unknown process \'$1\'; one of:" >&2; _list >&2; exit 2 ;;', "esac"]
     return "\n".join(lines) + "\n"
-
-
 def comment_line(text: str) -> str:
     """One comment line, whatever `text` holds (a model name with a newline must not become a command)."""
     return f"# {one_line(text)}"
@@ -113,20 +153,4 @@ def block_comment(block: Block) -> str:
 
 
 def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9 ,.:;()/+_-]", "", text)
-
-
-def _instances(block: Block) -> list[str]:
-    """Comment lines spelling out replicas and node ranks of a block."""
-    out = []
-    workers = block.workers or 1
-    npw = block.nodes_per_worker or 1
-    for replica in range(workers if (workers > 1 or npw > 1) else 0):
-        if npw > 1:
-            ranks = ", ".join(f"NODE_RANK={r}" for r in range(npw))
-            out.append(f"#   replica {replica}: run on its {npw} nodes with {ranks} (rank 0 on the head node)")
-        else:
-            out.append(f"#   replica {replica}: run on its own node")
-    if (block.count or 1) > 1:
-        out += [f"#   instance {i}: on FRONTEND_{i}_IP" for i in range(block.count or 1)]
-    return out
+    return re.sub(r"[^A-Za-z0-9 ,.:;()/+=_-]", "", text)

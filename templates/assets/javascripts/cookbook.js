@@ -33,3 +33,70 @@
     reveal();
   }
 })();
+
+// Derived router/KV variants: selectors drawn from the page's own data (script.cb-variants); the
+// selected combination's blocks are shown with their copy buttons. `#<variant anchor>` opens one.
+(function () {
+  "use strict";
+
+  function el(tag, attrs, text) {
+    var node = document.createElement(tag);
+    Object.keys(attrs).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function select(label, values, onChange) {
+    var box = el("label", {class: "cb-select"}, label + " ");
+    var sel = el("select", {});
+    values.forEach(function (v) { sel.appendChild(el("option", {value: v}, v)); });
+    sel.addEventListener("change", onChange);
+    box.appendChild(sel);
+    return {box: box, sel: sel};
+  }
+
+  function unique(list) { return list.filter(function (v, i) { return list.indexOf(v) === i; }); }
+
+  function draw(data, view) {
+    var keys = ["router", "kv", "point"], sels = {};
+    var bar = el("div", {class: "cb-selectors"}), out = el("div", {});
+    function show() {
+      var pick = data.filter(function (v) { return keys.every(function (k) { return v[k] === sels[k].sel.value; }); })[0];
+      out.textContent = "";
+      if (!pick) { out.appendChild(el("p", {}, "No derived variant for this combination.")); return; }
+      pick.blocks.forEach(function (b, i) {
+        if (b.where) out.appendChild(el("p", {class: "cb-where"}, b.where));
+        var pre = el("pre", {class: "cb-derived-code"}), title = el("span", {class: "filename"}, (i + 1) + ". " + b.title);
+        var copy = el("button", {class: "cb-copy", type: "button", title: "Copy this command"}, "Copy");
+        copy.addEventListener("click", function () { navigator.clipboard.writeText(b.text); });
+        pre.appendChild(el("code", {"data-variant-block": pick.anchor + "-" + i}, b.text));
+        out.appendChild(title); out.appendChild(copy); out.appendChild(pre);
+      });
+      var link = el("a", {href: "../" + pick.script, download: ""}, "Download " + pick.script);
+      out.appendChild(el("p", {}, "")).appendChild(link);
+    }
+    function follow(first) {
+      var linked = data.filter(function (v) { return "#" + v.anchor === location.hash; })[0];
+      if (!linked && !first) return;
+      keys.forEach(function (k) { sels[k].sel.value = (linked || data[0])[k]; });
+      show();
+      if (linked) view.scrollIntoView();
+    }
+    keys.forEach(function (k) {
+      sels[k] = select({router: "Router", kv: "KV tier", point: "Point"}[k], unique(data.map(function (v) { return v[k]; })), show);
+      bar.appendChild(sels[k].box);
+    });
+    view.appendChild(bar); view.appendChild(out);
+    follow(true);
+    window.addEventListener("hashchange", function () { follow(false); });
+  }
+
+  function init() {
+    document.querySelectorAll("script.cb-variants").forEach(function (script) {
+      var view = document.querySelector(".cb-variant-view");
+      if (view && !view.firstChild) draw(JSON.parse(script.textContent), view);
+    });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
+})();
