@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 BlockKind = Literal[
-    "etcd", "nats", "nginx", "dynamo-frontend", "sglang-router", "mooncake-master", "mooncake-store", "worker"
+    "etcd", "nats", "nginx", "dynamo-frontend", "sglang-router", "vllm-router", "smg", "mooncake-master", "mooncake-store", "worker"
 ]
 Role = Literal["agg", "prefill", "decode"]
 ROLES: tuple[Role, ...] = ("prefill", "decode", "agg")
