@@ -66,7 +66,7 @@ def test_every_corpus_recipe_variant_renders(corpus_ws: Workspace, policy, path:
         model = "org/model"  # recipes naming a cluster alias only; the master config supplies the id
     deployment = render(point.recipe, point.typed, RenderContext(model, policy))
     workers = [b for b in deployment.blocks if b.kind == "worker"]
-    assert workers and all(b.args[0] in (("--model-path", model), (model,)) for b in workers)
+    assert workers and all(b.args[0] == ("--model-path", model) or b.cmd == f"vllm serve {model}" for b in workers)
     assert not [s for s in deployment.settings if s.cls == "unclassified"]
     for block in deployment.blocks:       # every command is valid bash and quotes back to its argv
         text = "\n".join(command_lines(block))

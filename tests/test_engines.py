@@ -3,8 +3,11 @@ recipes (dsv41flash/vllm/mi325x-fp4/agentx/*.yaml), not copied from the tool's o
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from cookbookgen.cli import main
 from cookbookgen.recipes.workspace import Workspace
 from cookbookgen.render.deploy import RenderContext, render
 from cookbookgen.render.shell import command_lines
@@ -62,8 +65,7 @@ VLLM_ROCM_USE_AITER=1 \\
 VLLM_ROCM_USE_AITER_MOE=1 \\
 VLLM_USE_BREAKABLE_CUDAGRAPH=0 \\
 VLLM_USE_RUST_FRONTEND=1 \\
-vllm serve \\
-  deepseek-ai/DeepSeek-V4.1-Flash \\
+vllm serve deepseek-ai/DeepSeek-V4.1-Flash \\
   --host 0.0.0.0 \\
   --port 8100 \\
   --kv-transfer-config '{{"kv_connector":"NixlConnector","kv_role":"kv_producer","kv_load_failure_policy":"fail"}}' \\
@@ -78,8 +80,7 @@ VLLM_ROCM_USE_AITER=1 \\
 VLLM_ROCM_USE_AITER_MOE=1 \\
 VLLM_USE_BREAKABLE_CUDAGRAPH=0 \\
 VLLM_USE_RUST_FRONTEND=1 \\
-vllm serve \\
-  deepseek-ai/DeepSeek-V4.1-Flash \\
+vllm serve deepseek-ai/DeepSeek-V4.1-Flash \\
   --host 0.0.0.0 \\
   --port 8101 \\
   --kv-transfer-config '{{"kv_connector":"NixlConnector","kv_role":"kv_consumer","kv_load_failure_policy":"fail"}}' \\
@@ -104,8 +105,7 @@ VLLM_ROCM_USE_AITER=1 \\
 VLLM_ROCM_USE_AITER_MOE=1 \\
 VLLM_USE_BREAKABLE_CUDAGRAPH=0 \\
 VLLM_USE_RUST_FRONTEND=1 \\
-vllm serve \\
-  deepseek-ai/DeepSeek-V4.1-Flash \\
+vllm serve deepseek-ai/DeepSeek-V4.1-Flash \\
   --host 0.0.0.0 \\
   --port 8100 \\
 {ENGINE_ARGS % ("true", "16384", "4")}""",
@@ -117,8 +117,7 @@ VLLM_ROCM_USE_AITER=1 \\
 VLLM_ROCM_USE_AITER_MOE=1 \\
 VLLM_USE_BREAKABLE_CUDAGRAPH=0 \\
 VLLM_USE_RUST_FRONTEND=1 \\
-vllm serve \\
-  deepseek-ai/DeepSeek-V4.1-Flash \\
+vllm serve deepseek-ai/DeepSeek-V4.1-Flash \\
   --host 0.0.0.0 \\
   --port 8101 \\
 {ENGINE_ARGS % ("true", "16384", "4")}""",
@@ -132,8 +131,7 @@ VLLM_ROCM_USE_AITER=1 \\
 VLLM_ROCM_USE_AITER_MOE=1 \\
 VLLM_USE_BREAKABLE_CUDAGRAPH=0 \\
 VLLM_USE_RUST_FRONTEND=1 \\
-vllm serve \\
-  deepseek-ai/DeepSeek-V4.1-Flash \\
+vllm serve deepseek-ai/DeepSeek-V4.1-Flash \\
   --host 0.0.0.0 \\
   --port 8000 \\
 {ENGINE_ARGS % ("false", "16384", "8")}""",
@@ -149,3 +147,36 @@ def test_vllm_commands_as_written_by_hand(policy, ref: str, expected: list[str])
     point = Workspace(CORPUS / "inferencex").bare_recipe(str(VLLM / ref))
     deployment = render(point.recipe, point.typed, RenderContext(MODEL, policy))
     assert ["\n".join(command_lines(b)) for b in deployment.blocks] == expected
+
+
+MANIFEST = """title: vLLM lanes
+source: {source}
+generated_on: 2026-11-29
+pages:
+  - model: deepseek-ai/DeepSeek-V4.1-Flash
+    title: DeepSeek-V4.1-Flash
+    configs:
+"""
+
+
+def _manifest(tmp_path: Path, *keys: str) -> Path:
+    lines = [f"      - {{key: {k}, commit: e182134fd, pr: null, run: null, merged: false}}\n" for k in keys]
+    path = tmp_path / "cookbook.yaml"
+    path.write_text(MANIFEST.format(source=CORPUS / "inferencex") + "".join(lines), encoding="utf-8")
+    return path
+
+
+def test_vllm_lanes_build_and_diff_at_parity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = _manifest(tmp_path, "dsv41flash-fp4-mi325x-vllm-agentic-nixl", "dsv41flash-fp4-mi300x-vllm-agentic-dspark")
+    assert main(["build", "--cookbook", str(manifest), "--out", str(tmp_path / "site"), "--no-cache"]) == 0
+    assert any("vllm serve deepseek-ai/DeepSeek-V4.1-Flash" in p.read_text() for p in (tmp_path / "site").rglob("*.sh"))
+    capsys.readouterr()
+    assert main(["diff", "--cookbook", str(manifest), "--cookbook", str(tmp_path / "site")]) == 0
+    assert "parity over 10 point(s) of 2 config(s)" in capsys.readouterr().out
+
+
+def test_agentx_export_of_a_vllm_lane_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = _manifest(tmp_path, "dsv41flash-fp4-mi325x-vllm-agentic-dspark")
+    assert main(["export", "--cookbook", str(manifest), "--out", str(tmp_path / "module.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot express router 'vllm'" in err[0] and not (tmp_path / "module.json").exists()

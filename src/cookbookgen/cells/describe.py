@@ -93,8 +93,14 @@ def image_parts(image: str) -> tuple[str, str | None, str | None]:
     return image, (digest or None), (m.group(2) if m else None)
 
 
+# The front block that names a deployment's router; without one, a worker serves clients itself.
+_FRONT_ROUTERS = {"dynamo-frontend": "dynamo", "vllm-router": "vllm-router", "smg": "smg"}
+
+
 def router_of(dep: Deployment) -> str:
-    return "dynamo" if any(b.kind == "dynamo-frontend" for b in dep.blocks) else "sglang"
+    """dynamo, sglang (router or one worker), vllm-router, smg, or vllm (one `vllm serve` worker)."""
+    front = next((_FRONT_ROUTERS[b.kind] for b in dep.blocks if b.kind in _FRONT_ROUTERS), None)
+    return front or ("vllm" if any(b.cmd.startswith("vllm ") for b in dep.blocks) else "sglang")
 
 
 def kv_tier_of(dep: Deployment) -> str:

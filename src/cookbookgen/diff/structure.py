@@ -11,6 +11,8 @@ leaf comparison shares. No I/O.
 
 from __future__ import annotations
 
+import shlex
+
 import math
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
@@ -25,8 +27,8 @@ if TYPE_CHECKING:
     from .compare import Ctx
 
 RawYaml = Any
-FRONTEND_KINDS = ("dynamo-frontend", "sglang-router")
-KIND_LABEL = {"dynamo-frontend": "frontend", "sglang-router": "router"}
+FRONTEND_KINDS = ("dynamo-frontend", "sglang-router", "vllm-router", "smg")
+KIND_LABEL = {"dynamo-frontend": "frontend", "sglang-router": "router", "vllm-router": "router", "smg": "router"}
 
 
 # --- lookups shared with compare.py -----------------------------------------------------------------
@@ -278,8 +280,10 @@ def _has(ctx: "Ctx", block: Block, flag: str) -> bool:
 def _worker_must_have(ctx: "Ctx", block: Block) -> list[Finding]:
     role = block.role or "agg"
     out = []
-    if not _has(ctx, block, "--model-path"):
-        out.append(ctx.finding(role, "arg", "--model-path", "mismatch", detail=MISSING, recipe=ctx.expect.model_id, path="model.path"))
+    in_cmd = table()["frontends"].get(ctx.expect.frontend, {}).get("model_in_cmd")
+    if not (ctx.expect.model_id in shlex.split(block.cmd) if in_cmd else _has(ctx, block, "--model-path")):
+        out.append(ctx.finding(role, "arg", "model" if in_cmd else "--model-path", "mismatch", detail=MISSING,
+                               recipe=ctx.expect.model_id, path="model.path"))
     else:
         out.append(ctx.finding(role, "setting", "model.path", "placeholder", detail="the command uses the model id",
                                recipe=ctx.expect.model_id, reason="cluster alias of the weights; --model-path is the Hugging Face id", path="model.path"))

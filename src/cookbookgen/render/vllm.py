@@ -1,8 +1,8 @@
 """vLLM workers and the routers in front of them (vllm-router, smg). No I/O but reading the package
 table `rules/engines.yaml` once.
 
-- A worker runs `vllm serve <model>` (or `python3 -m dynamo.vllm --model <model>` under Dynamo) on its
-  own HTTP port; co-located workers (slots) step every port (HTTP, NIXL side channel, VLLM_PORT).
+- A worker runs `vllm serve <model>` (the model is part of the command: vLLM takes it positionally,
+  not as a flag) or `python3 -m dynamo.vllm --model <model>` under Dynamo, on its own HTTP port; co-located workers (slots) step every port (HTTP, NIXL side channel, VLLM_PORT).
 - Prefill and decode workers take the role's `kv-transfer-config` as written, else the
   `engine.connector` shorthand's JSON.
 - JSON-valued flags are passed as the recipe's strings; quoting is `shell.py`'s job.
@@ -11,6 +11,7 @@ table `rules/engines.yaml` once.
 from __future__ import annotations
 
 import json
+import shlex
 from functools import lru_cache
 from importlib import resources
 from operator import itemgetter
@@ -42,7 +43,8 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
     table = engine_tables()["vllm"]
     role = layout.role
     port = public_port if kind == "direct" else worker_port(slot.index)
-    lead: Args = [("--model", model_id) if kind == "dynamo" else (model_id,), ("--host", "0.0.0.0"), ("--port", str(port))]
+    lead: Args = [("--model", model_id)] if kind == "dynamo" else []
+    lead += [("--host", "0.0.0.0"), ("--port", str(port))]
     if kind == "dynamo" and role != "agg":
         lead.append(("--disaggregation-mode", role))
     if layout.nodes_per_worker > 1:
@@ -59,13 +61,10 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
         env.update(table["nixl_env"])
         env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(ports["nixl_side_channel"] + slot.index)
     order = {f: i for i, f in enumerate(table["lead_flags"])}
-    first = sorted([a for a in args if _lead(a) in order], key=lambda a: order[_lead(a)])
-    ordered = (*first, *sorted([a for a in args if _lead(a) not in order], key=itemgetter(0)))
-    return table["commands"]["dynamo" if kind == "dynamo" else "serve"], ordered, env
-
-
-def _lead(arg: tuple[str, ...]) -> str:
-    return arg[0] if arg[0].startswith("-") else "model"
+    first = sorted([a for a in args if a[0] in order], key=lambda a: order[a[0]])
+    ordered = (*first, *sorted([a for a in args if a[0] not in order], key=itemgetter(0)))
+    cmd = table["commands"]["dynamo"] if kind == "dynamo" else f"{table['commands']['serve']} {shlex.quote(model_id)}"
+    return cmd, ordered, env
 
 
 def router_block(typed: Recipe, policy: Policy, layouts: dict[str, RoleLayout], public_port: int) -> Block:
