@@ -91,8 +91,8 @@ def role_topology(role: str, spec: dict[str, RawYaml], gpn: int, previous: RoleT
     if nodes in (0, "colocate") and previous is not None:
         used, here, rest = _beside(previous, workers, gpus, gpn, across)
         own = min(rest, gpn // gpus)
-        pins = {_pin(used + s * gpus, gpus) for s in range(here)} | {_pin(s * gpus, gpus) for s in range(own)}
-        return RoleTopology(role, workers, gpus, 1, 0, max(here, own), tuple(sorted(pins)))
+        shared = {_pin(used + s * gpus, gpus) for s in range(here)} | {_pin(s * gpus, gpus) for s in range(own)}
+        return RoleTopology(role, workers, gpus, 1, 0, max(here, own), tuple(sorted(shared)))
     per_node = math.ceil(workers / (nodes if isinstance(nodes, int) and nodes else math.ceil(workers * gpus / gpn)))
     pins = tuple(_pin(s * gpus, gpus) for s in range(per_node)) if per_node > 1 else ()
     return RoleTopology(role, workers, gpus, 1, nodes, per_node, pins)
