@@ -47,7 +47,7 @@ CASES = {
     "yaml-syntax": ("schema: 2\nroles:\n  agg: [unclosed\n", 4, "(top)", "YAML syntax"),
     "wrong-type": (dump(minimal_recipe(roles={"agg": {"workers": "two"}})), 0, "roles.agg.workers", "valid integer"),
     "unknown-engine": (dump(minimal_recipe(engine="llamacpp")), 0, "engine", "unknown engine 'llamacpp'"),
-    "trtllm-not-yet": (dump(minimal_recipe(engine="trtllm")), 0, "engine", "not supported yet"),
+    "tilert-not-yet": (dump(minimal_recipe(engine="tilert")), 0, "engine", "not supported yet"),
     "unknown-frontend": (dump(minimal_recipe(frontend={"type": "haproxy"})), 0, "frontend.type", "Input should be"),
     "prohibited": (dump(minimal_recipe(roles={"agg": {"env": {"SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE": "1"}}})), 0,
                    "roles.agg.env.SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE", "prohibited setting"),

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cookbookgen.errors import CookbookError
 from cookbookgen.pipeline import render_config_point
@@ -26,8 +27,6 @@ MISSING = {"glm5.2-fp4-gb300-dynamo-sglang-agentic-agg", "glm5.2-fp4-gb300-dynam
            "dsv4-fp4-b200-dynamo-sglang-agentic-agg", "dsv41flash-fp4-h200-vllm-agentic-dspark"}
 # SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE is set in this recipe's base: the review checklist prohibits it.
 PROHIBITED = {"agg-pareto-variants.yaml"}
-# Engines the renderer does not support yet (TRT-LLM): refused in one line naming the engine's key.
-NOT_YET = ("/trtllm/",)
 
 
 @pytest.fixture(scope="module")
@@ -51,14 +50,6 @@ def test_every_corpus_recipe_variant_renders(corpus_ws: Workspace, policy, path:
             point = corpus_ws.bare_recipe(ref)
             render(point.recipe, point.typed, RenderContext("org/model", policy))
         return
-    if any(part in str(path) for part in NOT_YET):
-        with pytest.raises(CookbookError) as info:
-            point = corpus_ws.bare_recipe(ref)
-            render(point.recipe, point.typed, RenderContext("org/model", policy))
-        (problem,) = info.value.problems
-        assert problem.key_path.startswith("engine") and "is not supported yet (supported: sglang, vllm)" in problem.message
-        assert problem.file.endswith(path.name) and problem.line > 0
-        return
     point = corpus_ws.bare_recipe(ref)
     try:
         model = model_id(point)
@@ -70,8 +61,11 @@ def test_every_corpus_recipe_variant_renders(corpus_ws: Workspace, policy, path:
     assert not [s for s in deployment.settings if s.cls == "unclassified"]
     for block in deployment.blocks:       # every command is valid bash and quotes back to its argv
         text = "\n".join(command_lines(block))
-        assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
+        assert subprocess.run(["bash", "-n"], input=format_block(block), text=True).returncode == 0
         assert shlex.split(text.replace("\\\n", " ")) == block_argv(block)
+        for name, content in block.files.items():     # an options file holds the role's options, as the recipe merges them
+            if name.startswith("trtllm_config_"):
+                assert yaml.safe_load(content) == point.typed.roles[block.role].options
 
 
 def _master_points() -> list[tuple[str, str]]:
@@ -87,10 +81,6 @@ def test_every_master_point_renders_or_names_its_missing_recipe(corpus_ws: Works
         (problem,) = info.value.problems
         assert problem.file.endswith("nvidia-master.excerpt.yaml") and problem.line > 0
         assert problem.message.startswith("recipe file not found")
-        return
-    if "-trt-" in key:
-        with pytest.raises(CookbookError, match="is not supported yet"):
-            render_config_point(corpus_ws, policy, key, point)
         return
     rendered = render_config_point(corpus_ws, policy, key, point)
     assert rendered.deployment.model == corpus_ws.entry(key).model

@@ -37,11 +37,14 @@ Scalar = str | int | Float | bool
 _ExactScalar = Union[Annotated[str, Strict()], Annotated[bool, Strict()], Annotated[int, Strict()], Float]
 ArgValue = Annotated[Union[_ExactScalar, list[_ExactScalar], None], Field(union_mode="left_to_right")]
 RoleName = Literal["agg", "prefill", "decode"]
-SUPPORTED_ENGINES = ("sglang", "vllm")
+SUPPORTED_ENGINES = ("sglang", "vllm", "trtllm")
 # Engines whose recipe-wide `environment:` srt-slurm exports into every serving process (workers and
 # the front process); it is moved into `roles.*.env` and `frontend.env`, where a role's own entry wins.
 ENVIRONMENT_REACHES_PROCESSES = ("vllm",)
-KNOWN_ENGINES = ("sglang", "vllm", "trtllm", "trt-llm")
+# Engines whose role `args` are nested LLM-API options written to a file, not CLI flags: they are
+# moved to `roles.<role>.options` (so the CLI-flag rules of the policy and the diff leave them alone).
+OPTIONS_FILE_ENGINES = ("trtllm",)
+KNOWN_ENGINES = ("sglang", "vllm", "trtllm", "trt-llm", "tilert")
 
 # Worker args that size a parallel group: GPUs, nodes and labels are computed from them.
 PARALLEL_SIZE_ARGS = ("tensor-parallel-size", "tp-size", "tp", "pipeline-parallel-size", "pp-size",
@@ -64,6 +67,7 @@ class RoleSpec(_Closed):
     gpus: int | None = Field(default=None, ge=1)
     env: dict[str, Scalar | None] = Field(default_factory=dict)
     args: dict[str, ArgValue] = Field(default_factory=dict)
+    options: dict[str, RawYaml] = Field(default_factory=dict)   # TRT-LLM's LLM-API options (OPTIONS_FILE_ENGINES)
     kv_events: bool | dict[str, RawYaml] | None = None
 
 
@@ -159,6 +163,8 @@ def normalise(recipe: EffectiveRecipe, sibling: Typed | None = None) -> Typed:
     _check_engine(normal)
     if _engine_type(normal.data) in ENVIRONMENT_REACHES_PROCESSES and isinstance(normal.data.get("environment"), dict):
         normal = EffectiveRecipe(normal.file, normal.selector, *_environment_to_processes(normal.data, dict(normal.origins)))
+    if _engine_type(normal.data) in OPTIONS_FILE_ENGINES:
+        normal = EffectiveRecipe(normal.file, normal.selector, *_args_to_options(normal.data, dict(normal.origins)))
     data = normal.data
     typed = _from_sibling(normal, sibling) if sibling is not None else None
     if typed is None:
@@ -294,6 +300,15 @@ def _environment_to_processes(data: dict[str, RawYaml], origins: Origins) -> tup
             update = {key: update}
         out = deep_merge(out, update)
     return out, moved
+
+
+def _args_to_options(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawYaml], Origins]:
+    roles = data.get("roles")
+    if not isinstance(roles, dict):
+        return data, origins
+    moved = {role: {("options" if k == "args" else k): v for k, v in spec.items()} if isinstance(spec, dict) else spec
+             for role, spec in roles.items()}
+    return {**data, "roles": moved}, _move_origins(origins, [(("roles", role, "args"), ("roles", role, "options")) for role in roles])
 
 
 def _from_v1(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawYaml], Origins]:

@@ -19,6 +19,7 @@ from .layout import RoleLayout, Slot, plan
 from .model import Block, Deployment, Setting
 from .nginx import nginx_conf
 from .tables import order_worker_args, tables
+from . import trtllm
 from .vllm import router_block, worker_parts
 from .values import (
     args_from_mapping,
@@ -201,8 +202,14 @@ def _vllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, lay
     return _worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env)
 
 
+def _trtllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
+                   slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
+    cmd, args, env, files = trtllm.worker_parts(typed, ctx.policy, ctx.model_id, layout, spec)
+    return _worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env, files)
+
+
 def _worker_block(typed: Recipe, kind: str, layout: RoleLayout, slot: Slot, cluster_env: dict[str, tuple[str, str]],
-                  cmd: str, args: tuple[tuple[str, ...], ...], env: dict[str, str]) -> Block:
+                  cmd: str, args: tuple[tuple[str, ...], ...], env: dict[str, str], files: dict[str, str] | None = None) -> Block:
     """A worker's block: its command with the env every engine's worker gets (Dynamo planes, Mooncake
     store, cluster env, GPU pins) and where it runs."""
     role = layout.role
@@ -217,6 +224,7 @@ def _worker_block(typed: Recipe, kind: str, layout: RoleLayout, slot: Slot, clus
         env["CUDA_VISIBLE_DEVICES"] = pins
     title = tables().title("worker", role) + (f" · GPUs {pins}" if pins and layout.colocated else "")
     return Block(kind="worker", role=role, title=title, cmd=cmd, args=args, env=dict(sorted(env.items())), workers=slot.workers,
+                 files=files or {}, preamble=trtllm.dynamo_install(typed) if kind == "dynamo" else (),
                  nodes_per_worker=layout.nodes_per_worker, gpu_pinning=((pins,),) if pins else None,
                  where=_worker_where(layout, slot, pins))
 
@@ -253,7 +261,7 @@ def dynamo_frontend_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderCo
     env = {**kept_env(ctx.policy, ("frontend", "env"), fe.env), **dynamo_env(typed)}
     where = f"on {count} CPU nodes (FRONTEND_0_IP..FRONTEND_{count - 1}_IP)" if count > 1 else "on a CPU node (or any node)"
     blocks = [Block(kind="dynamo-frontend", title=tables().title("dynamo-frontend"), cmd=tables().command("dynamo-frontend"),
-                    args=tuple(args), env=dict(sorted(env.items())), count=count, where=where)]
+                    args=tuple(args), env=dict(sorted(env.items())), count=count, where=where, preamble=trtllm.dynamo_install(typed))]
     if count > 1:
         conf = nginx_conf(count, port, tables().ports["frontend"], fe.model_extra or {})
         blocks.append(Block(kind="nginx", title=tables().title("nginx"), cmd=tables().command("nginx"),
@@ -317,6 +325,7 @@ FRONTENDS: dict[str, Callable[[EffectiveRecipe, Recipe, RenderContext, dict[str,
 ENGINE_WORKERS: dict[str, Callable[[RawYaml, Recipe, RenderContext, str, RoleLayout, Slot, RoleSpec, dict[str, tuple[str, str]]], Block]] = {
     "sglang": _shared_worker,
     "vllm": _vllm_worker,
+    "trtllm": _trtllm_worker,
 }
 
 
