@@ -166,20 +166,24 @@ def _manifest(tmp_path: Path, *keys: str) -> Path:
     return path
 
 
-def test_vllm_lanes_build_and_diff_at_parity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    manifest = _manifest(tmp_path, "dsv41flash-fp4-mi325x-vllm-agentic-nixl", "dsv41flash-fp4-mi300x-vllm-agentic-dspark")
+def test_vllm_and_trtllm_lanes_build_and_diff_at_parity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = _manifest(tmp_path, "dsv41flash-fp4-mi325x-vllm-agentic-nixl", "dsv41flash-fp4-mi300x-vllm-agentic-dspark",
+                         "qwen3.5-fp4-gb300-dynamo-trt-agentic-disagg")
     assert main(["build", "--cookbook", str(manifest), "--out", str(tmp_path / "site"), "--no-cache"]) == 0
-    assert any("vllm serve deepseek-ai/DeepSeek-V4.1-Flash" in p.read_text() for p in (tmp_path / "site").rglob("*.sh"))
+    scripts = "".join(p.read_text() for p in (tmp_path / "site").rglob("*.sh"))
+    assert "vllm serve deepseek-ai/DeepSeek-V4.1-Flash" in scripts and "cat > trtllm_config_decode.yaml <<" in scripts
     capsys.readouterr()
     assert main(["diff", "--cookbook", str(manifest), "--cookbook", str(tmp_path / "site")]) == 0
-    assert "parity over 10 point(s) of 2 config(s)" in capsys.readouterr().out
+    assert "parity over 16 point(s) of 3 config(s)" in capsys.readouterr().out
 
 
-def test_agentx_export_of_a_vllm_lane_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    manifest = _manifest(tmp_path, "dsv41flash-fp4-mi325x-vllm-agentic-dspark")
+@pytest.mark.parametrize("key,router", [("dsv41flash-fp4-mi325x-vllm-agentic-dspark", "vllm"),
+                                        ("qwen3.5-fp4-gb300-dynamo-trt-agentic-disagg", "dynamo-trtllm")])
+def test_agentx_export_of_another_engine_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str, router: str) -> None:
+    manifest = _manifest(tmp_path, key)
     assert main(["export", "--cookbook", str(manifest), "--out", str(tmp_path / "module.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "cannot express router 'vllm'" in err[0] and not (tmp_path / "module.json").exists()
+    assert len(err) == 1 and f"cannot express router {router!r}" in err[0] and not (tmp_path / "module.json").exists()
 
 
 TRTLLM = CORPUS / "inferencex/inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/qwen3.5/trtllm/gb300-fp4/agentx"
@@ -334,6 +338,7 @@ trust_remote_code: true
 # TLLM_LOG_LEVEL is harness-only (a log level); every other role env entry is published.
 TRTLLM_PREFILL = ("cat > trtllm_config_prefill.yaml <<'COOKBOOK_EOF'\n" + PREFILL_YAML + "COOKBOOK_EOF\n" + INSTALL + """CUDA_SCALE_LAUNCH_QUEUES=4x \\
 DYN_ENGINE_CONV_AFFINITY=1 \\
+DYN_SYSTEM_PORT=7500 \\
 DYN_TRTLLM_SERVED_MODEL_NAME=nvidia/Qwen3.5-397B-A17B-NVFP4-V2 \\
 ETCD_ENDPOINTS="http://$ETCD_IP:2379" \\
 MIMALLOC_ARENA_RESERVE=0 \\
@@ -354,6 +359,7 @@ trtllm-llmapi-launch python3 -m dynamo.trtllm \\
   --extra-engine-args trtllm_config_prefill.yaml""")
 
 TRTLLM_DECODE = ("cat > trtllm_config_decode.yaml <<'COOKBOOK_EOF'\n" + DECODE_YAML + "COOKBOOK_EOF\n" + INSTALL + """DYN_ENGINE_CONV_AFFINITY=1 \\
+DYN_SYSTEM_PORT=7500 \\
 DYN_TRTLLM_SERVED_MODEL_NAME=nvidia/Qwen3.5-397B-A17B-NVFP4-V2 \\
 ETCD_ENDPOINTS="http://$ETCD_IP:2379" \\
 MIMALLOC_ARENA_RESERVE=0 \\

@@ -58,7 +58,7 @@ class PointExpect:
 
     @property
     def dynamo(self) -> bool:
-        return self.frontend == "dynamo"
+        return self.frontend.startswith("dynamo")
 
     @property
     def effective_request_plane(self) -> str:
@@ -128,6 +128,12 @@ def topologies(data: dict[str, RawYaml]) -> dict[str, RoleTopology]:
     return out
 
 
+def _frontend(kind: str, engine: RawYaml) -> str:
+    """The frontend type, `dynamo-<engine>` for an engine other than SGLang behind Dynamo (its workers differ)."""
+    name = engine.get("type") if isinstance(engine, dict) else engine
+    return f"dynamo-{name}" if kind == "dynamo" and name not in (None, "sglang") else kind
+
+
 def frontend_count(frontend: dict[str, RawYaml]) -> int:
     if frontend.get("enable_multiple_frontends"):
         return 1 + int(frontend.get("num_additional_frontends") or 0)
@@ -157,7 +163,7 @@ def point_expect(point: ResolvedPoint, policy: Policy) -> PointExpect:
         model_id=model_id(point),
         image=point.entry.image if point.entry else str(point.typed.model.container or ""),
         image_where=_where(point),
-        frontend=str(frontend.get("type") or "dynamo"),
+        frontend=_frontend(str(frontend.get("type") or "dynamo"), data.get("engine")),
         frontend_count=frontend_count(frontend),
         request_plane=(data.get("dynamo") or {}).get("request_plane"),
         mooncake=any(isinstance(s, dict) and str(s.get("type", "")).startswith("mooncake") for s in services),

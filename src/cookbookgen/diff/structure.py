@@ -238,6 +238,8 @@ def _topology(ctx: "Ctx", topo: RoleTopology, blocks: list[Block]) -> list[Findi
     if topo.pins or len(pins) > 1:
         out.append(_same(ctx, role, "gpu_pinning", " / ".join(topo.pins) or "none", " / ".join(sorted(pins)) or "none", f"roles.{role}.gpus"))
     ports = {a[1] for b in blocks for a in b.args if a[0] == "--port" and len(a) > 1}
+    port_env = table()["frontends"].get(ctx.expect.frontend, {}).get("port_env")
+    ports |= {b.env[port_env] for b in blocks if port_env in b.env}
     if topo.per_node > 1 and len(ports) < min(topo.per_node, topo.workers):
         out.append(ctx.finding(role, "topology", "ports", "mismatch", detail=f"{topo.per_node} workers share a node but not a distinct --port each",
                                recipe=f"{topo.per_node} per node", cookbook=" / ".join(sorted(ports)) or None, path=f"roles.{role}.workers"))

@@ -204,7 +204,7 @@ def _vllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, lay
 
 def _trtllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
                    slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
-    cmd, args, env, files = trtllm.worker_parts(typed, ctx.policy, ctx.model_id, layout, spec)
+    cmd, args, env, files = trtllm.worker_parts(typed, ctx.policy, ctx.model_id, layout, slot, spec)
     return _worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env, files)
 
 

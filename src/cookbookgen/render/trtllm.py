@@ -4,6 +4,7 @@ command names. No I/O but reading the package table `rules/engines.yaml` once (r
 - A role's options (`roles.<role>.args` of the recipe, normalised to `roles.<role>.options`) are written
   as srt-slurm writes them: `yaml.safe_dump` of the merged mapping (keys sorted, block style). A `null`
   in the base stays `null` (it switches a TRT-LLM feature off); only an override's `null` deletes.
+- Co-located workers (slots) each get their own DYN_SYSTEM_PORT (srt-slurm's per-process system port).
 - The file is a block file: shown as a heredoc before the command, a `files` entry in JSON.
 """
 
@@ -17,14 +18,14 @@ import yaml
 
 from ..policy.rules import Policy
 from ..recipes.schema import EngineSpec, Recipe, RoleSpec
-from .layout import RoleLayout
+from .layout import RoleLayout, Slot
 from .values import kept, kept_env, word
 from .vllm import engine_tables
 
 RawYaml = Any
 
 
-def worker_parts(typed: Recipe, policy: Policy, model_id: str, layout: RoleLayout,
+def worker_parts(typed: Recipe, policy: Policy, model_id: str, layout: RoleLayout, slot: Slot,
                  spec: RoleSpec) -> tuple[str, tuple[tuple[str, ...], ...], dict[str, str], dict[str, str]]:
     """The command, ordered args, env and options file of one TRT-LLM worker of `layout`'s role."""
     table = engine_tables()["trtllm"]
@@ -41,7 +42,8 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, layout: RoleLayou
     ordered = (*sorted([a for a in args if a[0] in order], key=lambda a: order[a[0]]),
                *sorted([a for a in args if a[0] not in order], key=itemgetter(0)))
     options = {key: value for key, value in spec.options.items() if kept(policy, ("roles", role, "options", key), value)[0]}
-    return table["command"], ordered, kept_env(policy, ("roles", role, "env"), spec.env), {name: options_yaml(options)}
+    env = {**kept_env(policy, ("roles", role, "env"), spec.env), "DYN_SYSTEM_PORT": str(table["system_port"] + slot.index)}
+    return table["command"], ordered, env, {name: options_yaml(options)}
 
 
 def options_yaml(options: dict[str, RawYaml]) -> str:
