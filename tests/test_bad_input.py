@@ -52,6 +52,9 @@ CASES = {
     "prohibited": (dump(minimal_recipe(roles={"agg": {"env": {"SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE": "1"}}})), 0,
                    "roles.agg.env.SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE", "prohibited setting"),
     "unknown-role-key": (dump(minimal_recipe(roles={"agg": {"replicas": 2}})), 0, "roles.agg.replicas", "unknown key"),
+    "options-of-sglang": (dump(minimal_recipe(roles={"agg": {"options": {"x": 1}}})), 0, "roles.agg.options", "unknown key 'options'"),
+    "options-of-trtllm": (dump(minimal_recipe(engine={"type": "trtllm"}, roles={"agg": {"options": {"x": 1}}})), 0, "roles.agg.options",
+                          "write the role's LLM-API options under args"),
     "python-tag": ("schema: 2\nmodel: !!python/object/apply:os.system ['true']\n", 2, "model", "is not allowed"),
     "duplicate-key": ("schema: 2\nengine: sglang\nengine: vllm\n", 3, "engine", "duplicate key (first at line 2)"),
     "alias-bomb": ("a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"

@@ -67,8 +67,13 @@ class RoleSpec(_Closed):
     gpus: int | None = Field(default=None, ge=1)
     env: dict[str, Scalar | None] = Field(default_factory=dict)
     args: dict[str, ArgValue] = Field(default_factory=dict)
-    options: dict[str, RawYaml] = Field(default_factory=dict)   # TRT-LLM's LLM-API options (OPTIONS_FILE_ENGINES)
     kv_events: bool | dict[str, RawYaml] | None = None
+
+
+class OptionsRoleSpec(RoleSpec):
+    """A role of an engine in OPTIONS_FILE_ENGINES: its `args` (moved here) are the LLM-API options."""
+
+    options: dict[str, RawYaml] = Field(default_factory=dict)
 
 
 class Placement(_Open):
@@ -151,6 +156,10 @@ class Recipe(_Open):
         return self.engine if isinstance(self.engine, str) else self.engine.type
 
 
+class OptionsRecipe(Recipe):
+    roles: dict[RoleName, OptionsRoleSpec] = Field(default_factory=dict)   # type: ignore[assignment]
+
+
 Typed = tuple[EffectiveRecipe, Recipe]     # an effective recipe and its typed view, as `normalise` returns them
 
 
@@ -164,14 +173,18 @@ def normalise(recipe: EffectiveRecipe, sibling: Typed | None = None) -> Typed:
     if _engine_type(normal.data) in ENVIRONMENT_REACHES_PROCESSES and isinstance(normal.data.get("environment"), dict):
         normal = EffectiveRecipe(normal.file, normal.selector, *_environment_to_processes(normal.data, dict(normal.origins)))
     if _engine_type(normal.data) in OPTIONS_FILE_ENGINES:
+        for role, spec in (normal.data.get("roles") or {}).items():
+            if isinstance(spec, dict) and "options" in spec:
+                raise normal.error(("roles", role, "options"), "unknown key 'options'; write the role's LLM-API options under args")
         normal = EffectiveRecipe(normal.file, normal.selector, *_args_to_options(normal.data, dict(normal.origins)))
     data = normal.data
     typed = _from_sibling(normal, sibling) if sibling is not None else None
     if typed is None:
+        model = OptionsRecipe if _engine_type(data) in OPTIONS_FILE_ENGINES else Recipe
         try:
-            typed = Recipe.model_validate(data)
+            typed = model.model_validate(data)
         except ValidationError as exc:
-            raise CookbookError([normal.problem(loc, message) for loc, message in schema_messages(exc.errors(), Recipe)]) from None
+            raise CookbookError([normal.problem(loc, message) for loc, message in schema_messages(exc.errors(), model)]) from None
     if set(typed.roles) not in ({"agg"}, {"prefill", "decode"}):
         found = ", ".join(typed.roles) or "none"
         raise normal.error(("roles",), f"worker roles {found}: expected roles.agg, or roles.prefill and roles.decode")

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from ..policy.rules import Policy
-from ..recipes.schema import EngineSpec, Recipe, RoleSpec
+from ..recipes.schema import EngineSpec, OptionsRoleSpec, Recipe, RoleSpec
 from .layout import RoleLayout, Slot
 from .values import kept, kept_env, word
 from .vllm import engine_tables
@@ -41,7 +41,8 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, layout: RoleLayou
     order = {f: i for i, f in enumerate(table["lead_flags"])}
     ordered = (*sorted([a for a in args if a[0] in order], key=lambda a: order[a[0]]),
                *sorted([a for a in args if a[0] not in order], key=itemgetter(0)))
-    options = {key: value for key, value in spec.options.items() if kept(policy, ("roles", role, "options", key), value)[0]}
+    own = spec.options if isinstance(spec, OptionsRoleSpec) else {}
+    options = {key: value for key, value in own.items() if kept(policy, ("roles", role, "options", key), value)[0]}
     env = {**kept_env(policy, ("roles", role, "env"), spec.env), "DYN_SYSTEM_PORT": str(table["system_port"] + slot.index)}
     return table["command"], ordered, env, {name: options_yaml(options)}
 
