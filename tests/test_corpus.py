@@ -3,9 +3,12 @@ its documented clear error; concrete flags of a few of them."""
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cookbookgen.errors import CookbookError
 from cookbookgen.pipeline import render_config_point
@@ -13,7 +16,7 @@ from cookbookgen.recipes.bundle import variant_names
 from cookbookgen.recipes.load import read_yaml_file
 from cookbookgen.recipes.workspace import Workspace, model_id
 from cookbookgen.render.deploy import RenderContext, render
-from cookbookgen.render.shell import format_block
+from cookbookgen.render.shell import block_argv, command_lines, format_block
 
 from conftest import CORPUS
 
@@ -21,11 +24,9 @@ INFERENCEX = CORPUS / "inferencex"
 RECIPES = sorted(p for p in CORPUS.rglob("*.yaml") if "srt-slurm-recipes" in str(p) or "examples" in str(p))
 # The corpus excerpt names recipes it does not hold (it says so in its header): a clear error is expected.
 MISSING = {"glm5.2-fp4-gb300-dynamo-sglang-agentic-agg", "glm5.2-fp4-gb300-dynamo-sglang-agentic-disagg",
-           "dsv4-fp4-b200-dynamo-sglang-agentic-agg"}
+           "dsv4-fp4-b200-dynamo-sglang-agentic-agg", "dsv41flash-fp4-h200-vllm-agentic-dspark"}
 # SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE is set in this recipe's base: the review checklist prohibits it.
 PROHIBITED = {"agg-pareto-variants.yaml"}
-# Engines the renderer does not support yet (vLLM, TRT-LLM): refused in one line naming the engine's key.
-NOT_YET = ("/vllm/", "/trtllm/")
 
 
 @pytest.fixture(scope="module")
@@ -49,14 +50,6 @@ def test_every_corpus_recipe_variant_renders(corpus_ws: Workspace, policy, path:
             point = corpus_ws.bare_recipe(ref)
             render(point.recipe, point.typed, RenderContext("org/model", policy))
         return
-    if any(part in str(path) for part in NOT_YET):
-        with pytest.raises(CookbookError) as info:
-            point = corpus_ws.bare_recipe(ref)
-            render(point.recipe, point.typed, RenderContext("org/model", policy))
-        (problem,) = info.value.problems
-        assert problem.key_path.startswith("engine") and "is not supported yet (supported: sglang)" in problem.message
-        assert problem.file.endswith(path.name) and problem.line > 0
-        return
     point = corpus_ws.bare_recipe(ref)
     try:
         model = model_id(point)
@@ -64,8 +57,15 @@ def test_every_corpus_recipe_variant_renders(corpus_ws: Workspace, policy, path:
         model = "org/model"  # recipes naming a cluster alias only; the master config supplies the id
     deployment = render(point.recipe, point.typed, RenderContext(model, policy))
     workers = [b for b in deployment.blocks if b.kind == "worker"]
-    assert workers and all(b.args[0] == ("--model-path", model) for b in workers)
+    assert workers and all(b.args[0] == ("--model-path", model) or b.cmd == f"vllm serve {model}" for b in workers)
     assert not [s for s in deployment.settings if s.cls == "unclassified"]
+    for block in deployment.blocks:       # every command is valid bash and quotes back to its argv
+        text = "\n".join(command_lines(block))
+        assert subprocess.run(["bash", "-n"], input=format_block(block), text=True).returncode == 0
+        assert shlex.split(text.replace("\\\n", " ")) == block_argv(block)
+        for name, content in block.files.items():     # an options file holds the role's options, as the recipe merges them
+            if name.startswith("trtllm_config_"):
+                assert yaml.safe_load(content) == point.typed.roles[block.role].options
 
 
 def _master_points() -> list[tuple[str, str]]:
@@ -81,10 +81,6 @@ def test_every_master_point_renders_or_names_its_missing_recipe(corpus_ws: Works
         (problem,) = info.value.problems
         assert problem.file.endswith("nvidia-master.excerpt.yaml") and problem.line > 0
         assert problem.message.startswith("recipe file not found")
-        return
-    if "-vllm-" in key or "-trt-" in key:
-        with pytest.raises(CookbookError, match="is not supported yet"):
-            render_config_point(corpus_ws, policy, key, point)
         return
     rendered = render_config_point(corpus_ws, policy, key, point)
     assert rendered.deployment.model == corpus_ws.entry(key).model

@@ -38,8 +38,13 @@ V41_DISAGG = f"{MULTI}/dsv41flash/sglang/gb300-fp4/agentx/disagg-variants.yaml"
 V41_SINGLE = f"{SINGLE}/dsv41flash/sglang/gb300-fp4-mtp/agentic.yaml"
 V4_AGG = f"{MULTI}/dsv4/sglang/gb300-fp4/agentx/agg-variants.yaml"
 V4_DISAGG = f"{MULTI}/dsv4/sglang/gb300-fp4/agentx/disagg-variants.yaml"
+VLLM_AGG = f"{MULTI}/dsv41flash/vllm/mi325x-fp4/agentx/agg-variants.yaml"
+VLLM_DISAGG = f"{MULTI}/dsv41flash/vllm/mi325x-fp4/agentx/disagg-variants.yaml"
+TRTLLM = f"{MULTI}/qwen3.5/trtllm/gb300-fp4/agentx/disagg-variants.yaml"
 CORPUS_CONFIGS = ("dsv4-fp4-gb300-dynamo-sglang-agentic-agg", "dsv4-fp4-gb300-dynamo-sglang-agentic-disagg",
-                  "dsv41flash-fp4-gb300-sglang-agentic-dspark")
+                  "dsv41flash-fp4-gb300-sglang-agentic-dspark", "dsv41flash-fp4-mi325x-vllm-agentic-nixl",
+                  "dsv41flash-fp4-mi325x-vllm-agentic-dspark", "dsv41flash-fp4-mi300x-vllm-agentic-nixl",
+                  "qwen3.5-fp4-gb300-dynamo-trt-agentic-disagg")
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,20 @@ BUNDLED = [
 ]
 
 CORPUS_MUTATIONS = [
+    Mutation("vLLM value changed", VLLM_DISAGG, "max-num-batched-tokens: 8192", "max-num-batched-tokens: 4096", "--max-num-batched-tokens"),
+    Mutation("vLLM JSON flag changed", VLLM_DISAGG, '"kv_role":"kv_consumer","kv_load_failure_policy":"fail"',
+             '"kv_role":"kv_consumer","kv_load_failure_policy":"recompute"', "--kv-transfer-config"),
+    Mutation("vLLM environment changed", VLLM_DISAGG, "VLLM_USE_RUST_FRONTEND: '1'", "VLLM_USE_RUST_FRONTEND: '0'", "VLLM_USE_RUST_FRONTEND"),
+    Mutation("vLLM router arg changed", VLLM_DISAGG, "prefill-policy: consistent_hash", "prefill-policy: round_robin", "--prefill-policy"),
+    Mutation("vLLM worker count", VLLM_DISAGG, "      nodes: colocate\n      workers: 2\n", "      nodes: colocate\n      workers: 1\n",
+             "roles.decode.workers"),
+    Mutation("TRT-LLM nested option changed", TRTLLM, "          free_gpu_memory_fraction: 0.85\n", "          free_gpu_memory_fraction: 0.9\n",
+             "kv_cache_config.free_gpu_memory_fraction"),
+    Mutation("TRT-LLM base null set", TRTLLM, "        cuda_graph_config:\n        disable_overlap_scheduler: false\n",
+             "        cuda_graph_config:\n          enable_padding: true\n        disable_overlap_scheduler: false\n", "cuda_graph_config.enable_padding"),
+    Mutation("Dynamo revision changed", TRTLLM, "rev: 2cbbdc863c336c2cfffa2a3668e2a6661801b259", "rev: deadbeefdeadbeefdeadbeefdeadbeefdeadbeef",
+             "dynamo.source.rev"),
+    Mutation("smg arg changed", VLLM_AGG, "balance-rel-threshold: 1.5", "balance-rel-threshold: 2.0", "--balance-rel-threshold"),
     Mutation("value changed", V4_DISAGG, "        mem-fraction-static: 0.8\n", "        mem-fraction-static: 0.75\n", "--mem-fraction-static"),
     Mutation("value changed", V41_SINGLE, "        # Keep active decode requests progressing while long prefixes are queued.\n        prefill-decode-interval: 16\n",
              "        prefill-decode-interval: 8\n", "--prefill-decode-interval"),

@@ -93,8 +93,19 @@ def image_parts(image: str) -> tuple[str, str | None, str | None]:
     return image, (digest or None), (m.group(2) if m else None)
 
 
+# The front block that names a deployment's router; without one, a worker serves clients itself.
+_FRONT_ROUTERS = {"dynamo-frontend": "dynamo", "vllm-router": "vllm-router", "smg": "smg"}
+_OTHER_ENGINES = ("trtllm", "vllm")     # a word of their worker commands; SGLang's commands have neither
+
+
 def router_of(dep: Deployment) -> str:
-    return "dynamo" if any(b.kind == "dynamo-frontend" for b in dep.blocks) else "sglang"
+    """dynamo or sglang (SGLang workers behind Dynamo, or an SGLang router / one worker), dynamo-<engine>
+    (other engines behind Dynamo), vllm-router, smg, or vllm (one `vllm serve` worker)."""
+    front = next((_FRONT_ROUTERS[b.kind] for b in dep.blocks if b.kind in _FRONT_ROUTERS), None)
+    engine = next((e for e in _OTHER_ENGINES if any(e in b.cmd for b in dep.blocks if b.kind == "worker")), "sglang")
+    if front == "dynamo":
+        return front if engine == "sglang" else f"dynamo-{engine}"
+    return front or engine
 
 
 def kv_tier_of(dep: Deployment) -> str:

@@ -257,7 +257,10 @@ def point_kv(point: Point) -> str:
 
 
 def cell_variants(cell: Cell, donors: Donors) -> tuple[Variant, ...]:
-    """Every point x router x tier except the measured (router, tier) of the point."""
+    """Every point x router x tier except the measured (router, tier) of the point; none for a cell
+    whose router the switch and tier rules do not know (vLLM's: they rewrite SGLang commands)."""
+    if cell.router not in ROUTERS:
+        return ()
     routers = (cell.router, *(r for r in ROUTERS if r != cell.router))
     out = []
     for point in cell.points:
@@ -331,6 +334,8 @@ def _master_ports(b: Block) -> list[int | None]:
 
 _SERVICE_PORTS: dict[str, Callable[[Block, Json], list[int | None]]] = {
     "sglang-router": lambda b, d: [_int(_flag(b, "--port"), d["router_port"])],
+    "vllm-router": lambda b, d: [_int(_flag(b, "--port"), d["frontend_port"])],
+    "smg": lambda b, d: [_int(_flag(b, "--port"), d["frontend_port"])],
     "dynamo-frontend": lambda b, d: [_int(_flag(b, "--http-port"), d["frontend_port"])],
     "nginx": lambda b, d: [int(p) for p in re.findall(r"listen\s+(\d+)", "".join(b.files.values()))] or [d["frontend_port"]],
     "etcd": lambda b, d: [_int(_flag(b, "--listen-client-urls"), d["etcd_ports"][0]), *d["etcd_ports"][1:]],

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
 from ..policy.classify import leaves
 from ..policy.rules import DROPPED, Policy, Rule
 from ..recipes.bundle import EffectiveRecipe
-from ..recipes.load import KeyPath, YamlFloat, dotted
+from ..recipes.load import KeyPath, YamlFloat, dotted, parse_yaml
 from ..render.model import Block
 from . import structure
 from .expect import PointExpect
@@ -720,6 +720,50 @@ def _file_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     return [ctx.finding(role, "file", leaf.name, cls, detail=detail, recipe=word(leaf.value), reason=detail, path=leaf.dotted, where=leaf.where)]
 
 
+def _options_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
+    """A role's LLM-API option (`roles.<role>.options.<key>...`) against the options file its worker
+    command names (`check["flag"]`), key path by key path: one finding per option and worker block."""
+    blocks, _, role = _targets(ctx, leaf)
+    item = ".".join(map(str, leaf.path[3:]))
+    if not blocks:
+        return _without_blocks(ctx, leaf, role, "option", item)
+    out = []
+    for block in blocks:
+        name = next((a[1] for a in block.args if a[0] == check["flag"] and len(a) > 1), "")
+        found, got = _option_in(_options_file(name, block.files.get(name)), leaf.path[3:])
+        same = found and got == leaf.value and type(got) is type(leaf.value) or (isinstance(got, float) and got == leaf.value)
+        detail = "same" if same else DIFFERENT if found else f"{MISSING} from {name or 'the command (no options file)'}"
+        out.append(ctx.finding(role, "option", item, "match" if same else "mismatch", detail=detail, recipe=_show_value(leaf.value),
+                               cookbook=_show_value(got) if found else None, path=leaf.dotted, where=leaf.where))
+    return out
+
+
+def _install_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
+    """`dynamo.source.*`: its value in the install steps (preamble) of every Dynamo process."""
+    blocks = [b for b in ctx.blocks if b.kind in ("worker", "dynamo-frontend")]
+    want = word(leaf.value)
+    out = []
+    for block in blocks:
+        same = any(want in line for line in block.preamble)
+        out.append(ctx.finding(role_label(block), "setting", leaf.dotted, "match" if same else "mismatch",
+                               detail="in the install step" if same else f"{MISSING} from the install step", recipe=want,
+                               cookbook=" / ".join(block.preamble) or None, path=leaf.dotted, where=leaf.where))
+    return out
+
+
+@lru_cache(maxsize=64)
+def _options_file(name: str, text: str | None) -> RawYaml:
+    return parse_yaml(text, name).data if text is not None else None
+
+
+def _option_in(data: RawYaml, keys: KeyPath) -> tuple[bool, RawYaml]:
+    for key in keys:
+        if not isinstance(data, dict) or key not in data:
+            return False, None
+        data = data[key]
+    return True, data
+
+
 def _structure_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     return []  # checked once per point by `structure.check`, which names this leaf
 
@@ -736,6 +780,8 @@ LEAF_HANDLERS: dict[str, Callable[[Ctx, Leaf, RawYaml], list[Finding]]] = {
     "service_preamble": _preamble_leaf,
     "nats_payload": _file_leaf,
     "nginx": _file_leaf,
+    "options": _options_leaf,
+    "dynamo_install": _install_leaf,
     "structure": _structure_leaf,
     "unverified": _unverified_leaf,
 }

@@ -11,7 +11,7 @@ Topology of a role (srt-slurm's rules):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..policy.rules import Policy
@@ -58,7 +58,7 @@ class PointExpect:
 
     @property
     def dynamo(self) -> bool:
-        return self.frontend == "dynamo"
+        return self.frontend.startswith("dynamo")
 
     @property
     def effective_request_plane(self) -> str:
@@ -77,7 +77,10 @@ def _int_arg(args: dict[str, RawYaml], keys: list[str]) -> int:
     return 1
 
 
-def role_topology(role: str, spec: dict[str, RawYaml], gpn: int, previous: RoleTopology | None) -> RoleTopology:
+def role_topology(role: str, spec: dict[str, RawYaml], gpn: int, previous: RoleTopology | None, across: bool = False) -> RoleTopology:
+    """A role's workers, nodes and GPU pins as the recipe asks. `nodes: 0` / `colocate`: on the GPUs the
+    previous role leaves free on its last node; with `across` (srt-slurm's packing across nodes) the
+    workers that do not fit there fill nodes of their own, from GPU 0."""
     args = spec.get("args") or {}
     keys = table()["parallel_keys"]
     gpus = int(spec.get("gpus") or _int_arg(args, keys["tp"]) * _int_arg(args, keys["pp"]))
@@ -85,13 +88,21 @@ def role_topology(role: str, spec: dict[str, RawYaml], gpn: int, previous: RoleT
     nodes = spec.get("nodes")
     if gpus >= gpn:
         return RoleTopology(role, workers, gpus, math.ceil(gpus / gpn), nodes, 1, ())
-    if nodes == 0 and previous is not None:
-        used = previous.per_node * previous.gpus
-        pins = tuple(_pin(used + s * gpus, gpus) for s in range(workers))
-        return RoleTopology(role, workers, gpus, 1, 0, workers, pins)
-    per_node = math.ceil(workers / (nodes or math.ceil(workers * gpus / gpn)))
+    if nodes in (0, "colocate") and previous is not None:
+        used, here, rest = _beside(previous, workers, gpus, gpn, across)
+        own = min(rest, gpn // gpus)
+        shared = {_pin(used + s * gpus, gpus) for s in range(here)} | {_pin(s * gpus, gpus) for s in range(own)}
+        return RoleTopology(role, workers, gpus, 1, 0, max(here, own), tuple(sorted(shared)))
+    per_node = math.ceil(workers / (nodes if isinstance(nodes, int) and nodes else math.ceil(workers * gpus / gpn)))
     pins = tuple(_pin(s * gpus, gpus) for s in range(per_node)) if per_node > 1 else ()
     return RoleTopology(role, workers, gpus, 1, nodes, per_node, pins)
+
+
+def _beside(previous: RoleTopology, workers: int, gpus: int, gpn: int, across: bool) -> tuple[int, int, int]:
+    """(GPUs the previous role uses on its last node, workers that go there, workers left for nodes of their own)."""
+    used = (previous.workers - (previous.expected_nodes - 1) * previous.per_node) * previous.gpus
+    here = min(workers, (gpn - used) // gpus) if across else workers
+    return used, here, workers - here
 
 
 def _pin(start: int, gpus: int) -> str:
@@ -101,12 +112,26 @@ def _pin(start: int, gpus: int) -> str:
 def topologies(data: dict[str, RawYaml]) -> dict[str, RoleTopology]:
     gpn = int(((data.get("resources") or {}).get("gpus_per_node")) or 4)
     roles = data.get("roles") or {}
+    engine = data.get("engine")
+    across = isinstance(engine, dict) and bool(engine.get("allow_prefill_decode_colocation_across_nodes"))
+    pool = ((roles.get("prefill") or {}).get("nodes") if across and (roles.get("decode") or {}).get("nodes") == "colocate" else None)
     out: dict[str, RoleTopology] = {}
     previous = None
     for role in ROLE_ORDER:
         if isinstance(roles.get(role), dict):
-            previous = out[role] = role_topology(role, roles[role], gpn, previous)
+            spec = {**roles[role], "nodes": None} if pool is not None and role == "prefill" else roles[role]
+            previous = out[role] = role_topology(role, spec, gpn, previous, across)
+    if isinstance(pool, int):       # the prefill nodes count the pool: less the decode workers' own nodes
+        decode = out["decode"]
+        rest = _beside(out["prefill"], decode.workers, decode.gpus, gpn, across)[2]
+        out["prefill"] = replace(out["prefill"], nodes=pool - math.ceil(rest / (gpn // decode.gpus)))
     return out
+
+
+def _frontend(kind: str, engine: RawYaml) -> str:
+    """The frontend type, `dynamo-<engine>` for an engine other than SGLang behind Dynamo (its workers differ)."""
+    name = engine.get("type") if isinstance(engine, dict) else engine
+    return f"dynamo-{name}" if kind == "dynamo" and name not in (None, "sglang") else kind
 
 
 def frontend_count(frontend: dict[str, RawYaml]) -> int:
@@ -134,7 +159,7 @@ def point_expect(point: ResolvedPoint, policy: Policy) -> PointExpect:
         model_id=model_id(point),
         image=point.entry.image if point.entry else str(point.typed.model.container or ""),
         image_where=_where(point),
-        frontend=str(frontend.get("type") or "dynamo"),
+        frontend=_frontend(str(frontend.get("type") or "dynamo"), data.get("engine")),
         frontend_count=frontend_count(frontend),
         request_plane=(data.get("dynamo") or {}).get("request_plane"),
         mooncake=any(isinstance(s, dict) and str(s.get("type", "")).startswith("mooncake") for s in services),

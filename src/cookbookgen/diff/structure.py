@@ -11,6 +11,8 @@ leaf comparison shares. No I/O.
 
 from __future__ import annotations
 
+import shlex
+
 import math
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
@@ -25,8 +27,8 @@ if TYPE_CHECKING:
     from .compare import Ctx
 
 RawYaml = Any
-FRONTEND_KINDS = ("dynamo-frontend", "sglang-router")
-KIND_LABEL = {"dynamo-frontend": "frontend", "sglang-router": "router"}
+FRONTEND_KINDS = ("dynamo-frontend", "sglang-router", "vllm-router", "smg")
+KIND_LABEL = {"dynamo-frontend": "frontend", "sglang-router": "router", "vllm-router": "router", "smg": "router"}
 
 
 # --- lookups shared with compare.py -----------------------------------------------------------------
@@ -236,6 +238,8 @@ def _topology(ctx: "Ctx", topo: RoleTopology, blocks: list[Block]) -> list[Findi
     if topo.pins or len(pins) > 1:
         out.append(_same(ctx, role, "gpu_pinning", " / ".join(topo.pins) or "none", " / ".join(sorted(pins)) or "none", f"roles.{role}.gpus"))
     ports = {a[1] for b in blocks for a in b.args if a[0] == "--port" and len(a) > 1}
+    port_env = table()["frontends"].get(ctx.expect.frontend, {}).get("port_env")
+    ports |= {b.env[port_env] for b in blocks if port_env in b.env}
     if topo.per_node > 1 and len(ports) < min(topo.per_node, topo.workers):
         out.append(ctx.finding(role, "topology", "ports", "mismatch", detail=f"{topo.per_node} workers share a node but not a distinct --port each",
                                recipe=f"{topo.per_node} per node", cookbook=" / ".join(sorted(ports)) or None, path=f"roles.{role}.workers"))
@@ -278,8 +282,10 @@ def _has(ctx: "Ctx", block: Block, flag: str) -> bool:
 def _worker_must_have(ctx: "Ctx", block: Block) -> list[Finding]:
     role = block.role or "agg"
     out = []
-    if not _has(ctx, block, "--model-path"):
-        out.append(ctx.finding(role, "arg", "--model-path", "mismatch", detail=MISSING, recipe=ctx.expect.model_id, path="model.path"))
+    in_cmd = table()["frontends"].get(ctx.expect.frontend, {}).get("model_in_cmd")
+    if not (ctx.expect.model_id in shlex.split(block.cmd) if in_cmd else _has(ctx, block, "--model-path")):
+        out.append(ctx.finding(role, "arg", "model" if in_cmd else "--model-path", "mismatch", detail=MISSING,
+                               recipe=ctx.expect.model_id, path="model.path"))
     else:
         out.append(ctx.finding(role, "setting", "model.path", "placeholder", detail="the command uses the model id",
                                recipe=ctx.expect.model_id, reason="cluster alias of the weights; --model-path is the Hugging Face id", path="model.path"))

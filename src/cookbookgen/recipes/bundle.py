@@ -116,7 +116,7 @@ def _compute_base(doc: Document) -> tuple[dict[str, RawYaml], Origins]:
     shared = {k: v for k, v in data.items() if k != "base" and not k.startswith(("override_", "zip_override_"))}
     origins = _origins_of(doc, shared, ())
     origins.update(_origins_of(doc, base, ("base",)))
-    return deep_merge(shared, base), origins
+    return deep_merge(shared, base, keep_nulls=True), origins
 
 
 def select(doc: Document, selector: str | None) -> EffectiveRecipe:

@@ -24,7 +24,7 @@ from ..text import unknown
 from .load import Document, KeyPath
 
 RawYaml = Any
-SUPPORTED_FRAMEWORKS = ("sglang", "dynamo-sglang")
+SUPPORTED_FRAMEWORKS = ("sglang", "dynamo-sglang", "vllm", "dynamo-trt")
 SCRIPTS = "benchmarks/single_node"
 SCRIPT_NAME = "<model-prefix>_<precision>_<gpu>_<framework>[_mtp].sh"
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9.]+(-[A-Za-z0-9.]+)*")

@@ -7,7 +7,9 @@ Merge rules (`deep_merge(base, over)`):
 - mapping + mapping: merge key by key, recursively;
 - a list replaces whatever was there (lists are never concatenated);
 - a scalar replaces whatever was there;
-- `None` (YAML `null`) deletes the key from the result (also inside a mapping the base lacks).
+- `None` (YAML `null`) deletes the key from the result (also inside a mapping the base lacks);
+  with `keep_nulls` (a bundle's `base` over the file's top-level keys) it is kept as a value:
+  only an override's `null` deletes (TRT-LLM reads an explicit `null` as "feature off").
 Merging is associative as long as no key is a mapping in one layer and a scalar or list in another.
 
 Zip rules (`zip_variants(section)`):
@@ -33,18 +35,18 @@ RawYaml = Any
 Origins = dict[KeyPath, tuple[str, int]]
 
 
-def deep_merge(base: RawYaml, over: RawYaml) -> RawYaml:
+def deep_merge(base: RawYaml, over: RawYaml, keep_nulls: bool = False) -> RawYaml:
     """The merge of `over` onto `base`. The result shares untouched subtrees with its inputs, so
     recipe trees are treated as immutable everywhere (nothing in cookbookgen mutates them)."""
     if not isinstance(base, dict) or not isinstance(over, dict):
-        return _without_nulls(over)
+        return over if keep_nulls else _without_nulls(over)
     out = dict(base)
     for key, value in over.items():
-        if value is None:
+        if value is None and not keep_nulls:
             out.pop(key, None)
         elif isinstance(value, dict):
             # A mapping merges into an existing mapping; a new one is taken without its nulls.
-            out[key] = deep_merge(out[key] if isinstance(out.get(key), dict) else {}, value)
+            out[key] = deep_merge(out[key] if isinstance(out.get(key), dict) else {}, value, keep_nulls)
         else:
             out[key] = value
     return out

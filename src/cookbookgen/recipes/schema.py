@@ -37,8 +37,14 @@ Scalar = str | int | Float | bool
 _ExactScalar = Union[Annotated[str, Strict()], Annotated[bool, Strict()], Annotated[int, Strict()], Float]
 ArgValue = Annotated[Union[_ExactScalar, list[_ExactScalar], None], Field(union_mode="left_to_right")]
 RoleName = Literal["agg", "prefill", "decode"]
-SUPPORTED_ENGINES = ("sglang",)
-KNOWN_ENGINES = ("sglang", "vllm", "trtllm", "trt-llm")
+SUPPORTED_ENGINES = ("sglang", "vllm", "trtllm")
+# Engines whose recipe-wide `environment:` srt-slurm exports into every serving process (workers and
+# the front process); it is moved into `roles.*.env` and `frontend.env`, where a role's own entry wins.
+ENVIRONMENT_REACHES_PROCESSES = ("vllm",)
+# Engines whose role `args` are nested LLM-API options written to a file, not CLI flags: they are
+# moved to `roles.<role>.options` (so the CLI-flag rules of the policy and the diff leave them alone).
+OPTIONS_FILE_ENGINES = ("trtllm",)
+KNOWN_ENGINES = ("sglang", "vllm", "trtllm", "trt-llm", "tilert")
 
 # Worker args that size a parallel group: GPUs, nodes and labels are computed from them.
 PARALLEL_SIZE_ARGS = ("tensor-parallel-size", "tp-size", "tp", "pipeline-parallel-size", "pp-size",
@@ -56,7 +62,7 @@ class _Open(BaseModel):
 
 
 class RoleSpec(_Closed):
-    nodes: int | None = Field(default=None, ge=0)
+    nodes: Annotated[int, Field(ge=0)] | Literal["colocate"] | None = None   # colocate: on the previous role's nodes
     workers: int | None = Field(default=None, ge=1)
     gpus: int | None = Field(default=None, ge=1)
     env: dict[str, Scalar | None] = Field(default_factory=dict)
@@ -64,12 +70,18 @@ class RoleSpec(_Closed):
     kv_events: bool | dict[str, RawYaml] | None = None
 
 
+class OptionsRoleSpec(RoleSpec):
+    """A role of an engine in OPTIONS_FILE_ENGINES: its `args` (moved here) are the LLM-API options."""
+
+    options: dict[str, RawYaml] = Field(default_factory=dict)
+
+
 class Placement(_Open):
     node: str | None = None       # a named node of the job, e.g. a CPU node of its own
 
 
 class FrontendSpec(_Open):
-    type: Literal["dynamo", "sglang", "sglang-router"] = "dynamo"
+    type: Literal["dynamo", "sglang", "sglang-router", "vllm", "vllm-router", "smg"] = "dynamo"
     enable_multiple_frontends: bool = False
     num_additional_frontends: int = Field(default=0, ge=0)
     args: dict[str, ArgValue] = Field(default_factory=dict)
@@ -102,6 +114,13 @@ class ModelSpec(_Open):
     precision: str | None = None
 
 
+class EngineSpec(_Open):
+    """srt-slurm's mapping form `engine: {type: vllm, connector: nixl, ...}`."""
+
+    type: str
+    connector: str | None = None          # KV connector of prefill/decode workers (nixl, lmcache, or JSON)
+
+
 class DynamoSpec(_Open):
     request_plane: str | None = None   # nats, tcp, ... (None: srt-slurm's default)
 
@@ -122,7 +141,7 @@ class IdentitySpec(_Open):
 class Recipe(_Open):
     """The parts of a recipe that rendering reads; everything else stays in `data` for the policy."""
 
-    engine: str = "sglang"
+    engine: str | EngineSpec = "sglang"
     model: ModelSpec = ModelSpec()
     resources: ResourcesSpec = ResourcesSpec()
     frontend: FrontendSpec = FrontendSpec()
@@ -131,6 +150,14 @@ class Recipe(_Open):
     identity: IdentitySpec = IdentitySpec()
     infra: InfraSpec = InfraSpec()
     roles: dict[RoleName, RoleSpec] = Field(default_factory=dict)
+
+    @property
+    def engine_type(self) -> str:
+        return self.engine if isinstance(self.engine, str) else self.engine.type
+
+
+class OptionsRecipe(Recipe):
+    roles: dict[RoleName, OptionsRoleSpec] = Field(default_factory=dict)   # type: ignore[assignment]
 
 
 Typed = tuple[EffectiveRecipe, Recipe]     # an effective recipe and its typed view, as `normalise` returns them
@@ -142,14 +169,22 @@ def normalise(recipe: EffectiveRecipe, sibling: Typed | None = None) -> Typed:
     normal = recipe
     if "backend" in recipe.data and "roles" not in recipe.data:
         normal = EffectiveRecipe(recipe.file, recipe.selector, *_from_v1(recipe.data, dict(recipe.origins)))
-    data = normal.data
     _check_engine(normal)
+    if _engine_type(normal.data) in ENVIRONMENT_REACHES_PROCESSES and isinstance(normal.data.get("environment"), dict):
+        normal = EffectiveRecipe(normal.file, normal.selector, *_environment_to_processes(normal.data, dict(normal.origins)))
+    if _engine_type(normal.data) in OPTIONS_FILE_ENGINES:
+        for role, spec in (normal.data.get("roles") or {}).items():
+            if isinstance(spec, dict) and "options" in spec:
+                raise normal.error(("roles", role, "options"), "unknown key 'options'; write the role's LLM-API options under args")
+        normal = EffectiveRecipe(normal.file, normal.selector, *_args_to_options(normal.data, dict(normal.origins)))
+    data = normal.data
     typed = _from_sibling(normal, sibling) if sibling is not None else None
     if typed is None:
+        model = OptionsRecipe if _engine_type(data) in OPTIONS_FILE_ENGINES else Recipe
         try:
-            typed = Recipe.model_validate(data)
+            typed = model.model_validate(data)
         except ValidationError as exc:
-            raise CookbookError([normal.problem(loc, message) for loc, message in schema_messages(exc.errors(), Recipe)]) from None
+            raise CookbookError([normal.problem(loc, message) for loc, message in schema_messages(exc.errors(), model)]) from None
     if set(typed.roles) not in ({"agg"}, {"prefill", "decode"}):
         found = ", ".join(typed.roles) or "none"
         raise normal.error(("roles",), f"worker roles {found}: expected roles.agg, or roles.prefill and roles.decode")
@@ -241,20 +276,52 @@ def _positive_whole(value: object) -> bool:
     return isinstance(value, str) and value.isdigit() and int(value) > 0
 
 
+def _engine_type(data: dict[str, RawYaml]) -> RawYaml:
+    engine = data.get("engine", "sglang")
+    return engine.get("type") if isinstance(engine, dict) else engine
+
+
 def _check_engine(recipe: EffectiveRecipe) -> None:
-    """`engine: sglang`, or srt-slurm's mapping form `engine: {type: sglang, ...}` (whose other keys
-    only the engines not supported yet use)."""
-    engine = recipe.data.get("engine", "sglang")
-    where: KeyPath = ("engine",)
-    if isinstance(engine, dict):
-        engine, where = engine.get("type"), ("engine", "type")
+    """`engine: sglang`, or srt-slurm's mapping form `engine: {type: vllm, connector: nixl, ...}`."""
+    engine = _engine_type(recipe.data)
+    where: KeyPath = ("engine", "type") if isinstance(recipe.data.get("engine"), dict) else ("engine",)
     if engine in SUPPORTED_ENGINES:
-        if where == ("engine",):
-            return
-        raise recipe.error(("engine",), f"the mapping form of engine {engine!r} is not supported yet; write `engine: {engine}`")
+        return
     if isinstance(engine, str) and engine in KNOWN_ENGINES:
-        raise recipe.error(where, f"engine {engine!r} is not supported yet (supported: sglang)")
+        raise recipe.error(where, f"engine {engine!r} is not supported yet (supported: {', '.join(SUPPORTED_ENGINES)})")
     raise recipe.error(where, unknown("engine", engine, KNOWN_ENGINES))
+
+
+def _environment_to_processes(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawYaml], Origins]:
+    """`environment:` entries into each role's env and the front process's env (own entries win);
+    each moved entry keeps the line it was written at."""
+    environment: dict[str, RawYaml] = data["environment"]
+    out = {k: v for k, v in data.items() if k != "environment"}
+    moved = dict(origins)
+    targets: list[tuple[str, ...]] = [("roles", role) for role in (data.get("roles") or {})]
+    if isinstance(data.get("frontend"), dict) and data["frontend"].get("type") != "vllm":   # type vllm: no front process
+        targets.append(("frontend",))
+    for target in targets:
+        section = out
+        for key in target:
+            section = section.get(key) or {}
+        own = section.get("env") or {}
+        moved.update({(*target, "env", name): origins[("environment", name)] for name in environment
+                      if name not in own and ("environment", name) in origins})
+        update: dict[str, RawYaml] = {"env": {**environment, **own}}
+        for key in reversed(target):
+            update = {key: update}
+        out = deep_merge(out, update)
+    return out, moved
+
+
+def _args_to_options(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawYaml], Origins]:
+    roles = data.get("roles")
+    if not isinstance(roles, dict):
+        return data, origins
+    moved = {role: {("options" if k == "args" else k): v for k, v in spec.items()} if isinstance(spec, dict) else spec
+             for role, spec in roles.items()}
+    return {**data, "roles": moved}, _move_origins(origins, [(("roles", role, "args"), ("roles", role, "options")) for role in roles])
 
 
 def _from_v1(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawYaml], Origins]:

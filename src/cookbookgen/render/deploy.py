@@ -19,6 +19,8 @@ from ..policy.rules import Setting
 from .model import Block, Deployment
 from .nginx import nginx_conf
 from .tables import order_worker_args, tables
+from . import trtllm
+from .vllm import router_block, worker_parts
 from .values import (
     ValuesMemo,
     args_from_mapping,
@@ -67,11 +69,12 @@ class RenderContext:
 
 
 def frontend_kind(typed: Recipe, layouts: dict[str, RoleLayout]) -> str:
-    """`dynamo`, `sglang-router`, or `direct` (one SGLang worker serving clients itself)."""
-    if typed.frontend.type == "dynamo":
-        return "dynamo"
+    """`dynamo`, a router (`sglang-router`, `vllm-router`, `smg`), or `direct` (one worker serving
+    clients itself: frontend type `sglang` or `vllm`, the engine's own name)."""
+    if typed.frontend.type in ("dynamo", "vllm-router", "smg"):
+        return typed.frontend.type
     single = list(layouts) == ["agg"] and layouts["agg"].workers == 1
-    return "direct" if typed.frontend.type == "sglang" and single else "sglang-router"
+    return "direct" if typed.frontend.type in ("sglang", "vllm") and single else "sglang-router"
 
 
 def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deployment:
@@ -95,7 +98,7 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
         spec = typed.roles[role]  # type: ignore[index]
         raw = (recipe.data.get("roles") or {}).get(role)
         for slot in layout.slots:
-            blocks.append(_shared_worker(raw, typed, ctx, kind, layout, slot, spec, cluster_env))
+            blocks.append(ENGINE_WORKERS[typed.engine_type](raw, typed, ctx, kind, layout, slot, spec, cluster_env))
     order = tables().launch_order
     blocks.sort(key=lambda b: order[b.kind])
     gpus = sum(lay.workers * lay.gpus_per_worker for lay in layouts.values())
@@ -181,6 +184,27 @@ def _worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
         lead.append(("--kv-events-config", _kv_events(spec.kv_events, ports["kv_events"] + slot.index * layout.dp_size)))
     args = lead + kept_args(ctx.policy, ("roles", role, "args"), spec.args, ctx.memo.args)
     env = kept_env(ctx.policy, ("roles", role, "env"), spec.env, ctx.memo.env)
+    cmd = tables().command("worker", "dynamo" if kind == "dynamo" else "sglang")
+    return _worker_block(typed, kind, layout, slot, cluster_env, cmd, order_worker_args(args), env)
+
+
+def _vllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
+                 slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
+    cmd, args, env = worker_parts(typed, ctx.policy, ctx.model_id, kind, layout, slot, spec, tables().ports["frontend"])
+    return _worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env)
+
+
+def _trtllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
+                   slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
+    cmd, args, env, files = trtllm.worker_parts(typed, ctx.policy, ctx.model_id, layout, slot, spec)
+    return _worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env, files)
+
+
+def _worker_block(typed: Recipe, kind: str, layout: RoleLayout, slot: Slot, cluster_env: dict[str, tuple[str, str]],
+                  cmd: str, args: tuple[tuple[str, ...], ...], env: dict[str, str], files: dict[str, str] | None = None) -> Block:
+    """A worker's block: its command with the env every engine's worker gets (Dynamo planes, Mooncake
+    store, cluster env, GPU pins) and where it runs."""
+    role = layout.role
     if kind == "dynamo":
         env.update(dynamo_env(typed))
     if any(s.type == "mooncake-master" for s in typed.services or []) and any(k.startswith("MOONCAKE_") for k in env):
@@ -191,8 +215,8 @@ def _worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
     if pins is not None:
         env["CUDA_VISIBLE_DEVICES"] = pins
     title = tables().title("worker", role) + (f" · GPUs {pins}" if pins and layout.colocated else "")
-    return Block(kind="worker", role=role, title=title, cmd=tables().command("worker", "dynamo" if kind == "dynamo" else "sglang"),
-                 args=order_worker_args(args), env=dict(sorted(env.items())), workers=slot.workers,
+    return Block(kind="worker", role=role, title=title, cmd=cmd, args=args, env=dict(sorted(env.items())), workers=slot.workers,
+                 files=files or {}, preamble=trtllm.dynamo_install(typed) if kind == "dynamo" else (),
                  nodes_per_worker=layout.nodes_per_worker, gpu_pinning=((pins,),) if pins else None,
                  where=_worker_where(layout, slot, pins))
 
@@ -210,7 +234,7 @@ def _worker_where(layout: RoleLayout, slot: Slot, pins: str | None) -> str:
         replicas = f"{slot.workers} workers; for each, " if slot.workers > 1 else ""
         return (f"{replicas}run on all {layout.nodes_per_worker} nodes of the worker, with NODE_RANK=0 on the head node "
                 f"({role.upper()}_HEAD_IP) and 1..{layout.nodes_per_worker - 1} on the others")
-    if layout.shares_nodes_with:
+    if layout.shares_nodes_with and slot.shared:
         return f"on the {layout.shares_nodes_with} node, GPUs {pins}"
     if pins:
         return f"on each of the {layout.nodes} {role} nodes, GPUs {pins} ({slot.workers} in all)"
@@ -229,7 +253,7 @@ def dynamo_frontend_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderCo
     env = {**kept_env(ctx.policy, ("frontend", "env"), fe.env, ctx.memo.env), **dynamo_env(typed)}
     where = f"on {count} CPU nodes (FRONTEND_0_IP..FRONTEND_{count - 1}_IP)" if count > 1 else "on a CPU node (or any node)"
     blocks = [Block(kind="dynamo-frontend", title=tables().title("dynamo-frontend"), cmd=tables().command("dynamo-frontend"),
-                    args=tuple(args), env=dict(sorted(env.items())), count=count, where=where)]
+                    args=tuple(args), env=dict(sorted(env.items())), count=count, where=where, preamble=trtllm.dynamo_install(typed))]
     if count > 1:
         conf = nginx_conf(count, port, tables().ports["frontend"], fe.model_extra or {})
         blocks.append(Block(kind="nginx", title=tables().title("nginx"), cmd=tables().command("nginx"),
@@ -277,10 +301,23 @@ def _direct(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts:
     return []
 
 
+def _vllm_router(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout]) -> list[Block]:
+    return [router_block(typed, ctx.policy, layouts, tables().ports["frontend"])]
+
+
 FRONTENDS: dict[str, Callable[[EffectiveRecipe, Recipe, RenderContext, dict[str, RoleLayout]], list[Block]]] = {
     "dynamo": dynamo_frontend_blocks,
     "sglang-router": router_blocks,
+    "vllm-router": _vllm_router,
+    "smg": _vllm_router,
     "direct": _direct,
+}
+
+# The worker builder of each engine (`engine` or `engine.type`).
+ENGINE_WORKERS: dict[str, Callable[[RawYaml, Recipe, RenderContext, str, RoleLayout, Slot, RoleSpec, dict[str, tuple[str, str]]], Block]] = {
+    "sglang": _shared_worker,
+    "vllm": _vllm_worker,
+    "trtllm": _trtllm_worker,
 }
 
 

@@ -4,7 +4,10 @@
 - A worker with at least a node's worth of GPUs spans `ceil(gpus / gpus_per_node)` nodes.
 - Smaller workers share nodes: worker i runs on node i // slots in slot i % slots, and each slot
   gets its own GPUs (CUDA_VISIBLE_DEVICES), port and bootstrap/KV-event ports.
-- A role with `nodes: 0` shares the nodes of the role before it, on the GPUs that role leaves free.
+- A role with `nodes: 0` (or `colocate`) shares the nodes of the role before it, on the GPUs that
+  role leaves free on its last node. With `engine.allow_prefill_decode_colocation_across_nodes`
+  (srt-slurm's contiguous packing) the workers that do not fit there go on nodes of their own, and
+  the previous role's `nodes` counts the whole pool the two roles share.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 from ..recipes.bundle import EffectiveRecipe
-from ..recipes.schema import Recipe, RoleSpec
+from ..recipes.schema import EngineSpec, Recipe, RoleSpec
 from .model import ROLES, Role
 
 _TP_KEYS = ("tensor-parallel-size", "tp-size", "tp")
@@ -26,6 +29,7 @@ class Slot:
     index: int
     workers: int
     gpus: tuple[int, ...] | None  # None: the worker owns whole nodes, no pinning needed
+    shared: bool = False          # on the previous role's node (a role with nodes: 0 / colocate)
 
 
 @dataclass(frozen=True)
@@ -56,20 +60,28 @@ def plan(recipe: EffectiveRecipe, typed: Recipe) -> dict[str, RoleLayout]:
     gpn = typed.resources.gpus_per_node
     out: dict[str, RoleLayout] = {}
     previous: RoleLayout | None = None
+    engine = typed.engine.model_extra or {} if isinstance(typed.engine, EngineSpec) else {}
+    across = bool(engine.get("allow_prefill_decode_colocation_across_nodes"))
+    pool = typed.roles["prefill"].nodes if across and "decode" in typed.roles and typed.roles["decode"].nodes == "colocate" else None
     for role in ROLES:
         spec = typed.roles.get(role)
         if spec is None:
             continue
-        layout = _plan_role(recipe, role, spec, gpn, previous)
+        if pool is not None and role == "prefill":
+            spec = spec.model_copy(update={"nodes": None})
+        layout = _plan_role(recipe, role, spec, gpn, previous, across)
         if layout.shares_nodes_with and previous is not None and previous.slots[0].gpus is None:
             pinned = tuple(Slot(s.index, s.workers, tuple(range(previous.gpus_per_worker))) for s in previous.slots)
             out[previous.role] = RoleLayout(**{**previous.__dict__, "slots": pinned})
         out[role] = layout
         previous = layout
+    if pool is not None and out["prefill"].nodes + out["decode"].nodes != pool:
+        raise recipe.error(("roles", "prefill", "nodes"), f"prefill and co-located decode workers fill "
+                                                          f"{out['prefill'].nodes + out['decode'].nodes} node(s), not {pool}")
     return out
 
 
-def _plan_role(recipe: EffectiveRecipe, role: Role, spec: RoleSpec, gpn: int, previous: RoleLayout | None) -> RoleLayout:
+def _plan_role(recipe: EffectiveRecipe, role: Role, spec: RoleSpec, gpn: int, previous: RoleLayout | None, across: bool) -> RoleLayout:
     gpus = spec.gpus or int_arg(spec, _TP_KEYS) * int_arg(spec, _PP_KEYS)
     workers = spec.workers or 1
     dp = int_arg(spec, _DP_KEYS)
@@ -79,9 +91,9 @@ def _plan_role(recipe: EffectiveRecipe, role: Role, spec: RoleSpec, gpn: int, pr
         if spec.nodes not in (None, need):
             raise recipe.error(("roles", role, "nodes"), f"{workers} worker(s) of {gpus} GPUs need {need} nodes of {gpn} GPUs, not {spec.nodes}")
         return RoleLayout(role, workers, gpus, per, need, (Slot(0, workers, None),), dp)
-    if spec.nodes == 0:
-        return _share_nodes(recipe, role, workers, gpus, gpn, dp, previous)
-    nodes = spec.nodes if spec.nodes is not None else math.ceil(workers * gpus / gpn)
+    if spec.nodes in (0, "colocate"):
+        return _share_nodes(recipe, role, workers, gpus, gpn, dp, previous, across)
+    nodes = spec.nodes if isinstance(spec.nodes, int) else math.ceil(workers * gpus / gpn)
     slots = math.ceil(workers / nodes)
     if slots * gpus > gpn:
         raise recipe.error(("roles", role, "nodes"), f"{workers} workers of {gpus} GPUs do not fit on {nodes} node(s) of {gpn} GPUs")
@@ -96,11 +108,15 @@ def _plan_role(recipe: EffectiveRecipe, role: Role, spec: RoleSpec, gpn: int, pr
 
 
 def _share_nodes(recipe: EffectiveRecipe, role: Role, workers: int, gpus: int, gpn: int, dp: int,
-                 previous: RoleLayout | None) -> RoleLayout:
+                 previous: RoleLayout | None, across: bool) -> RoleLayout:
     if previous is None or previous.nodes_per_worker > 1:
         raise recipe.error(("roles", role, "nodes"), "nodes: 0 shares the previous role's nodes, but there is no single-node role before it")
-    used = len(previous.slots) * previous.gpus_per_worker
-    if used + workers * gpus > gpn:
+    used = (previous.workers - (previous.nodes - 1) * len(previous.slots)) * previous.gpus_per_worker
+    here = min(workers, (gpn - used) // gpus) if across else workers
+    if used + here * gpus > gpn:
         raise recipe.error(("roles", role, "nodes"), f"{workers} worker(s) of {gpus} GPUs do not fit beside {previous.role} ({used} of {gpn} GPUs used)")
-    slots = tuple(Slot(len(previous.slots) + s, 1, tuple(range(used + s * gpus, used + (s + 1) * gpus))) for s in range(workers))
-    return RoleLayout(role, workers, gpus, 1, 0, slots, dp, shares_nodes_with=previous.role)
+    slots = [Slot(len(previous.slots) + s, 1, tuple(range(used + s * gpus, used + (s + 1) * gpus)), shared=True) for s in range(here)]
+    per_node = gpn // gpus
+    rest = workers - here
+    slots += [Slot(s, len(range(s, rest, per_node)), tuple(range(s * gpus, (s + 1) * gpus))) for s in range(min(rest, per_node))]
+    return RoleLayout(role, workers, gpus, 1, math.ceil(rest / per_node), tuple(slots), dp, shares_nodes_with=previous.role)

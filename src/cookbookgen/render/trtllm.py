@@ -1,0 +1,71 @@
+"""TRT-LLM workers under Dynamo (`python3 -m dynamo.trtllm`) and the LLM-API options file each role's
+command names. No I/O but reading the package table `rules/engines.yaml` once (render/vllm.py).
+
+- A role's options (`roles.<role>.args` of the recipe, normalised to `roles.<role>.options`) are written
+  as srt-slurm writes them: `yaml.safe_dump` of the merged mapping (keys sorted, block style). A `null`
+  in the base stays `null` (it switches a TRT-LLM feature off); only an override's `null` deletes.
+- Co-located workers (slots) each get their own DYN_SYSTEM_PORT (srt-slurm's per-process system port).
+- The file is a block file: shown as a heredoc before the command, a `files` entry in JSON.
+"""
+
+from __future__ import annotations
+
+import shlex
+from operator import itemgetter
+from typing import Any
+
+import yaml
+
+from ..policy.rules import Policy
+from ..recipes.schema import EngineSpec, OptionsRoleSpec, Recipe, RoleSpec
+from .layout import RoleLayout, Slot
+from .values import kept, kept_env, word
+from .vllm import engine_tables
+
+RawYaml = Any
+
+
+def worker_parts(typed: Recipe, policy: Policy, model_id: str, layout: RoleLayout, slot: Slot,
+                 spec: RoleSpec) -> tuple[str, tuple[tuple[str, ...], ...], dict[str, str], dict[str, str]]:
+    """The command, ordered args, env and options file of one TRT-LLM worker of `layout`'s role."""
+    table = engine_tables()["trtllm"]
+    role = layout.role
+    name = table["options_file"].format(role=role)
+    args: list[tuple[str, ...]] = [("--model-path", model_id), ("--served-model-name", model_id), (table["options_flag"], name)]
+    if role != "agg":
+        args.append(("--disaggregation-mode", role))
+    if typed.dynamo.request_plane:
+        args.append(("--request-plane", word(typed.dynamo.request_plane)))
+    engine = (typed.engine.model_extra or {}) if isinstance(typed.engine, EngineSpec) else {}
+    args += [(flag,) for key, flag in table["switches"].items() if engine.get(key) is True]
+    order = {f: i for i, f in enumerate(table["lead_flags"])}
+    ordered = (*sorted([a for a in args if a[0] in order], key=lambda a: order[a[0]]),
+               *sorted([a for a in args if a[0] not in order], key=itemgetter(0)))
+    own = spec.options if isinstance(spec, OptionsRoleSpec) else {}
+    options = {key: value for key, value in own.items() if kept(policy, ("roles", role, "options", key), value)[0]}
+    env = {**kept_env(policy, ("roles", role, "env"), spec.env), "DYN_SYSTEM_PORT": str(table["system_port"] + slot.index)}
+    return table["command"], ordered, env, {name: options_yaml(options)}
+
+
+def options_yaml(options: dict[str, RawYaml]) -> str:
+    return yaml.safe_dump(_plain(options))
+
+
+def _plain(value: RawYaml) -> RawYaml:
+    """The value as `yaml.safe_load` gives it: plain dicts, lists, str, int, float (a float keeps no spelling)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        return float(value)
+    return str(value) if isinstance(value, str) else value
+
+
+def dynamo_install(typed: Recipe) -> tuple[str, ...]:
+    """The steps that build Dynamo from `dynamo.source: {git, rev}` (none without a git source)."""
+    source = (typed.dynamo.model_extra or {}).get("source")
+    if not isinstance(source, dict) or not source.get("git"):
+        return ()
+    git, rev = shlex.quote(str(source["git"])), shlex.quote(str(source.get("rev") or "HEAD"))
+    return tuple(step.format(git=git, rev=rev) for step in engine_tables()["dynamo_source_install"])
