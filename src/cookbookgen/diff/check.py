@@ -3,9 +3,9 @@ every kind of input (`diff.sources.read_cookbook`). I/O only through `recipes.wo
 checkout's master configs and recipes) and, for a manifest, the rendering of its points.
 
 - A config's published points (a manifest renders them as the config is checked) are paired with
-  the checkout's points and compared (`compare`; the points of a config share their work). Configs
-  of the cookbook that the checkout lacks are listed as "not in checkout"; checkout configs the
-  cookbook does not show are not its business and are skipped.
+  the checkout's points and compared (`compare`; the points of a config share their work). Every
+  published cell ends `checked` or `unpaired` with one reason (`model.CellState`); checkout configs
+  the cookbook does not show are not its business and are skipped. `Source.cell` narrows to one cell.
 - A text or Markdown report is a head, one section per config (a function of that config's findings
   alone, `diff.report`) and a tail. With enough configs and cores, contiguous runs of configs are
   checked in forked worker processes, which send back their sections (and the cache entries they
@@ -19,6 +19,7 @@ import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 
@@ -30,7 +31,7 @@ from ..recipes.workspace import ResolvedPoint, Workspace
 from ..text import unknown
 from .compare import PointMemo, point_findings, stamped
 from .expect import point_expect
-from .model import Finding, Published, PublishedPoint
+from .model import MISSING, CellState, Finding, Published, PublishedPoint, Tally, UnpairedReason
 from .pairing import Pair, pair_config, variant_findings
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ class Source:
     configs: tuple[str, ...]
     points: Callable[[str], Published]
     notes: tuple[str, ...] = ()
+    cell: str | None = None
 
 
 def whole(published: Published) -> Source:
@@ -68,7 +70,7 @@ class DiffResult:
     checkout: str
     configs: tuple[str, ...]
     findings: tuple[Finding, ...]
-    not_in_checkout: tuple[tuple[str, tuple[str, ...], str], ...] = ()
+    cells: tuple[CellState, ...] = ()
     notes: tuple[str, ...] = ()
     pairs: tuple[Pair, ...] = field(default=(), compare=False, repr=False)
 
@@ -77,8 +79,8 @@ class DiffResult:
         return [f for f in self.findings if f.is_mismatch]
 
     @property
-    def exit_code(self) -> int:
-        return 1 if self.mismatches else 0
+    def tally(self) -> Tally:
+        return Tally(self.cells, len(self.pairs), Counter(f.cls for f in self.findings))
 
 
 PointRun = tuple[str | None, list[Finding]]
@@ -89,14 +91,14 @@ each name their own point (pairing, variants)."""
 
 @dataclass(frozen=True)
 class ConfigCheck:
-    """One config of the cookbook checked: its point runs and then its variants, or why the checkout lacks it."""
+    """One config of the cookbook checked: its point runs, its variants and how each of its cells ended."""
 
     config: str
     runs: list[PointRun]
     variants: list[Finding]
     pairs: list[Pair]
-    cells: tuple[str, ...]
-    absent: str = ""
+    cells: tuple[CellState, ...]
+    absent: bool = False
 
 
 def flatten(runs: Iterable[PointRun]) -> list[Finding]:
@@ -117,24 +119,26 @@ def shown_configs(source: Source, only: str | None) -> list[str]:
 
 
 def check_config(source: Source, ws: Workspace, policy: Policy, config: str) -> ConfigCheck:
-    """Pair and compare the published points of `config` with the checkout's."""
+    """Pair and compare the published points of `config` (of `source.cell` only, when set) with the checkout's."""
     published = source.points(config)
-    cells = tuple(dict.fromkeys(p.cell for p in published.points))
-    why = _absence(ws, config)
+    points = [p for p in published.points if source.cell in (None, p.cell)]
+    variants = variant_findings([v for v in published.variants if source.cell in (None, v.cell)])
+    tree = str(ws.checkout.root)
+    ids = tuple(dict.fromkeys(p.cell for p in points))
+    why = _unpaired(ws, config) if points else None
     if why:
-        return ConfigCheck(config, [], [], [], cells, why)
-    try:
-        check_framework(ws.entry(config))
-    except CookbookError as exc:
-        unverified = Finding(config, "", "cell", "point", config, "unverified", detail="not compared", reason=exc.problems[0].message)
-        return ConfigCheck(config, [(None, [unverified])], variant_findings(published.variants), [], cells)
-    pairs, findings = pair_config(config, list(published.points), resolve_config(ws, config))
-    runs: list[PointRun] = [(None, findings + flag_mismatches(config, list(published.points)))]
+        return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", *why, tree=tree) for c in ids), True)
+    pairs, findings = pair_config(config, points, resolve_config(ws, config) if points else [])
+    if source.cell is not None:         # the config's other cells may show the points this one lacks
+        findings = [f for f in findings if f.detail != MISSING]
+    runs: list[PointRun] = [(None, findings + flag_mismatches(config, points))]
     memo = PointMemo()
     for pair in pairs:
         expect = point_expect(pair.resolved, policy)
         runs.append((expect.point, point_findings(expect, pair.resolved.recipe, pair.published, policy, memo)))
-    return ConfigCheck(config, runs, variant_findings(published.variants), pairs, cells)
+    cells = tuple(CellState(source.name, config, c, "checked", tree=tree, points=tuple(p.resolved.point_id for p in pairs if p.published.cell == c),
+                            recipe=", ".join(dict.fromkeys(p.resolved.recipe.label for p in pairs if p.published.cell == c))) for c in ids)
+    return ConfigCheck(config, runs, variants, pairs, cells)
 
 
 def flag_mismatches(key: str, points: list[PublishedPoint]) -> list[Finding]:
@@ -144,17 +148,19 @@ def flag_mismatches(key: str, points: list[PublishedPoint]) -> list[Finding]:
             for check in checks for f in check.findings if f.cls in FAILING]
 
 
-def _absence(ws: Workspace, key: str) -> str:
-    """Why the checkout cannot show config `key` ("" when it can): no master entry, or a recipe file it lacks."""
+def _unpaired(ws: Workspace, key: str) -> tuple[UnpairedReason, str] | None:
+    """Why the checkout cannot show config `key` (None when it can), and the key or path involved."""
     entry = ws.entries().get(key)
     if entry is None:
-        return "no master config entry"
-    for row in entry.rows:
-        try:
+        return "no-master-entry", key
+    try:
+        check_framework(entry)
+        for row in entry.rows:
             ws.recipe_path(entry, row)
-        except CookbookError as exc:
-            return exc.problems[0].message
-    return ""
+    except CookbookError as exc:
+        problem = exc.problems[0]
+        return ("framework-unsupported" if problem.key_path.endswith("framework") else "recipe-missing"), problem.message
+    return None
 
 
 def check(source: Source, ws: Workspace, policy: Policy, only: str | None = None) -> DiffResult:
@@ -167,22 +173,27 @@ def check(source: Source, ws: Workspace, policy: Policy, only: str | None = None
             source.points(config)       # a manifest renders it all the same, so its errors surface
         ws.release_points()
     shown_configs(source, only)
-    compared = [c for c in checks if not c.absent]
+    _known_cell(source, [c.cells for c in checks])
+    compared = [c for c in checks if not c.absent and c.cells]
     findings = [f for c in compared for f in flatten(c.runs)] + [f for c in compared for f in c.variants]
     return DiffResult(source.name, source.kind, str(ws.checkout.root), tuple(c.config for c in compared), tuple(findings),
-                      tuple((c.config, c.cells, c.absent) for c in checks if c.absent), source.notes,
-                      tuple(p for c in compared for p in c.pairs))
+                      tuple(cell for c in checks for cell in c.cells), source.notes, tuple(p for c in compared for p in c.pairs))
+
+
+def _known_cell(source: Source, cells: Iterable[Iterable[CellState]]) -> None:
+    if source.cell is not None and not any(cs for cs in cells):
+        raise CookbookError.at(source.name, 0, "--cell", f"no cell {source.cell!r} in the cookbook (or in the --config shown)")
 
 
 # --- a text or Markdown report, config by config ------------------------------------------------------
 
 class Section(NamedTuple):
-    """A config's part of a text or Markdown report."""
+    """A config's part of a text or Markdown report, and what the verdict counts of it."""
 
     text: str
     points: int
-    mismatches: int
-    absent: tuple[str, tuple[str, ...], str] | None = None
+    classes: Counter[str]
+    cells: tuple[CellState, ...]
 
 
 @dataclass(frozen=True)
@@ -195,28 +206,22 @@ class _Job:
     only: str | None
     markdown: bool
     color: bool
+    verbose: bool
 
 
 def report_text(source: Source, ws: Workspace, policy: Policy, only: str | None, markdown: bool, color: bool,
-                jobs: int | None = None, cache: RenderCache | None = None) -> tuple[str, int]:
-    """The text (or Markdown) report of the cookbook and its exit status, made config by config."""
-    from .report import TextRenderer, md_head, md_tail, text_head, text_tail
+                jobs: int | None = None, cache: RenderCache | None = None, verbose: bool = False) -> tuple[str, Tally]:
+    """The text (or Markdown) details of the cookbook and what its verdict counts, made config by config."""
+    from .report import cookbook_part
 
-    job = _Job(source, ws, policy, only, markdown, color)
+    job = _Job(source, ws, policy, only, markdown, color, verbose)
     sections = _sections(job, list(source.configs), jobs, cache)
     shown = [s for config, s in zip(source.configs, sections) if only is None or config == only]
     shown_configs(source, only)
-    absent = [s.absent for s in shown if s.absent]
-    points, mismatches = sum(s.points for s in shown), sum(s.mismatches for s in shown)
-    configs = len(shown) - len(absent)
-    exit_code = 1 if mismatches else 0
+    _known_cell(source, [s.cells for s in shown])
+    tally = sum((Tally(s.cells, s.points, s.classes) for s in shown), Tally())
     body = "".join(s.text for s in shown)
-    checkout = str(ws.checkout.root)
-    if markdown:
-        return md_head(source.name, source.kind, checkout) + body + md_tail(absent, source.notes, mismatches, points, configs), exit_code
-    renderer = TextRenderer(color)
-    return (text_head(renderer, source.name, source.kind, checkout) + body
-            + text_tail(renderer, absent, source.notes, mismatches, points, configs, exit_code)), exit_code
+    return cookbook_part(source.name, source.kind, str(ws.checkout.root), body, tally.unpaired, source.notes, markdown, color), tally
 
 
 def _section(job: _Job, config: str) -> Section:
@@ -224,19 +229,19 @@ def _section(job: _Job, config: str) -> Section:
 
     if job.only is not None and config != job.only:
         job.source.points(config)       # a manifest renders it all the same, so its errors surface
-        return Section("", 0, 0)
+        return Section("", 0, Counter(), ())
     checked = check_config(job.source, job.ws, job.policy, config)
-    if checked.absent:
-        return Section("", 0, 0, (config, checked.cells, checked.absent))
+    if checked.absent or not checked.cells:
+        return Section("", 0, Counter(), checked.cells)
     runs = checked.runs + [(None, checked.variants)]
-    mismatches = sum(f.cls == "mismatch" for _, found in runs for f in found)
-    if not any(found for _, found in runs):
+    classes = Counter[str](f.cls for _, found in runs for f in found)
+    if job.markdown:
+        text = md_config(config, flatten(runs), folded=not classes["mismatch"])
+    elif not (classes["mismatch"] or job.verbose):
         text = ""
-    elif job.markdown:
-        text = md_config(config, flatten(runs))
     else:
-        text = text_config(TextRenderer(job.color), config, runs)
-    return Section(text, len(checked.pairs), mismatches)
+        text = text_config(TextRenderer(job.color), config, runs, job.verbose)
+    return Section(text, len(checked.pairs), classes, checked.cells)
 
 
 def _checked(job: _Job, configs: list[str]) -> list[Section]:
