@@ -246,7 +246,8 @@ def test_colocated_workers_sharing_one_port_are_caught(c1228: tuple) -> None:
                                     point_id=point.point_id, image=point.image)
     found = compare_point(point_expect(resolved, policy), resolved.recipe, explorer_style, policy)
     bad = [(f.role, f.item, f.detail) for f in found if f.is_mismatch]
-    assert bad == [("prefill", "ports", "2 workers share a node but not a distinct --port each")]
+    assert bad == [("prefill", "ports --kv-events-config", "2 workers share a node but not a distinct --kv-events-config port each"),
+                   ("prefill", "ports", "2 workers share a node but not a distinct --port each")]
 
 
 def test_a_wrong_pinning_and_a_cookbook_only_env_are_named(c1228: tuple) -> None:

@@ -48,8 +48,8 @@ def test_unpaired_cells_fail_the_run_unless_allowed(capsys: pytest.CaptureFixtur
 def test_every_cell_ends_checked_or_unpaired_with_one_known_reason(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = diff(capsys, "--format", "json")
     doc = json.loads(out)
-    assert code == 1 and doc["summary"]["why"] == "27 mismatch(es), 21 unpaired cell(s)"
-    assert doc["summary"]["unpaired"] == {"no-master-entry": 20, "recipe-missing": 1}
+    assert code == 1 and doc["summary"]["why"] == "27 mismatch(es), 22 unpaired cell(s)"
+    assert doc["summary"]["unpaired"] == {"no-master-entry": 20, "recipe-missing": 1, "selector-missing": 1}
     for cell in doc["cells"]:
         assert (cell["state"] == "checked") == (cell["reason"] is None) and cell["tree"] == str(CHECKOUT)
         assert cell["state"] == "checked" or cell["reason"] in glossary()["unpaired"] and cell["detail"]
@@ -70,18 +70,18 @@ def test_cell_narrows_the_check_and_an_unknown_cell_is_bad_input(capsys: pytest.
 def test_the_text_report_leads_with_the_verdict_and_counts_roles_only_when_verbose(capsys: pytest.CaptureFixture[str]) -> None:
     _, out = diff(capsys)
     lines = out.splitlines()
-    assert lines[0] == "cookbookgen diff: FAIL (exit 1): 27 mismatch(es), 21 unpaired cell(s)"
-    assert lines[2] == "  cells     5 checked, 21 unpaired (20 no-master-entry, 1 recipe-missing)"
-    assert lines[3] == "  points    5 paired and compared" and lines[4].startswith("  findings  27 mismatch · 613 match · ")
+    assert lines[0] == "cookbookgen diff: FAIL (exit 1): 27 mismatch(es), 22 unpaired cell(s)"
+    assert lines[2] == "  cells     4 checked, 22 unpaired (1 selector-missing, 20 no-master-entry, 1 recipe-missing)"
+    assert lines[3] == "  points    5 paired and compared" and lines[4].startswith("  findings  27 mismatch · 641 match · ")
     assert " ✗ " in lines[10] and len(lines) < 80 and " match ·" not in "\n".join(lines[5:])
-    assert sum(line.startswith("unpaired ") for line in lines) == 21
+    assert sum(line.startswith("unpaired ") for line in lines) == 22
     _, verbose = diff(capsys, "--verbose")
     assert verbose.splitlines()[:5] == lines[:5] and "    agg              1 mismatch · 43 match" in verbose
 
 
 def test_the_markdown_report_fits_a_pr_comment(capsys: pytest.CaptureFixture[str]) -> None:
     _, out = diff(capsys, "--format", "markdown")
-    assert out.startswith("### cookbookgen diff: FAIL (exit 1): 27 mismatch(es), 21 unpaired cell(s)\n") and len(out) < MARKDOWN_LIMIT
+    assert out.startswith("### cookbookgen diff: FAIL (exit 1): 27 mismatch(es), 22 unpaired cell(s)\n") and len(out) < MARKDOWN_LIMIT
     assert "  - Result: 24 mismatch(es) (9 distinct); apart" in out, "the count the verdict adds up, not the groups"
     long = "### v\n<details><summary>x</summary>\n" + "- line\n" * 20_000
     cut = fit(long)
@@ -96,3 +96,69 @@ def test_explain_documents_every_finding_class_and_unpaired_reason(capsys: pytes
         assert capsys.readouterr().out.startswith(f"{name} (")
     assert main(["diff", "--explain", "nope"]) == 2
     assert "unknown finding class or unpaired reason 'nope'" in capsys.readouterr().err
+
+
+# --- false negatives: each mutation of a module at parity must fail the run, naming what it changed -------
+
+@pytest.fixture(scope="module")
+def bundled_module() -> dict:
+    from cookbookgen.agentx.encode import encode
+    from cookbookgen.cells.assemble import load_cookbook
+
+    return encode(load_cookbook(Path(__file__).resolve().parents[1] / "data" / "cookbook.yaml"))
+
+
+def _mutated(tmp_path: Path, module: dict, change: object) -> Path:
+    data = json.loads(json.dumps(module))
+    change(data)      # type: ignore[operator]
+    path = tmp_path / "module.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _set(path: str, value: object) -> object:
+    def change(module: dict) -> None:
+        *parents, last = path.split(".")
+        node = module
+        for key in parents:
+            node = node[int(key)] if key.isdigit() else node[key]
+        node[int(last) if last.isdigit() else last] = value
+    return change
+
+
+def _share_kv_events_port(module: dict) -> None:
+    """The second co-located prefill worker of the 6P1D cell publishes the first's KV-events endpoint."""
+    text = json.dumps(module).replace("tcp://*:5559", "tcp://*:5557")
+    module.clear()
+    module.update(json.loads(text))
+
+
+ROOT = Path(__file__).resolve().parents[1]
+MUTATIONS = [
+    # (mutation, item of the mismatch, text its line must hold)
+    (_share_kv_events_port, "ports --kv-events-config", "2 workers share a node but not a distinct --kv-events-config port each"),
+    (_set("cells.2.gpus", 12), "gpus", "(recipe 24; cookbook 12)"),
+    (_set("cells.2.label", "Disagg 3P1D · prefill DEP2 · decode DEP16"), "label", "(recipe 4P1D; cookbook 3P1D)"),
+    (_set("cells.0.routers.dynamo.install", ["pip install ai-dynamo==1.2.3"]), "install", "(recipe none; cookbook 1.2.3)"),
+    (_set("cells.0.points.0.kv", "hicache"), "kv", "(recipe none; cookbook hicache)"),
+    (_set("cells.0.points.0.item", 1), "item", "(recipe 0; cookbook 1)"),
+    (_set("cells.0.points.1.override", "override_tp4_c16"), "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg#0",
+     "wrong override label: override_tp4_c16 serves c16; c4 is served by override_tp4_c4"),
+]
+
+
+@pytest.mark.parametrize(("change", "item", "text"), MUTATIONS, ids=[m[1] for m in MUTATIONS])
+def test_a_false_claim_of_a_module_fails_the_run(tmp_path: Path, bundled_module: dict, change: object, item: str, text: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    module = _mutated(tmp_path, bundled_module, change)
+    code = main(["diff", "--cookbook", str(module), "--source", str(ROOT / "data" / "inferencex"), "--format", "json"])
+    mismatches = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["cls"] == "mismatch"]
+    assert code == 1 and {f["item"] for f in mismatches} == {item} | ({"tp4/c4"} if item.endswith("#0") else set())
+    code = main(["diff", "--cookbook", str(module), "--source", str(ROOT / "data" / "inferencex")])
+    assert code == 1 and text in capsys.readouterr().out
+
+
+def test_the_unmutated_bundled_module_passes(tmp_path: Path, bundled_module: dict, capsys: pytest.CaptureFixture[str]) -> None:
+    module = _mutated(tmp_path, bundled_module, lambda m: None)
+    assert main(["diff", "--cookbook", str(module), "--source", str(ROOT / "data" / "inferencex")]) == 0
+    assert capsys.readouterr().out.startswith("cookbookgen diff: PASS (exit 0): parity\n")

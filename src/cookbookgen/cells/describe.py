@@ -8,7 +8,7 @@ import re
 from functools import lru_cache
 from importlib import resources
 from operator import itemgetter
-from typing import cast
+from typing import Sequence, cast
 
 from ..recipes.load import parse_yaml
 from ..render.model import Block, Deployment
@@ -93,15 +93,15 @@ def image_parts(image: str) -> tuple[str, str | None, str | None]:
     return image, (digest or None), (m.group(2) if m else None)
 
 
-def router_of(dep: Deployment) -> str:
-    return "dynamo" if any(b.kind == "dynamo-frontend" for b in dep.blocks) else "sglang"
+def router_of(blocks: Sequence[Block]) -> str:
+    return "dynamo" if any(b.kind == "dynamo-frontend" for b in blocks) else "sglang"
 
 
-def kv_tier_of(dep: Deployment) -> str:
-    if any(b.kind == "mooncake-store" for b in dep.blocks) or any(
-            a[0] == "--enable-unified-cache-external-linker" for b in dep.blocks for a in b.args):
+def kv_tier_of(blocks: Sequence[Block]) -> str:
+    if any(b.kind == "mooncake-store" for b in blocks) or any(
+            a[0] == "--enable-unified-cache-external-linker" for b in blocks for a in b.args):
         return "mooncake"
-    if any(a[0] == "--enable-hierarchical-cache" for b in dep.blocks for a in b.args):
+    if any(a[0] == "--enable-hierarchical-cache" for b in blocks for a in b.args):
         return "hicache"
     return "none"
 

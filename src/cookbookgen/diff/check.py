@@ -29,6 +29,7 @@ from ..policy.rules import Policy
 from ..recipes.master import check_framework
 from ..recipes.workspace import ResolvedPoint, Workspace
 from ..text import unknown
+from .claims import claim_findings
 from .compare import PointMemo, point_findings, stamped
 from .expect import point_expect
 from .model import MISSING, CellState, Finding, Published, PublishedPoint, Tally, UnpairedReason
@@ -128,17 +129,30 @@ def check_config(source: Source, ws: Workspace, policy: Policy, config: str) -> 
     why = _unpaired(ws, config) if points else None
     if why:
         return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", *why, tree=tree) for c in ids), True)
-    pairs, findings = pair_config(config, points, resolve_config(ws, config) if points else [])
+    resolved = resolve_config(ws, config) if points else []
+    pairs, findings = pair_config(config, points, resolved)
     if source.cell is not None:         # the config's other cells may show the points this one lacks
         findings = [f for f in findings if f.detail != MISSING]
     runs: list[PointRun] = [(None, findings + flag_mismatches(config, points))]
     memo = PointMemo()
+    index = {r.point_id: i for i, r in enumerate(resolved)}
+    items = {id(p.published): min(index[q.resolved.point_id] for q in pairs if q.published is p.published) for p in pairs}
     for pair in pairs:
         expect = point_expect(pair.resolved, policy)
-        runs.append((expect.point, point_findings(expect, pair.resolved.recipe, pair.published, policy, memo)))
-    cells = tuple(CellState(source.name, config, c, "checked", tree=tree, points=tuple(p.resolved.point_id for p in pairs if p.published.cell == c),
-                            recipe=", ".join(dict.fromkeys(p.resolved.recipe.label for p in pairs if p.published.cell == c))) for c in ids)
+        claims = claim_findings(expect, pair.resolved.recipe.data, pair.published, items[id(pair.published)])
+        runs.append((expect.point, point_findings(expect, pair.resolved.recipe, pair.published, policy, memo) + claims))
+    selectors = {r.recipe.selector for r in resolved}
+    cells = tuple(_cell_state(source.name, config, c, tree, [p for p in pairs if p.published.cell == c],
+                              {p.override for p in points if p.cell == c and p.override not in selectors}) for c in ids)
     return ConfigCheck(config, runs, variants, pairs, cells)
+
+
+def _cell_state(cookbook: str, config: str, cell: str, tree: str, pairs: list[Pair], unknown_overrides: set[str | None]) -> CellState:
+    """A cell is checked when a point of it paired; unpaired when none did because it cites overrides no master row uses."""
+    if not pairs and unknown_overrides and None not in unknown_overrides:
+        return CellState(cookbook, config, cell, "unpaired", "selector-missing", ", ".join(sorted(map(str, unknown_overrides))), tree=tree)
+    return CellState(cookbook, config, cell, "checked", tree=tree, points=tuple(p.resolved.point_id for p in pairs),
+                     recipe=", ".join(dict.fromkeys(p.resolved.recipe.label for p in pairs)))
 
 
 def flag_mismatches(key: str, points: list[PublishedPoint]) -> list[Finding]:

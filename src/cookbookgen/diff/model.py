@@ -38,7 +38,7 @@ class Finding:
 
     `role` is the process the setting belongs to (prefill, decode, agg, frontend, router, etcd, nats,
     nginx, mooncake-master, mooncake-store), `job` for recipe sections outside any process, or
-    `cell`/`point` for findings about the pairing itself. `kind`: arg, env, topology, block, file,
+    `cell`/`point` for findings about the pairing itself. `kind`: arg, env, topology, block, file, claim,
     image, point, variant, setting or log.
     """
 
@@ -87,6 +87,10 @@ class PublishedPoint:
     model: str | None = None
     router: str | None = None
     kv: str | None = None
+    item: int | None = None
+    gpus: int | None = None
+    title: str | None = None
+    install: tuple[str, ...] | None = None
 
     @property
     def label(self) -> str:

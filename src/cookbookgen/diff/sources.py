@@ -221,7 +221,9 @@ def _module_cell(dec: "Decoder", ci: int, cell: Json, variants: list[Variant]) -
         points.append(PublishedPoint(
             config=cell["configKey"], cell=cell["id"], concs=tuple(point.get("concs") or ()), blocks=tuple(blocks),
             override=point.get("override"), recipe=point.get("recipe") or prov.get("recipe"),
-            image=cell.get("image"), model=cell.get("ckpt"), router=cell["submitted"], kv=point_kv(point)))
+            image=cell.get("image"), model=cell.get("ckpt"), router=cell["submitted"], kv=point_kv(point),
+            item=point.get("item"), gpus=cell.get("gpus"), title=cell.get("label"),
+            install=tuple((cell["routers"].get("dynamo") or {}).get("install") or ()) if "dynamo" in cell["routers"] else None))
     return points
 
 
