@@ -19,7 +19,7 @@ from ..project import EXAMPLE_MANIFEST, EXAMPLE_SOURCE, bundled, shown_default
 
 if TYPE_CHECKING:  # the diff stack loads only when the command runs
     from ..cells.cache import RenderCache
-    from ..diff.check import DiffResult
+    from ..diff.check import DiffResult, GitTrees
     from ..diff.model import Tally
     from ..diff.sources import Cookbook
     from ..policy.rules import Policy
@@ -36,7 +36,8 @@ def register(subparsers: Any) -> None:
     d.add_argument("--cookbook", type=Path, action="append", metavar="M|MODULE.jsx|MODULE.json|SITE_DIR",
                    help=f"what to check (repeatable); default: {shown_default(EXAMPLE_MANIFEST)}, plus ./site/ when it exists")
     d.add_argument("--source", type=Path, metavar="ROOT",
-                   help=f"InferenceX checkout; default: the manifest's source, else {shown_default(EXAMPLE_SOURCE)}")
+                   help="InferenceX checkout, or a git repository (clone or bare) read at each cell's cited commit; "
+                        f"default: the manifest's source, else {shown_default(EXAMPLE_SOURCE)}")
     d.add_argument("--config", metavar="KEY", help="only this config key")
     d.add_argument("--cell", metavar="ID", help="only this published cell (e.g. a module cell id)")
     d.add_argument("--allow-unpaired", action="store_true", help="report unpaired cells without failing (exit 0 when nothing mismatches)")
@@ -131,17 +132,37 @@ def _report(args: argparse.Namespace, path: Path, fmt: str, color: bool, workspa
     cookbook = read_cookbook(path, load_policy(extra) if extra else None, workspaces, cache)
     policy = cookbook.policy if cookbook.policy is not None else load_policy(extra or cookbook.policy_file)
     source = _checkout(args, cookbook, previous)
-    ws = workspace_for(source, workspaces)
+    trees = _git_trees(source, workspaces)
+    ws = workspace_for(source, workspaces) if trees is None else trees.head
     published = replace(cookbook.source, cell=getattr(args, "cell", None))
-    what = (published.name, published.kind, str(ws.checkout.root))
+    what = (published.name, published.kind, trees.name if trees else str(ws.checkout.root))
     if fmt != "json" and getattr(args, "logs", None) is None:
-        text, tally = report_text(published, ws, policy, only, fmt == "markdown", color, getattr(args, "jobs", None), cache, verbose)
+        text, tally = report_text(published, ws, policy, only, fmt == "markdown", color, getattr(args, "jobs", None), cache, verbose, trees)
         return (text, tally, what), source
-    result = _with_logs(args, check(published, ws, policy, only), policy)
+    result = _with_logs(args, check(published, ws, policy, only, trees), policy)
     if fmt == "json":
         return result, source
     text = as_markdown(result) if fmt == "markdown" else as_text(result, color=color, verbose=verbose)
     return (text, result.tally, what), source
+
+
+def _git_trees(source: Path, workspaces: dict[Path, Workspace]) -> GitTrees | None:
+    """With `--source` a git repository, each cell is read at its cited commit (None: a plain folder)."""
+    from ..cells.assemble import workspace_for
+    from ..diff.check import GitTrees
+    from ..recipes.gitrepo import GitRepo
+
+    if not GitRepo.holds(source):
+        return None
+    repo = GitRepo(source)
+
+    def at(commit: str) -> tuple[Workspace | None, str]:
+        tree = repo.tree(commit)
+        return (workspace_for(tree, workspaces) if tree else None), f"{source}@{repo.commit(commit) or commit}"
+    head = repo.tree("HEAD")
+    if head is None:
+        raise CookbookError.at(str(source), 0, "--source", "a git repository without a HEAD commit")
+    return GitTrees(f"{source} (git)", at, workspace_for(head, workspaces))
 
 
 def _is_tty(stream: TextIO) -> bool:

@@ -20,7 +20,7 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 
 from ..errors import CookbookError, Problem
@@ -119,19 +119,48 @@ def shown_configs(source: Source, only: str | None) -> list[str]:
     return [c for c in source.configs if only is None or c == only]
 
 
-def check_config(source: Source, ws: Workspace, policy: Policy, config: str) -> ConfigCheck:
-    """Pair and compare the published points of `config` (of `source.cell` only, when set) with the checkout's."""
+@dataclass(frozen=True)
+class GitTrees:
+    """A git repository as the checkout: `at(commit)` gives the workspace of the files at that commit and
+    how reports name it (no workspace when the repository lacks the commit); `head` is HEAD's."""
+
+    name: str
+    at: Callable[[str], tuple[Workspace | None, str]]
+    head: Workspace
+
+
+def check_config(source: Source, ws: Workspace, policy: Policy, config: str, trees: GitTrees | None = None) -> ConfigCheck:
+    """Pair and compare the published points of `config` (of `source.cell` only, when set) with the checkout's,
+    or, with `trees`, each cell's points with the checkout at the commit the cell cites."""
     published = source.points(config)
     points = [p for p in published.points if source.cell in (None, p.cell)]
     variants = variant_findings([v for v in published.variants if source.cell in (None, v.cell)])
-    tree = str(ws.checkout.root)
+    groups: dict[str, list[PublishedPoint]] = {}
+    for p in points:
+        groups.setdefault((p.commit or "") if trees else "", []).append(p)
+    whole = len(groups) == 1 and source.cell is None
+    parts = [_check_points(source, *_tree(ws, trees, commit), policy, config, group, commit, whole) for commit, group in groups.items()]
+    return ConfigCheck(config, [r for c in parts for r in c.runs], variants, [p for c in parts for p in c.pairs],
+                       tuple(s for c in parts for s in c.cells), bool(parts) and all(c.absent for c in parts))
+
+
+def _tree(ws: Workspace, trees: GitTrees | None, commit: str) -> tuple[Workspace | None, str]:
+    if trees is None:
+        return ws, str(ws.checkout.root)
+    return trees.at(commit) if commit else (None, trees.name)
+
+
+def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Policy, config: str, points: list[PublishedPoint],
+                  commit: str, whole: bool) -> ConfigCheck:
+    """Check `points` (of cells citing `commit`) against the checkout `ws` (None: the repository lacks the commit)."""
     ids = tuple(dict.fromkeys(p.cell for p in points))
-    why = _unpaired(ws, config) if points else None
-    if why:
-        return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", *why, tree=tree) for c in ids), True)
-    resolved = resolve_config(ws, config) if points else []
+    why: tuple[UnpairedReason, str] | None = ("commit-missing", commit or "the cell cites no commit") if ws is None else _unpaired(ws, config)
+    if why is not None or ws is None:
+        reason, detail = why or ("commit-missing", commit)
+        return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", reason, detail, commit, tree) for c in ids), True)
+    resolved = resolve_config(ws, config)
     pairs, findings = pair_config(config, points, resolved)
-    if source.cell is not None:         # the config's other cells may show the points this one lacks
+    if not whole:         # the config's other cells may show the points these lack
         findings = [f for f in findings if f.detail != MISSING]
     runs: list[PointRun] = [(None, findings + flag_mismatches(config, points))]
     memo = PointMemo()
@@ -142,17 +171,16 @@ def check_config(source: Source, ws: Workspace, policy: Policy, config: str) -> 
         claims = claim_findings(expect, pair.resolved.recipe.data, pair.published, items[id(pair.published)])
         runs.append((expect.point, point_findings(expect, pair.resolved.recipe, pair.published, policy, memo) + claims))
     selectors = {r.recipe.selector for r in resolved}
-    cells = tuple(_cell_state(source.name, config, c, tree, [p for p in pairs if p.published.cell == c],
+    cells = tuple(_cell_state(CellState(source.name, config, c, "checked", commit=commit, tree=tree), [p for p in pairs if p.published.cell == c],
                               {p.override for p in points if p.cell == c and p.override not in selectors}) for c in ids)
-    return ConfigCheck(config, runs, variants, pairs, cells)
+    return ConfigCheck(config, runs, [], pairs, cells)
 
 
-def _cell_state(cookbook: str, config: str, cell: str, tree: str, pairs: list[Pair], unknown_overrides: set[str | None]) -> CellState:
+def _cell_state(state: CellState, pairs: list[Pair], unknown_overrides: set[str | None]) -> CellState:
     """A cell is checked when a point of it paired; unpaired when none did because it cites overrides no master row uses."""
     if not pairs and unknown_overrides and None not in unknown_overrides:
-        return CellState(cookbook, config, cell, "unpaired", "selector-missing", ", ".join(sorted(map(str, unknown_overrides))), tree=tree)
-    return CellState(cookbook, config, cell, "checked", tree=tree, points=tuple(p.resolved.point_id for p in pairs),
-                     recipe=", ".join(dict.fromkeys(p.resolved.recipe.label for p in pairs)))
+        return replace(state, state="unpaired", reason="selector-missing", detail=", ".join(sorted(map(str, unknown_overrides))))
+    return replace(state, points=tuple(p.resolved.point_id for p in pairs), recipe=", ".join(dict.fromkeys(p.resolved.recipe.label for p in pairs)))
 
 
 def flag_mismatches(key: str, points: list[PublishedPoint]) -> list[Finding]:
@@ -177,12 +205,12 @@ def _unpaired(ws: Workspace, key: str) -> tuple[UnpairedReason, str] | None:
     return None
 
 
-def check(source: Source, ws: Workspace, policy: Policy, only: str | None = None) -> DiffResult:
+def check(source: Source, ws: Workspace, policy: Policy, only: str | None = None, trees: GitTrees | None = None) -> DiffResult:
     """Every finding of the cookbook at once: the point findings config by config, then the variants."""
     checks = []
     for config in source.configs:
         if only is None or config == only:
-            checks.append(check_config(source, ws, policy, config))
+            checks.append(check_config(source, ws, policy, config, trees))
         else:
             source.points(config)       # a manifest renders it all the same, so its errors surface
         ws.release_points()
@@ -190,7 +218,7 @@ def check(source: Source, ws: Workspace, policy: Policy, only: str | None = None
     _known_cell(source, [c.cells for c in checks])
     compared = [c for c in checks if not c.absent and c.cells]
     findings = [f for c in compared for f in flatten(c.runs)] + [f for c in compared for f in c.variants]
-    return DiffResult(source.name, source.kind, str(ws.checkout.root), tuple(c.config for c in compared), tuple(findings),
+    return DiffResult(source.name, source.kind, trees.name if trees else str(ws.checkout.root), tuple(c.config for c in compared), tuple(findings),
                       tuple(cell for c in checks for cell in c.cells), source.notes, tuple(p for c in compared for p in c.pairs))
 
 
@@ -221,21 +249,24 @@ class _Job:
     markdown: bool
     color: bool
     verbose: bool
+    trees: GitTrees | None
 
 
 def report_text(source: Source, ws: Workspace, policy: Policy, only: str | None, markdown: bool, color: bool,
-                jobs: int | None = None, cache: RenderCache | None = None, verbose: bool = False) -> tuple[str, Tally]:
+                jobs: int | None = None, cache: RenderCache | None = None, verbose: bool = False,
+                trees: GitTrees | None = None) -> tuple[str, Tally]:
     """The text (or Markdown) details of the cookbook and what its verdict counts, made config by config."""
     from .report import cookbook_part
 
-    job = _Job(source, ws, policy, only, markdown, color, verbose)
+    job = _Job(source, ws, policy, only, markdown, color, verbose, trees)
     sections = _sections(job, list(source.configs), jobs, cache)
     shown = [s for config, s in zip(source.configs, sections) if only is None or config == only]
     shown_configs(source, only)
     _known_cell(source, [s.cells for s in shown])
     tally = sum((Tally(s.cells, s.points, s.classes) for s in shown), Tally())
     body = "".join(s.text for s in shown)
-    return cookbook_part(source.name, source.kind, str(ws.checkout.root), body, tally.unpaired, source.notes, markdown, color), tally
+    checkout = trees.name if trees else str(ws.checkout.root)
+    return cookbook_part(source.name, source.kind, checkout, body, tally.unpaired, source.notes, markdown, color), tally
 
 
 def _section(job: _Job, config: str) -> Section:
@@ -244,7 +275,7 @@ def _section(job: _Job, config: str) -> Section:
     if job.only is not None and config != job.only:
         job.source.points(config)       # a manifest renders it all the same, so its errors surface
         return Section("", 0, Counter(), ())
-    checked = check_config(job.source, job.ws, job.policy, config)
+    checked = check_config(job.source, job.ws, job.policy, config, job.trees)
     if checked.absent or not checked.cells:
         return Section("", 0, Counter(), checked.cells)
     runs = checked.runs + [(None, checked.variants)]
@@ -276,7 +307,7 @@ def _sections(job: _Job, configs: list[str], jobs: int | None, cache: RenderCach
     """The sections of `configs`, in order: here, or in forked worker processes (at most `jobs`; default
     one per core, at most 4) when there are enough configs and the platform forks."""
     workers = min(jobs or min(os.cpu_count() or 1, 4), len(configs) // MIN_PER_WORKER)
-    if workers < 2 or sys.platform != "linux" or multiprocessing.get_start_method(allow_none=True) not in (None, "fork"):
+    if workers < 2 or job.trees is not None or sys.platform != "linux" or multiprocessing.get_start_method(allow_none=True) not in (None, "fork"):
         return _checked(job, configs)
     size = -(-len(configs) // (workers * RUNS_PER_WORKER))
     runs = [configs[i:i + size] for i in range(0, len(configs), size)]

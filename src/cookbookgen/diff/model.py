@@ -91,6 +91,7 @@ class PublishedPoint:
     gpus: int | None = None
     title: str | None = None
     install: tuple[str, ...] | None = None
+    commit: str | None = None
 
     @property
     def label(self) -> str:
