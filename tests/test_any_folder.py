@@ -39,7 +39,7 @@ def test_build_then_diff_checks_the_manifest_and_the_site(elsewhere: Path, capsy
     capsys.readouterr()
     assert main(["diff", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["exit"] == 0 and len(doc["reports"]) == 2, "the bundled manifest, and ./site since it exists"
+    assert doc["summary"]["exit"] == 0 and len(doc["summary"]["cookbooks"]) == 2, "the bundled manifest, and ./site since it exists"
 
 
 def test_export(elsewhere: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -207,7 +207,7 @@ def test_the_diff_in_workers_prints_what_one_process_prints(synthetic: Path, mon
     parallel = [_diff(synthetic, fmt) for fmt in ("text", "markdown")]
     monkeypatch.setattr(cached, "MIN_PER_WORKER", 1000)
     assert [_diff(synthetic, fmt) for fmt in ("text", "markdown")] == parallel
-    assert parallel[0][0] == 0 and "parity over 160 point(s) of 16 config(s)" in parallel[0][1]
+    assert parallel[0][0] == 0 and "160 paired and compared" in parallel[0][1] and "Verdict" not in parallel[0][1]
 
 
 def test_jobs_sets_the_number_of_workers_and_changes_nothing_else(synthetic: Path, monkeypatch: pytest.MonkeyPatch,
@@ -220,7 +220,7 @@ def test_jobs_sets_the_number_of_workers_and_changes_nothing_else(synthetic: Pat
     for jobs in (["--jobs", "1"], ["--jobs", "2"], []):
         assert main(["diff", "--cookbook", str(synthetic), *jobs]) == 0
         reports.append(capsys.readouterr().out)
-    assert reports[0] == reports[1] == reports[2] and "parity over 160 point(s)" in reports[0]
+    assert reports[0] == reports[1] == reports[2] and "160 paired and compared" in reports[0]
     assert main(["diff", "--cookbook", str(synthetic), "--jobs", "0"]) == 2
     assert "--jobs" in capsys.readouterr().err
 
@@ -248,17 +248,18 @@ def test_the_text_report_prints_names_literally_in_both_modes(name: str) -> None
 
     from cookbookgen.diff import report
     from cookbookgen.diff.check import DiffResult
-    from cookbookgen.diff.model import Finding
+    from cookbookgen.diff.model import CellState, Finding
 
     findings = (Finding(name, "tp4/c16", "point", "point", "cell", "match"),
                 Finding(name, "tp4/c16", "decode", "arg", f"--{name}", "mismatch", detail="different value", recipe="1", cookbook="2"))
-    result = DiffResult(name, "cookbook manifest (rendered)", name, (name,), findings, ((name, ("c1",), name),), (name,))
+    cells = (CellState(name, name, "c1", "unpaired", "no-master-entry", name, tree=name),)
+    result = DiffResult(name, "cookbook manifest (rendered)", name, (name,), findings, cells, (name,))
     plain, colored = report.as_text(result, color=False), report.as_text(result, color=True)
     assert "\x1b[" in colored and "\x1b" not in plain
     assert re.sub(r"\x1b\[[0-9;]*m", "", colored) == plain
-    assert plain.splitlines()[0] == f"cookbookgen diff {name} (cookbook manifest (rendered)) against {name}"
+    assert plain.splitlines()[1] == f"── {name} (cookbook manifest (rendered)) against {name}"
     assert f"\n{name}: 1 point(s), 1 mismatch(es)\n" in plain and f"arg --{name}: different value (recipe 1; cookbook 2)" in plain
-    assert plain.endswith("\nResult: 1 mismatch(es) over 0 point(s) of 1 config(s) (exit 1)\n")
+    assert plain.endswith(f"\nunpaired c1 ({name}): no-master-entry: {name} [{name}]\nnote {name}\n")
 
 
 def test_control_characters_in_names_cannot_reach_the_terminal() -> None:

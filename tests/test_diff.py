@@ -50,7 +50,8 @@ def test_bundled_cookbook_with_no_arguments_is_at_parity(monkeypatch: pytest.Mon
     monkeypatch.chdir(ROOT)
     status, text = _run()
     assert status == 0
-    assert text.rstrip().endswith("Result: parity over 13 point(s) of 3 config(s) (exit 0)")
+    assert text.splitlines()[0] == "cookbookgen diff: PASS (exit 0): parity"
+    assert "  cells     7 checked, 0 unpaired\n  points    13 paired and compared\n" in text
 
 
 def test_the_command_prints_everything_and_exits_with_the_diffs_status_without_a_teardown(
@@ -88,7 +89,9 @@ def test_bundled_markdown_has_the_reviewers_shape(monkeypatch: pytest.MonkeyPatc
     status, text = _run(format="markdown", config=AGG)
     lines = text.splitlines()
     assert status == 0
-    assert lines[2:5] == [
+    start = lines.index(f"- **{AGG}**")
+    assert lines[start - 2] == f"<details><summary>{AGG}: parity</summary>", "a config at parity is folded"
+    assert lines[start:start + 3] == [
         f"- **{AGG}**",
         f"  - Points checked: tp4/c1, tp4/c4, tp4/c16, tp2-ep2/c16 (cells {AGG}#0, {AGG}#1).",
         "  - Result: every recipe argument and environment variable of every role and point matches; the only differences are "
@@ -110,8 +113,9 @@ def test_site_is_checked_too_when_it_exists(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.chdir(tmp_path)
     status, text = _run(format="json")
     doc = json.loads(text)
-    assert (status, doc["exit"]) == (0, 0)
-    assert [d["kind"] for d in doc["reports"]] == ["cookbook manifest (rendered)", "site"]
+    assert (status, doc["summary"]["exit"]) == (0, 0), "one verdict over the manifest and its site"
+    assert [d["kind"] for d in doc["summary"]["cookbooks"]] == ["cookbook manifest (rendered)", "site"]
+    assert {c["state"] for c in doc["cells"]} == {"checked"} and doc["summary"]["cells"] == {"checked": 14, "unpaired": 0}
 
 
 def test_registered_subcommand_parses_the_documented_options() -> None:
@@ -242,7 +246,8 @@ def test_colocated_workers_sharing_one_port_are_caught(c1228: tuple) -> None:
                                     point_id=point.point_id, image=point.image)
     found = compare_point(point_expect(resolved, policy), resolved.recipe, explorer_style, policy)
     bad = [(f.role, f.item, f.detail) for f in found if f.is_mismatch]
-    assert bad == [("prefill", "ports", "2 workers share a node but not a distinct --port each")]
+    assert bad == [("prefill", "ports --kv-events-config", "2 workers share a node but not a distinct --kv-events-config port each"),
+                   ("prefill", "ports", "2 workers share a node but not a distinct --port each")]
 
 
 def test_a_wrong_pinning_and_a_cookbook_only_env_are_named(c1228: tuple) -> None:
@@ -274,8 +279,8 @@ def test_text_report_is_coloured_only_for_terminals(c1228: tuple) -> None:
     cookbook = load_cookbook(ROOT / "data" / "cookbook.yaml")
     published = published_from_cookbook_json(cookbook.model_dump(mode="json"), "cookbook.json", "cookbook JSON")
     result = check(whole(published), Workspace(SOURCE), policy, DISAGG)
-    assert "\x1b[" in as_text(result, color=True)
-    plain = as_text(result, color=False)
+    assert "\x1b[" in as_text(result, color=True, verbose=True)
+    plain = as_text(result, color=False, verbose=True)
     assert "\x1b[" not in plain and "    prefill          " in plain
     assert os.linesep not in plain.replace("\n", "")
 

@@ -71,7 +71,7 @@ def report() -> dict:
     args = argparse.Namespace(cookbook=[MODULE], source=CHECKOUT, config=None, logs=None, format="json", policy=None)
     status = run_diff(args, out)
     doc = json.loads(out.getvalue())
-    assert doc["exit"] == status
+    assert doc["summary"]["exit"] == status
     return doc
 
 
@@ -79,15 +79,21 @@ def test_module_differences_are_exactly_the_verified_list(report: dict) -> None:
     found = {(f["config"], f["point"], f["role"], f["item"], f["detail"], f.get("recipe"), f.get("cookbook"))
              for f in report["findings"] if f["cls"] == "mismatch"}
     assert found == EXPECTED, (sorted(found - EXPECTED), sorted(EXPECTED - found))
-    assert report["exit"] == 1
+    assert report["summary"]["exit"] == 1
 
 
 def test_only_the_two_gb300_configs_are_compared_and_the_rest_listed(report: dict) -> None:
-    assert report["configs"] == [AGG, DISAGG]
-    absent = {item["config"]: item["reason"] for item in report["not_in_checkout"]}
+    checked = {c["config"] for c in report["cells"] if c["state"] == "checked"}
+    assert checked == {AGG, DISAGG}
+    absent = {c["config"]: (c["reason"], c["detail"]) for c in report["cells"] if c["state"] == "unpaired" and c["config"] not in checked}
     assert len(absent) == 10
-    assert absent["dsv4-fp4-b200-dynamo-sglang-agentic-agg"].startswith("recipe file not found")
-    assert absent["dsv4-fp8-h200-dynamo-sglang-agentic-agg"] == "no master config entry"
+    assert absent["dsv4-fp4-b200-dynamo-sglang-agentic-agg"][0] == "recipe-missing"
+    assert absent["dsv4-fp4-b200-dynamo-sglang-agentic-agg"][1].startswith("recipe file not found")
+    assert absent["dsv4-fp8-h200-dynamo-sglang-agentic-agg"] == ("no-master-entry", "dsv4-fp8-h200-dynamo-sglang-agentic-agg")
+    assert report["summary"]["cells"] == {"checked": 4, "unpaired": 22}
+    # cell #3 cites override_4p1d_c2400, which neither the corpus recipe nor the master rows have (they have c1920)
+    assert [(c["cell"], c["reason"], c["detail"]) for c in report["cells"] if c["config"] == DISAGG and c["state"] == "unpaired"] == [
+        (f"{DISAGG}#3", "selector-missing", "override_4p1d_c2400")]
 
 
 def test_derived_variants_are_reported_and_not_compared(report: dict) -> None:

@@ -60,7 +60,7 @@ def _run(site: Path) -> tuple[int, dict]:
 
 def test_built_site_commands_at_parity(tmp_path: Path, cookbook: Cookbook) -> None:
     status, doc = _run(_site(tmp_path, cookbook, _page(cookbook)))
-    assert (status, doc["kind"], doc["notes"]) == (0, "site", [])
+    assert (status, doc["summary"]["cookbooks"][0]["kind"], doc["notes"]) == (0, "site", [])
 
 
 def test_a_command_edited_in_the_html_is_caught(tmp_path: Path, cookbook: Cookbook) -> None:
@@ -108,7 +108,7 @@ def test_the_built_site_is_read_back_from_its_html(tmp_path: Path, cookbook: Coo
     site = tmp_path / "site"
     publish(cookbook, site, cookbook.generated_on or __import__("datetime").date(2026, 11, 29))
     status, doc = _run(site)
-    assert (status, doc["kind"], doc["notes"]) == (0, "site", [])
+    assert (status, doc["summary"]["cookbooks"][0]["kind"], doc["notes"]) == (0, "site", [])
     page = site / "deepseek-v4-1-flash" / "dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg-0" / "index.html"
     shown = 'hicache-ratio<span class="w"> </span><span class="m">1</span>.02'
     text = page.read_text(encoding="utf-8")

@@ -257,14 +257,14 @@ def test_build_export_and_diff_of_a_script_config(capsys, tmp_path: Path) -> Non
     module = tmp_path / "module.jsx"
     assert run_cli(capsys, ["export", "--cookbook", str(manifest), "--out", str(module)])[0] == 0
     code, out, err = run_cli(capsys, ["diff", "--cookbook", str(module), "--source", str(INFERENCEX)])
-    assert code == 0 and "Result: parity over 8 point(s) of 1 config(s)" in out, out + err
+    assert code == 0 and out.startswith("cookbookgen diff: PASS (exit 0): parity\n") and "  points    8 paired and compared\n" in out, out + err
 
     # A cookbook that drifted from the script: every point names the script line that launched the worker.
     text = module.read_text()
     assert text.count('"--mem-fraction-static", "0.70"') == 1
     module.write_text(text.replace('"--mem-fraction-static", "0.70"', '"--mem-fraction-static", "0.80"'))
     code, out, _ = run_cli(capsys, ["diff", "--cookbook", str(module), "--source", str(INFERENCEX)])
-    assert code == 1 and out.count("✗ arg --mem-fraction-static: different value (recipe 0.70; cookbook 0.80)") == 8
+    assert code == 1 and out.count("✗ agg: arg --mem-fraction-static: different value (recipe 0.70; cookbook 0.80)") == 8
     assert "benchmarks/single_node/agentic/dsv41flash_fp4_gb200_sglang_mtp.sh:156]" in out   # "${SGLANG_CMD[@]}" ... &
 
 
@@ -285,9 +285,9 @@ def test_diff_of_a_published_script_cell_reports_its_true_mismatches(capsys) -> 
     module = CORPUS / "sglang-cookbook" / "agentx" / "deepseek-ai" / "deepseek-v4_1.gb200-excerpt.jsx"
     code, out, err = run_cli(capsys, ["diff", "--cookbook", str(module), "--source", str(INFERENCEX), "--config", SCRIPTS[0]])
     assert code == 1 and "Traceback" not in err
-    assert out.count("✗ arg --ep-size: different value (recipe 4; cookbook 1) — engine argument "
+    assert out.count("✗ agg: arg --ep-size: different value (recipe 4; cookbook 1) — engine argument "
                      "[roles.agg.args.ep-size, benchmarks/single_node/agentic/dsv41flash_fp4_gb200_sglang_mtp.sh:156]") == 8
-    assert out.count("✗ image image: different value (recipe lmsysorg/sglang:dev-dsv41; cookbook lmsysorg/sglang:nightly-dev-cu13-20260923") == 8
+    assert out.count("✗ cell: image image: different value (recipe lmsysorg/sglang:dev-dsv41; cookbook lmsysorg/sglang:nightly-dev-cu13-20260923") == 8
 
 
 def test_list_names_the_script_of_every_point_without_running_it(capsys) -> None:

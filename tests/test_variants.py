@@ -45,7 +45,7 @@ def _variant(cell, point_id: str, router: str, kv: str) -> Deployment:
 def test_every_point_gets_five_derived_variants(cookbook: Cookbook) -> None:
     for cell in _cells(cookbook):
         for point in cell.points:
-            measured = describe.kv_tier_of(point.deployment)
+            measured = describe.kv_tier_of(point.deployment.blocks)
             combos = {(v.router, v.kv) for v in cell.variants if v.point == point.id}
             assert len(combos) == 5 and (cell.router, measured) not in combos
             assert {r for r, _ in combos} == {"dynamo", "sglang"} and {k for _, k in combos} == set(TIERS)
@@ -56,8 +56,8 @@ def test_every_bundled_variant_is_consistent(cookbook: Cookbook) -> None:
     for cell in _cells(cookbook):
         for v in cell.variants:
             assert check_consistency(v.deployment) == [], (cell.id, v.point, v.router, v.kv)
-            assert describe.router_of(v.deployment) == v.router
-            assert describe.kv_tier_of(v.deployment) == v.kv
+            assert describe.router_of(v.deployment.blocks) == v.router
+            assert describe.kv_tier_of(v.deployment.blocks) == v.kv
             checked += 1
     assert checked == 13 * 5
 
@@ -209,6 +209,6 @@ def test_random_deployments_give_consistent_variants(cb: Cookbook) -> None:
         assert len(cell.variants) == 5 * len(cell.points)
         for v in cell.variants:
             assert check_consistency(v.deployment) == []
-            assert describe.router_of(v.deployment) == v.router and describe.kv_tier_of(v.deployment) == v.kv
+            assert describe.router_of(v.deployment.blocks) == v.router and describe.kv_tier_of(v.deployment.blocks) == v.kv
             if any("$NATS_IP" in format_block(b) for b in v.deployment.blocks):
                 assert "nats" in _kinds(v.deployment)

@@ -128,7 +128,7 @@ def _cell(manifest: Manifest, source: ConfigSource, k: int, label: str, rps: lis
         id=cell_id, slug=slugify(cell_id.replace("#", "-")), config_key=source.key, hw=_hardware(first),
         model=first.deployment.model, label=label, gpus=first.deployment.gpus, nodes=first.deployment.nodes,
         cpu_nodes=first.deployment.cpu_nodes, image=image, image_digest=digest, image_commit=commit,
-        router=describe.router_of(first.deployment), kv=describe.kv_tier_of(first.deployment),
+        router=describe.router_of(first.deployment.blocks), kv=describe.kv_tier_of(first.deployment.blocks),
         provenance=_provenance(manifest, source, recipe, changelog_pr), points=points, **_summaries(source, points, summaries))
 
 

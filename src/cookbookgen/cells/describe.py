@@ -8,7 +8,7 @@ import re
 from functools import lru_cache
 from importlib import resources
 from operator import itemgetter
-from typing import cast
+from typing import Sequence, cast
 
 from ..recipes.load import parse_yaml
 from ..render.model import Block, Deployment
@@ -98,21 +98,21 @@ _FRONT_ROUTERS = {"dynamo-frontend": "dynamo", "vllm-router": "vllm-router", "sm
 _OTHER_ENGINES = ("trtllm", "vllm")     # a word of their worker commands; SGLang's commands have neither
 
 
-def router_of(dep: Deployment) -> str:
+def router_of(blocks: Sequence[Block]) -> str:
     """dynamo or sglang (SGLang workers behind Dynamo, or an SGLang router / one worker), dynamo-<engine>
     (other engines behind Dynamo), vllm-router, smg, or vllm (one `vllm serve` worker)."""
-    front = next((_FRONT_ROUTERS[b.kind] for b in dep.blocks if b.kind in _FRONT_ROUTERS), None)
-    engine = next((e for e in _OTHER_ENGINES if any(e in b.cmd for b in dep.blocks if b.kind == "worker")), "sglang")
+    front = next((_FRONT_ROUTERS[b.kind] for b in blocks if b.kind in _FRONT_ROUTERS), None)
+    engine = next((e for e in _OTHER_ENGINES if any(e in b.cmd for b in blocks if b.kind == "worker")), "sglang")
     if front == "dynamo":
         return front if engine == "sglang" else f"dynamo-{engine}"
     return front or engine
 
 
-def kv_tier_of(dep: Deployment) -> str:
-    if any(b.kind == "mooncake-store" for b in dep.blocks) or any(
-            a[0] == "--enable-unified-cache-external-linker" for b in dep.blocks for a in b.args):
+def kv_tier_of(blocks: Sequence[Block]) -> str:
+    if any(b.kind == "mooncake-store" for b in blocks) or any(
+            a[0] == "--enable-unified-cache-external-linker" for b in blocks for a in b.args):
         return "mooncake"
-    if any(a[0] == "--enable-hierarchical-cache" for b in dep.blocks for a in b.args):
+    if any(a[0] == "--enable-hierarchical-cache" for b in blocks for a in b.args):
         return "hicache"
     return "none"
 

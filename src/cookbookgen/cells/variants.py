@@ -253,7 +253,7 @@ def derive(dep: Deployment, measured_router: str, measured_kv: str, target_route
 # ---- the cookbook ----
 
 def point_kv(point: Point) -> str:
-    return describe.kv_tier_of(point.deployment)
+    return describe.kv_tier_of(point.deployment.blocks)
 
 
 def cell_variants(cell: Cell, donors: Donors) -> tuple[Variant, ...]:

@@ -1,8 +1,9 @@
 """`cookbookgen diff`: prove cookbook-recipe parity role by role, or name every difference.
 
-Exit status: 0 parity, 1 any mismatch, 2 bad input (a `CookbookError`, printed by `cli.main`).
-With no `--cookbook`, it checks the bundled `data/cookbook.yaml` (found beside the package, from any
-folder) and, when `./site/` exists, the built site as well (the worse exit status wins).
+Exit status: 0 parity, 1 any mismatch or any unpaired cell (unless `--allow-unpaired`) or nothing
+checked, 2 bad input (a `CookbookError`, printed by `cli.main`). With no `--cookbook`, it checks the
+bundled `data/cookbook.yaml` (found beside the package, from any folder) and, when `./site/` exists,
+the built site as well; the run has one verdict over every cookbook checked.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from ..project import EXAMPLE_MANIFEST, EXAMPLE_SOURCE, bundled, shown_default
 
 if TYPE_CHECKING:  # the diff stack loads only when the command runs
     from ..cells.cache import RenderCache
-    from ..diff.check import DiffResult
+    from ..diff.check import DiffResult, GitTrees
+    from ..diff.model import Tally
     from ..diff.sources import Cookbook
     from ..policy.rules import Policy
     from ..recipes.workspace import Workspace
@@ -30,12 +32,17 @@ def register(subparsers: Any) -> None:
     d = subparsers.add_parser(
         "diff", help="check a cookbook against the recipes it came from, role by role",
         description="Compare a cookbook (our manifest, a built site, a cookbook JSON or a published AgentX module) with "
-                    "the effective recipes of an InferenceX checkout. Exit 0 on parity, 1 on any mismatch, 2 on bad input.")
+                    "the effective recipes of an InferenceX checkout. Exit 0 on parity, 1 on any mismatch or unpaired cell, 2 on bad input.")
     d.add_argument("--cookbook", type=Path, action="append", metavar="M|MODULE.jsx|MODULE.json|SITE_DIR",
                    help=f"what to check (repeatable); default: {shown_default(EXAMPLE_MANIFEST)}, plus ./site/ when it exists")
     d.add_argument("--source", type=Path, metavar="ROOT",
-                   help=f"InferenceX checkout; default: the manifest's source, else {shown_default(EXAMPLE_SOURCE)}")
+                   help="InferenceX checkout, or a git repository (clone or bare) read at each cell's cited commit; "
+                        f"default: the manifest's source, else {shown_default(EXAMPLE_SOURCE)}")
     d.add_argument("--config", metavar="KEY", help="only this config key")
+    d.add_argument("--cell", metavar="ID", help="only this published cell (e.g. a module cell id)")
+    d.add_argument("--allow-unpaired", action="store_true", help="report unpaired cells without failing (exit 0 when nothing mismatches)")
+    d.add_argument("--verbose", action="store_true", help="also list every config and point with its count per role and class, and the excluded settings")
+    d.add_argument("--explain", metavar="CLASS", help="print what a finding class or unpaired reason means, and exit")
     d.add_argument("--logs", type=Path, metavar="DIR", help="also compare with the workers' ServerArgs log lines and srt-slurm config*.yaml under DIR")
     d.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default: text)")
     d.add_argument("--policy", type=Path, help="extra policy rules (YAML), applied before the shipped ones")
@@ -69,40 +76,50 @@ def _checkout(args: argparse.Namespace, cookbook: Cookbook, previous: Path | Non
 
 
 def run_diff(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Run the diff for parsed arguments; returns the exit status (0 parity, 1 mismatch).
-
-    Text and Markdown print one report per cookbook. JSON prints one report, or, when several
-    cookbooks are checked (the default with a built site), `{"exit": N, "reports": [...]}`.
-    """
+    """Run the diff for parsed arguments; returns the exit status (the verdict of every cookbook checked)."""
     from ..cells.cache import cache_run
+    from ..diff.model import Tally
 
     stream = out or sys.stdout
+    if getattr(args, "explain", None):
+        from ..diff.explain import explain_class
+
+        stream.write(explain_class(args.explain) + "\n")
+        return 0
     fmt = getattr(args, "format", "text") or "text"
-    reports: list[tuple[str, int] | DiffResult] = []
+    allow = bool(getattr(args, "allow_unpaired", False))
+    parts: list[str] = []
+    results: list[DiffResult] = []
+    checked: list[tuple[str, str, str]] = []
+    tally = Tally()
     workspaces: dict[Path, Workspace] = {}    # one per checkout: a manifest's points are resolved once, for rendering and checking
     with cache_run(getattr(args, "cache", None)) as cache:
         source: Path | None = None
         for path in _cookbooks(args):
             report, source = _report(args, path, fmt, _is_tty(stream), workspaces, cache, source)
-            reports.append(report)
-    if fmt == "json":
-        from ..diff.report import json_doc
+            if isinstance(report, tuple):
+                parts.append(report[0])
+                tally += report[1]
+            else:
+                results.append(report)
+                tally += report.tally
+            checked.append(report[2] if isinstance(report, tuple) else (report.cookbook, report.kind, report.checkout))
+    from ..diff.report import fit, json_doc, verdict
 
-        results = [r for r in reports if not isinstance(r, tuple)]
-        docs = [json_doc(r) for r in results]
-        doc = docs[0] if len(docs) == 1 else {"exit": max(r.exit_code for r in results), "reports": docs}
-        stream.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
-        return max(r.exit_code for r in results)
-    texts = [r for r in reports if isinstance(r, tuple)]     # text and Markdown reports are (text, exit status)
-    for text, _ in texts:
-        stream.write(text)
-    return max(code for _, code in texts)
+    if fmt == "json":
+        stream.write(json.dumps(json_doc(results, allow), indent=1, ensure_ascii=False) + "\n")
+    else:
+        text = verdict(checked, tally, allow, fmt == "markdown", _is_tty(stream)) + "".join(parts)
+        stream.write(fit(text) if fmt == "markdown" else text)
+    return tally.verdict(allow)[0]
 
 
 def _report(args: argparse.Namespace, path: Path, fmt: str, color: bool, workspaces: dict[Path, Workspace],
-            cache: RenderCache | None, previous: Path | None) -> tuple[tuple[str, int] | DiffResult, Path]:
-    """One cookbook's report: (text, exit status) for text and Markdown, the whole result for JSON;
+            cache: RenderCache | None, previous: Path | None) -> tuple[tuple[str, Tally, tuple[str, str, str]] | DiffResult, Path]:
+    """One cookbook's part: (text, tally, what was checked) for text and Markdown, the whole result for JSON;
     and the checkout it was checked against."""
+    from dataclasses import replace
+
     from ..cells.assemble import workspace_for
     from ..diff.check import check, report_text
     from ..diff.report import as_markdown, as_text
@@ -111,17 +128,41 @@ def _report(args: argparse.Namespace, path: Path, fmt: str, color: bool, workspa
 
     extra = getattr(args, "policy", None)
     only = getattr(args, "config", None)
+    verbose = bool(getattr(args, "verbose", False))
     cookbook = read_cookbook(path, load_policy(extra) if extra else None, workspaces, cache)
     policy = cookbook.policy if cookbook.policy is not None else load_policy(extra or cookbook.policy_file)
     source = _checkout(args, cookbook, previous)
-    ws = workspace_for(source, workspaces)
+    trees = _git_trees(source, workspaces)
+    ws = workspace_for(source, workspaces) if trees is None else trees.head
+    published = replace(cookbook.source, cell=getattr(args, "cell", None))
+    what = (published.name, published.kind, trees.name if trees else str(ws.checkout.root))
     if fmt != "json" and getattr(args, "logs", None) is None:
-        return report_text(cookbook.source, ws, policy, only, fmt == "markdown", color, getattr(args, "jobs", None), cache), source
-    result = _with_logs(args, check(cookbook.source, ws, policy, only), policy)
+        text, tally = report_text(published, ws, policy, only, fmt == "markdown", color, getattr(args, "jobs", None), cache, verbose, trees)
+        return (text, tally, what), source
+    result = _with_logs(args, check(published, ws, policy, only, trees), policy)
     if fmt == "json":
         return result, source
-    text = as_markdown(result) if fmt == "markdown" else as_text(result, color=color)
-    return (text, result.exit_code), source
+    text = as_markdown(result) if fmt == "markdown" else as_text(result, color=color, verbose=verbose)
+    return (text, result.tally, what), source
+
+
+def _git_trees(source: Path, workspaces: dict[Path, Workspace]) -> GitTrees | None:
+    """With `--source` a git repository, each cell is read at its cited commit (None: a plain folder)."""
+    from ..cells.assemble import workspace_for
+    from ..diff.check import GitTrees
+    from ..recipes.gitrepo import GitRepo
+
+    if not GitRepo.holds(source):
+        return None
+    repo = GitRepo(source)
+
+    def at(commit: str) -> tuple[Workspace | None, str]:
+        tree = repo.tree(commit)
+        return (workspace_for(tree, workspaces) if tree else None), f"{source}@{repo.commit(commit) or commit}"
+    head = repo.tree("HEAD")
+    if head is None:
+        raise CookbookError.at(str(source), 0, "--source", "a git repository without a HEAD commit")
+    return GitTrees(f"{source} (git)", at, workspace_for(head, workspaces))
 
 
 def _is_tty(stream: TextIO) -> bool:
@@ -141,4 +182,4 @@ def _with_logs(args: argparse.Namespace, result: DiffResult, policy: Policy) -> 
 
     found = check_logs(read_logs(logs), points, policy)
     return DiffResult(result.cookbook, result.kind, result.checkout, result.configs, result.findings + tuple(found),
-                      result.not_in_checkout, result.notes, result.pairs)
+                      result.cells, result.notes, result.pairs)

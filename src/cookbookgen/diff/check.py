@@ -3,9 +3,9 @@ every kind of input (`diff.sources.read_cookbook`). I/O only through `recipes.wo
 checkout's master configs and recipes) and, for a manifest, the rendering of its points.
 
 - A config's published points (a manifest renders them as the config is checked) are paired with
-  the checkout's points and compared (`compare`; the points of a config share their work). Configs
-  of the cookbook that the checkout lacks are listed as "not in checkout"; checkout configs the
-  cookbook does not show are not its business and are skipped.
+  the checkout's points and compared (`compare`; the points of a config share their work). Every
+  published cell ends `checked` or `unpaired` with one reason (`model.CellState`); checkout configs
+  the cookbook does not show are not its business and are skipped. `Source.cell` narrows to one cell.
 - A text or Markdown report is a head, one section per config (a function of that config's findings
   alone, `diff.report`) and a tail. With enough configs and cores, contiguous runs of configs are
   checked in forked worker processes, which send back their sections (and the cache entries they
@@ -19,7 +19,8 @@ import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 
 from ..errors import CookbookError, Problem
@@ -28,9 +29,10 @@ from ..policy.rules import Policy
 from ..recipes.master import check_framework
 from ..recipes.workspace import ResolvedPoint, Workspace
 from ..text import unknown
+from .claims import claim_findings
 from .compare import PointMemo, point_findings, stamped
 from .expect import point_expect
-from .model import Finding, Published, PublishedPoint
+from .model import MISSING, CellState, Finding, Published, PublishedPoint, Tally, UnpairedReason
 from .pairing import Pair, pair_config, variant_findings
 
 if TYPE_CHECKING:
@@ -47,6 +49,7 @@ class Source:
     configs: tuple[str, ...]
     points: Callable[[str], Published]
     notes: tuple[str, ...] = ()
+    cell: str | None = None
 
 
 def whole(published: Published) -> Source:
@@ -68,7 +71,7 @@ class DiffResult:
     checkout: str
     configs: tuple[str, ...]
     findings: tuple[Finding, ...]
-    not_in_checkout: tuple[tuple[str, tuple[str, ...], str], ...] = ()
+    cells: tuple[CellState, ...] = ()
     notes: tuple[str, ...] = ()
     pairs: tuple[Pair, ...] = field(default=(), compare=False, repr=False)
 
@@ -77,8 +80,8 @@ class DiffResult:
         return [f for f in self.findings if f.is_mismatch]
 
     @property
-    def exit_code(self) -> int:
-        return 1 if self.mismatches else 0
+    def tally(self) -> Tally:
+        return Tally(self.cells, len(self.pairs), Counter(f.cls for f in self.findings))
 
 
 PointRun = tuple[str | None, list[Finding]]
@@ -89,14 +92,14 @@ each name their own point (pairing, variants)."""
 
 @dataclass(frozen=True)
 class ConfigCheck:
-    """One config of the cookbook checked: its point runs and then its variants, or why the checkout lacks it."""
+    """One config of the cookbook checked: its point runs, its variants and how each of its cells ended."""
 
     config: str
     runs: list[PointRun]
     variants: list[Finding]
     pairs: list[Pair]
-    cells: tuple[str, ...]
-    absent: str = ""
+    cells: tuple[CellState, ...]
+    absent: bool = False
 
 
 def flatten(runs: Iterable[PointRun]) -> list[Finding]:
@@ -116,25 +119,68 @@ def shown_configs(source: Source, only: str | None) -> list[str]:
     return [c for c in source.configs if only is None or c == only]
 
 
-def check_config(source: Source, ws: Workspace, policy: Policy, config: str) -> ConfigCheck:
-    """Pair and compare the published points of `config` with the checkout's."""
+@dataclass(frozen=True)
+class GitTrees:
+    """A git repository as the checkout: `at(commit)` gives the workspace of the files at that commit and
+    how reports name it (no workspace when the repository lacks the commit); `head` is HEAD's."""
+
+    name: str
+    at: Callable[[str], tuple[Workspace | None, str]]
+    head: Workspace
+
+
+def check_config(source: Source, ws: Workspace, policy: Policy, config: str, trees: GitTrees | None = None) -> ConfigCheck:
+    """Pair and compare the published points of `config` (of `source.cell` only, when set) with the checkout's,
+    or, with `trees`, each cell's points with the checkout at the commit the cell cites."""
     published = source.points(config)
-    cells = tuple(dict.fromkeys(p.cell for p in published.points))
-    why = _absence(ws, config)
-    if why:
-        return ConfigCheck(config, [], [], [], cells, why)
-    try:
-        check_framework(ws.entry(config))
-    except CookbookError as exc:
-        unverified = Finding(config, "", "cell", "point", config, "unverified", detail="not compared", reason=exc.problems[0].message)
-        return ConfigCheck(config, [(None, [unverified])], variant_findings(published.variants), [], cells)
-    pairs, findings = pair_config(config, list(published.points), resolve_config(ws, config))
-    runs: list[PointRun] = [(None, findings + flag_mismatches(config, list(published.points)))]
+    points = [p for p in published.points if source.cell in (None, p.cell)]
+    variants = variant_findings([v for v in published.variants if source.cell in (None, v.cell)])
+    groups: dict[str, list[PublishedPoint]] = {}
+    for p in points:
+        groups.setdefault((p.commit or "") if trees else "", []).append(p)
+    whole = len(groups) == 1 and source.cell is None
+    parts = [_check_points(source, *_tree(ws, trees, commit), policy, config, group, commit, whole) for commit, group in groups.items()]
+    return ConfigCheck(config, [r for c in parts for r in c.runs], variants, [p for c in parts for p in c.pairs],
+                       tuple(s for c in parts for s in c.cells), bool(parts) and all(c.absent for c in parts))
+
+
+def _tree(ws: Workspace, trees: GitTrees | None, commit: str) -> tuple[Workspace | None, str]:
+    if trees is None:
+        return ws, str(ws.checkout.root)
+    return trees.at(commit) if commit else (None, trees.name)
+
+
+def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Policy, config: str, points: list[PublishedPoint],
+                  commit: str, whole: bool) -> ConfigCheck:
+    """Check `points` (of cells citing `commit`) against the checkout `ws` (None: the repository lacks the commit)."""
+    ids = tuple(dict.fromkeys(p.cell for p in points))
+    why: tuple[UnpairedReason, str] | None = ("commit-missing", commit or "the cell cites no commit") if ws is None else _unpaired(ws, config)
+    if why is not None or ws is None:
+        reason, detail = why or ("commit-missing", commit)
+        return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", reason, detail, commit, tree) for c in ids), True)
+    resolved = resolve_config(ws, config)
+    pairs, findings = pair_config(config, points, resolved)
+    if not whole:         # the config's other cells may show the points these lack
+        findings = [f for f in findings if f.detail != MISSING]
+    runs: list[PointRun] = [(None, findings + flag_mismatches(config, points))]
     memo = PointMemo()
+    index = {r.point_id: i for i, r in enumerate(resolved)}
+    items = {id(p.published): min(index[q.resolved.point_id] for q in pairs if q.published is p.published) for p in pairs}
     for pair in pairs:
         expect = point_expect(pair.resolved, policy)
-        runs.append((expect.point, point_findings(expect, pair.resolved.recipe, pair.published, policy, memo)))
-    return ConfigCheck(config, runs, variant_findings(published.variants), pairs, cells)
+        claims = claim_findings(expect, pair.resolved.recipe.data, pair.published, items[id(pair.published)])
+        runs.append((expect.point, point_findings(expect, pair.resolved.recipe, pair.published, policy, memo) + claims))
+    selectors = {r.recipe.selector for r in resolved}
+    cells = tuple(_cell_state(CellState(source.name, config, c, "checked", commit=commit, tree=tree), [p for p in pairs if p.published.cell == c],
+                              {p.override for p in points if p.cell == c and p.override not in selectors}) for c in ids)
+    return ConfigCheck(config, runs, [], pairs, cells)
+
+
+def _cell_state(state: CellState, pairs: list[Pair], unknown_overrides: set[str | None]) -> CellState:
+    """A cell is checked when a point of it paired; unpaired when none did because it cites overrides no master row uses."""
+    if not pairs and unknown_overrides and None not in unknown_overrides:
+        return replace(state, state="unpaired", reason="selector-missing", detail=", ".join(sorted(map(str, unknown_overrides))))
+    return replace(state, points=tuple(p.resolved.point_id for p in pairs), recipe=", ".join(dict.fromkeys(p.resolved.recipe.label for p in pairs)))
 
 
 def flag_mismatches(key: str, points: list[PublishedPoint]) -> list[Finding]:
@@ -144,45 +190,52 @@ def flag_mismatches(key: str, points: list[PublishedPoint]) -> list[Finding]:
             for check in checks for f in check.findings if f.cls in FAILING]
 
 
-def _absence(ws: Workspace, key: str) -> str:
-    """Why the checkout cannot show config `key` ("" when it can): no master entry, or a recipe file it lacks."""
+def _unpaired(ws: Workspace, key: str) -> tuple[UnpairedReason, str] | None:
+    """Why the checkout cannot show config `key` (None when it can), and the key or path involved."""
     entry = ws.entries().get(key)
     if entry is None:
-        return "no master config entry"
-    for row in entry.rows:
-        try:
+        return "no-master-entry", key
+    try:
+        check_framework(entry)
+        for row in entry.rows:
             ws.recipe_path(entry, row)
-        except CookbookError as exc:
-            return exc.problems[0].message
-    return ""
+    except CookbookError as exc:
+        problem = exc.problems[0]
+        return ("framework-unsupported" if problem.key_path.endswith("framework") else "recipe-missing"), problem.message
+    return None
 
 
-def check(source: Source, ws: Workspace, policy: Policy, only: str | None = None) -> DiffResult:
+def check(source: Source, ws: Workspace, policy: Policy, only: str | None = None, trees: GitTrees | None = None) -> DiffResult:
     """Every finding of the cookbook at once: the point findings config by config, then the variants."""
     checks = []
     for config in source.configs:
         if only is None or config == only:
-            checks.append(check_config(source, ws, policy, config))
+            checks.append(check_config(source, ws, policy, config, trees))
         else:
             source.points(config)       # a manifest renders it all the same, so its errors surface
         ws.release_points()
     shown_configs(source, only)
-    compared = [c for c in checks if not c.absent]
+    _known_cell(source, [c.cells for c in checks])
+    compared = [c for c in checks if not c.absent and c.cells]
     findings = [f for c in compared for f in flatten(c.runs)] + [f for c in compared for f in c.variants]
-    return DiffResult(source.name, source.kind, str(ws.checkout.root), tuple(c.config for c in compared), tuple(findings),
-                      tuple((c.config, c.cells, c.absent) for c in checks if c.absent), source.notes,
-                      tuple(p for c in compared for p in c.pairs))
+    return DiffResult(source.name, source.kind, trees.name if trees else str(ws.checkout.root), tuple(c.config for c in compared), tuple(findings),
+                      tuple(cell for c in checks for cell in c.cells), source.notes, tuple(p for c in compared for p in c.pairs))
+
+
+def _known_cell(source: Source, cells: Iterable[Iterable[CellState]]) -> None:
+    if source.cell is not None and not any(cs for cs in cells):
+        raise CookbookError.at(source.name, 0, "--cell", f"no cell {source.cell!r} in the cookbook (or in the --config shown)")
 
 
 # --- a text or Markdown report, config by config ------------------------------------------------------
 
 class Section(NamedTuple):
-    """A config's part of a text or Markdown report."""
+    """A config's part of a text or Markdown report, and what the verdict counts of it."""
 
     text: str
     points: int
-    mismatches: int
-    absent: tuple[str, tuple[str, ...], str] | None = None
+    classes: Counter[str]
+    cells: tuple[CellState, ...]
 
 
 @dataclass(frozen=True)
@@ -195,28 +248,25 @@ class _Job:
     only: str | None
     markdown: bool
     color: bool
+    verbose: bool
+    trees: GitTrees | None
 
 
 def report_text(source: Source, ws: Workspace, policy: Policy, only: str | None, markdown: bool, color: bool,
-                jobs: int | None = None, cache: RenderCache | None = None) -> tuple[str, int]:
-    """The text (or Markdown) report of the cookbook and its exit status, made config by config."""
-    from .report import TextRenderer, md_head, md_tail, text_head, text_tail
+                jobs: int | None = None, cache: RenderCache | None = None, verbose: bool = False,
+                trees: GitTrees | None = None) -> tuple[str, Tally]:
+    """The text (or Markdown) details of the cookbook and what its verdict counts, made config by config."""
+    from .report import cookbook_part
 
-    job = _Job(source, ws, policy, only, markdown, color)
+    job = _Job(source, ws, policy, only, markdown, color, verbose, trees)
     sections = _sections(job, list(source.configs), jobs, cache)
     shown = [s for config, s in zip(source.configs, sections) if only is None or config == only]
     shown_configs(source, only)
-    absent = [s.absent for s in shown if s.absent]
-    points, mismatches = sum(s.points for s in shown), sum(s.mismatches for s in shown)
-    configs = len(shown) - len(absent)
-    exit_code = 1 if mismatches else 0
+    _known_cell(source, [s.cells for s in shown])
+    tally = sum((Tally(s.cells, s.points, s.classes) for s in shown), Tally())
     body = "".join(s.text for s in shown)
-    checkout = str(ws.checkout.root)
-    if markdown:
-        return md_head(source.name, source.kind, checkout) + body + md_tail(absent, source.notes, mismatches, points, configs), exit_code
-    renderer = TextRenderer(color)
-    return (text_head(renderer, source.name, source.kind, checkout) + body
-            + text_tail(renderer, absent, source.notes, mismatches, points, configs, exit_code)), exit_code
+    checkout = trees.name if trees else str(ws.checkout.root)
+    return cookbook_part(source.name, source.kind, checkout, body, tally.unpaired, source.notes, markdown, color), tally
 
 
 def _section(job: _Job, config: str) -> Section:
@@ -224,19 +274,19 @@ def _section(job: _Job, config: str) -> Section:
 
     if job.only is not None and config != job.only:
         job.source.points(config)       # a manifest renders it all the same, so its errors surface
-        return Section("", 0, 0)
-    checked = check_config(job.source, job.ws, job.policy, config)
-    if checked.absent:
-        return Section("", 0, 0, (config, checked.cells, checked.absent))
+        return Section("", 0, Counter(), ())
+    checked = check_config(job.source, job.ws, job.policy, config, job.trees)
+    if checked.absent or not checked.cells:
+        return Section("", 0, Counter(), checked.cells)
     runs = checked.runs + [(None, checked.variants)]
-    mismatches = sum(f.cls == "mismatch" for _, found in runs for f in found)
-    if not any(found for _, found in runs):
+    classes = Counter[str](f.cls for _, found in runs for f in found)
+    if job.markdown:
+        text = md_config(config, flatten(runs), folded=not classes["mismatch"])
+    elif not (classes["mismatch"] or job.verbose):
         text = ""
-    elif job.markdown:
-        text = md_config(config, flatten(runs))
     else:
-        text = text_config(TextRenderer(job.color), config, runs)
-    return Section(text, len(checked.pairs), mismatches)
+        text = text_config(TextRenderer(job.color), config, runs, job.verbose)
+    return Section(text, len(checked.pairs), classes, checked.cells)
 
 
 def _checked(job: _Job, configs: list[str]) -> list[Section]:
@@ -257,7 +307,7 @@ def _sections(job: _Job, configs: list[str], jobs: int | None, cache: RenderCach
     """The sections of `configs`, in order: here, or in forked worker processes (at most `jobs`; default
     one per core, at most 4) when there are enough configs and the platform forks."""
     workers = min(jobs or min(os.cpu_count() or 1, 4), len(configs) // MIN_PER_WORKER)
-    if workers < 2 or sys.platform != "linux" or multiprocessing.get_start_method(allow_none=True) not in (None, "fork"):
+    if workers < 2 or job.trees is not None or sys.platform != "linux" or multiprocessing.get_start_method(allow_none=True) not in (None, "fork"):
         return _checked(job, configs)
     size = -(-len(configs) // (workers * RUNS_PER_WORKER))
     runs = [configs[i:i + size] for i in range(0, len(configs), size)]

@@ -13,9 +13,11 @@ from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..errors import CookbookError
 from ..policy.rules import glob_matches
 from ..recipes.load import parse_yaml
 from ..render.model import Block
+from ..text import unknown
 from .model import DIFFERENT, EXTRA
 
 if TYPE_CHECKING:
@@ -253,3 +255,20 @@ def recipe_check(path: tuple[str, ...]) -> RawYaml | None:
         if glob_matches(tuple(item["match"].split(".")), path):
             return item
     return None
+
+
+@lru_cache(maxsize=1)
+def glossary() -> dict[str, dict[str, str]]:
+    """`classes.yaml`: every finding class and unpaired reason with its meaning."""
+    text = resources.files(__package__).joinpath("classes.yaml").read_text(encoding="utf-8")
+    data: dict[str, dict[str, str]] = parse_yaml(text, "cookbookgen/diff/classes.yaml").data
+    return data
+
+
+def explain_class(name: str) -> str:
+    """`cookbookgen diff --explain NAME`: what a finding class or an unpaired reason means."""
+    for group, title in (("classes", "finding class"), ("unpaired", "unpaired reason")):
+        if name in glossary()[group]:
+            return f"{name} ({title}): {glossary()[group][name]}"
+    known = [*glossary()["classes"], *glossary()["unpaired"]]
+    raise CookbookError.at("--explain", 0, name, unknown("finding class or unpaired reason", name, known))

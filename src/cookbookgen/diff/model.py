@@ -13,7 +13,8 @@ Classes of a finding:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ..render.model import Block
@@ -24,6 +25,8 @@ FindingClass = Literal[
 CLASSES: tuple[FindingClass, ...] = (
     "mismatch", "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "unverified", "derived"
 )
+UnpairedReason = Literal["commit-missing", "no-master-entry", "recipe-missing", "framework-unsupported", "selector-missing"]
+"""Why a published cell was not checked (meanings in `classes.yaml`, `cookbookgen diff --explain`)."""
 MISSING = "missing from the cookbook"
 EXTRA = "extra in the cookbook"
 DIFFERENT = "different value"
@@ -35,7 +38,7 @@ class Finding:
 
     `role` is the process the setting belongs to (prefill, decode, agg, frontend, router, etcd, nats,
     nginx, mooncake-master, mooncake-store), `job` for recipe sections outside any process, or
-    `cell`/`point` for findings about the pairing itself. `kind`: arg, env, topology, block, file,
+    `cell`/`point` for findings about the pairing itself. `kind`: arg, env, topology, block, file, claim,
     image, point, variant, setting or log.
     """
 
@@ -84,6 +87,11 @@ class PublishedPoint:
     model: str | None = None
     router: str | None = None
     kv: str | None = None
+    item: int | None = None
+    gpus: int | None = None
+    title: str | None = None
+    install: tuple[str, ...] | None = None
+    commit: str | None = None
 
     @property
     def label(self) -> str:
@@ -113,3 +121,50 @@ class Published:
 
     def configs(self) -> list[str]:
         return list(dict.fromkeys(p.config for p in self.points))
+
+
+@dataclass(frozen=True)
+class CellState:
+    """How one published cell ended: `checked` (its findings are its points') or `unpaired` with one
+    `reason` and the path or key involved (`detail`); `tree` is where its inputs were read."""
+
+    cookbook: str
+    config: str
+    cell: str
+    state: Literal["checked", "unpaired"]
+    reason: UnpairedReason | None = None
+    detail: str = ""
+    commit: str = ""
+    tree: str = ""
+    recipe: str = ""
+    points: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"cell": self.cell, "config": self.config, "state": self.state, "reason": self.reason, "detail": self.detail,
+                "commit": self.commit or None, "tree": self.tree, "recipe": self.recipe or None, "points": list(self.points)}
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What a verdict counts, over one cookbook or several (`+`)."""
+
+    cells: tuple[CellState, ...] = ()
+    points: int = 0
+    classes: Counter[str] = field(default_factory=Counter)
+
+    def __add__(self, other: "Tally") -> "Tally":
+        return Tally(self.cells + other.cells, self.points + other.points, self.classes + other.classes)
+
+    @property
+    def unpaired(self) -> list[CellState]:
+        return [c for c in self.cells if c.state == "unpaired"]
+
+    def verdict(self, allow_unpaired: bool) -> tuple[int, str]:
+        """The exit status and why: 1 on any mismatch, any unpaired cell (unless allowed) or nothing checked."""
+        mismatches, unpaired = self.classes["mismatch"], len(self.unpaired)
+        why = [f"{mismatches} mismatch(es)"] * bool(mismatches) + [f"{unpaired} unpaired cell(s)"] * (unpaired > 0 and not allow_unpaired)
+        if not self.points and not mismatches:
+            why.append("no point was checked")
+        if why:
+            return 1, ", ".join(why)
+        return 0, "parity" + (f" ({unpaired} unpaired cell(s) allowed by --allow-unpaired)" if unpaired else "")

@@ -65,7 +65,7 @@ def pair_config(config: str, published: Sequence[PublishedPoint], resolved: Sequ
             hits = [r for r in cands if conc is None or r.conc == conc]
             hit = hits[0] if len(hits) == 1 and hits[0].point_id not in claimed else None
             if hit is None:
-                findings.append(_extra(config, point, conc, duplicate=len(hits) == 1))
+                findings.append(_extra(config, point, conc, len(hits) == 1, resolved))
                 continue
             claimed.add(hit.point_id)
             pairs.append(Pair(point, hit))
@@ -83,10 +83,19 @@ def _shown(point: PublishedPoint, conc: int | None) -> str:
     return f"{point.cell} c{conc}" if conc is not None else point.cell
 
 
-def _extra(config: str, point: PublishedPoint, conc: int | None, duplicate: bool) -> Finding:
+def _extra(config: str, point: PublishedPoint, conc: int | None, duplicate: bool, resolved: Sequence[ResolvedPoint]) -> Finding:
     via = f" ({point.override})" if point.override else ""
-    reason = ("another cookbook point already claims it" if duplicate
-              else f"no master row of the checkout serves this concurrency{via}")
+    served = [f"c{r.conc}" for r in resolved if point.override and r.recipe.selector == point.override]
+    used = sorted({str(r.recipe.selector) for r in resolved if r.conc == conc and r.recipe.selector})
+    if duplicate:
+        reason = "another cookbook point already claims it"
+    elif point.override and used:
+        reason = (f"wrong override label: {point.override} " + (f"serves {', '.join(served)}" if served else "is not a variant any master row uses")
+                  + f"; c{conc} is served by {', '.join(used)}")
+    elif point.override and not served:
+        reason = f"{point.override} is not a variant any master row uses, and no master row serves this concurrency"
+    else:
+        reason = f"no master row of the checkout serves this concurrency{via}"
     return Finding(config, f"c{conc}" if conc is not None else point.label, "point", "point", point.cell, "mismatch",
                    detail=EXTRA, cookbook=_shown(point, conc) + via, reason=reason)
 

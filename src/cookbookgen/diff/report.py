@@ -1,12 +1,15 @@
 """The three reports of a diff: text for terminals, JSON for machines, Markdown for a PR review. No I/O.
 
-- text: grouped by config, point and role; a count per class and one line per mismatch; the excluded
-  settings per config; coloured (rich) when `color` is set, plain otherwise.
-- json: every finding, the summary, the cells not in the checkout, and the exit status.
+Every report leads with the verdict of the run (`verdict`: exit status and why, cells checked and
+unpaired, points, findings per class), then each cookbook's part (`cookbook_part`).
+- text: grouped by config and point; one line per mismatch, then the unpaired cells; with `verbose`
+  also every config, a count per role and class, and the excluded settings; coloured (rich) when
+  `color` is set, plain otherwise.
+- json: the summary, every cell with its state, and every finding.
 - markdown: the shape of an InferenceX reviewer's "SGLang cookbook" detail: per config the points
   checked, then the result ("every recipe argument and environment variable of every role and point
   matches; the only differences are ...", or the mismatches first), then each excluded setting
-  with its reason.
+  with its reason; configs at parity folded in `<details>`; cut to fit a PR comment (`fit`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..text import printable
-from .model import CLASSES, Finding
+from .model import CLASSES, CellState, Finding, Tally
 
 if TYPE_CHECKING:  # only the types (`diff.check` imports this module)
     from .check import DiffResult, PointRun
@@ -45,18 +48,55 @@ def _role_key(role: str) -> tuple[int, str]:
     return (_ROLE_ORDER.index(role) if role in _ROLE_ORDER else len(_ROLE_ORDER), role)
 
 
-# --- JSON ------------------------------------------------------------------------------------------------
+# --- the verdict, and JSON ------------------------------------------------------------------------------
 
-def json_doc(result: DiffResult) -> dict[str, object]:
-    counts = Counter(f.cls for f in result.findings)
-    return {
-        "cookbook": result.cookbook, "kind": result.kind, "checkout": result.checkout, "exit": result.exit_code,
-        "configs": list(result.configs),
-        "summary": {"points": len(result.pairs), "mismatches": counts["mismatch"], "classes": {c: counts[c] for c in CLASSES if counts[c]}},
-        "not_in_checkout": [{"config": k, "cells": list(cells), "reason": why} for k, cells, why in result.not_in_checkout],
-        "notes": list(result.notes),
-        "findings": [f.to_json() for f in result.findings],
-    }
+Checked = tuple[str, str, str]   # (cookbook, kind, checkout)
+
+
+def summary(checked: Iterable[Checked], tally: Tally, allow_unpaired: bool) -> dict[str, object]:
+    code, why = tally.verdict(allow_unpaired)
+    reasons = Counter(c.reason for c in tally.unpaired)
+    return {"exit": code, "why": why, "cookbooks": [{"cookbook": c, "kind": k, "checkout": t} for c, k, t in checked],
+            "cells": {"checked": len(tally.cells) - len(tally.unpaired), "unpaired": len(tally.unpaired)},
+            "unpaired": dict(reasons), "points": tally.points, "classes": {c: tally.classes[c] for c in CLASSES if tally.classes[c]}}
+
+
+def json_doc(results: list[DiffResult], allow_unpaired: bool) -> dict[str, object]:
+    tally = sum((r.tally for r in results), Tally())
+    return {"summary": summary([(r.cookbook, r.kind, r.checkout) for r in results], tally, allow_unpaired),
+            "cells": [c.to_json() for c in tally.cells], "notes": [n for r in results for n in r.notes],
+            "findings": [f.to_json() for r in results for f in r.findings]}
+
+
+def verdict(checked: list[Checked], tally: Tally, allow_unpaired: bool, markdown: bool, color: bool) -> str:
+    """The summary block every report starts with (at most 5 lines, plus one per extra cookbook)."""
+    doc = summary(checked, tally, allow_unpaired)
+    code = doc["exit"]
+    cells = f"{len(tally.cells) - len(tally.unpaired)} checked, {len(tally.unpaired)} unpaired"
+    reasons = ", ".join(f"{n} {r}" for r, n in Counter(c.reason for c in tally.unpaired).items())
+    counts = " · ".join(f"{tally.classes[c]} {c}" for c in CLASSES if tally.classes[c]) or "none"
+    head = f"cookbookgen diff: {'FAIL' if code else 'PASS'} (exit {code}): {doc['why']}"
+    rows = [("cookbook", f"{c} ({k}) against {t}") for c, k, t in checked] + [
+        ("cells", cells + (f" ({reasons})" if reasons else "")), ("points", f"{tally.points} paired and compared"), ("findings", counts)]
+    if markdown:
+        return f"### {head}\n" + "".join(f"- {name}: {text}\n" for name, text in rows) + "\n"
+    out = _Lines()
+    out.print((head, "bold red" if code else "bold green"))
+    for name, text in rows:
+        out.print(f"  {name:<9} {text}")
+    return TextRenderer(color).render(out)
+
+
+MARKDOWN_LIMIT = 65_000
+CUT = "\n_(cut to fit a PR comment: run `cookbookgen diff --format markdown` for the whole report)_\n"
+
+
+def fit(text: str, limit: int = MARKDOWN_LIMIT) -> str:
+    """A Markdown report under `limit` characters: cut at a line end, open `<details>` closed."""
+    if len(text) < limit:
+        return text
+    kept = text[:text.rfind("\n", 0, limit - len(CUT) - 200) + 1]
+    return kept + "</details>\n" * (kept.count("<details>") - kept.count("</details>")) + CUT
 
 
 # --- text ------------------------------------------------------------------------------------------------
@@ -106,26 +146,34 @@ class TextRenderer:
         return text
 
 
-def as_text(result: DiffResult, color: bool = False) -> str:
+def as_text(result: DiffResult, color: bool = False, verbose: bool = False) -> str:
     renderer = TextRenderer(color)
-    parts = [text_head(renderer, result.cookbook, result.kind, result.checkout)]
-    parts += [text_config(renderer, config, [(None, findings)]) for config, findings in _by(result.findings, "config").items()]
-    parts.append(text_tail(renderer, result.not_in_checkout, result.notes, len(result.mismatches), len(result.pairs),
-                           len(result.configs), result.exit_code))
-    return "".join(parts)
+    body = "".join(text_config(renderer, config, [(None, findings)], verbose) for config, findings in _by(result.findings, "config").items()
+                   if verbose or any(f.is_mismatch for f in findings))
+    return cookbook_part(result.cookbook, result.kind, result.checkout, body, result.tally.unpaired, result.notes, False, color)
 
 
-def text_head(renderer: TextRenderer, cookbook: str, kind: str, checkout: str) -> str:
-    lines = _Lines()
-    lines.print(("cookbookgen diff", "bold"), f" {cookbook} ({kind}) against {checkout}")
-    return renderer.render(lines)
+def cookbook_part(cookbook: str, kind: str, checkout: str, body: str, unpaired: list[CellState], notes: Iterable[str],
+                  markdown: bool, color: bool) -> str:
+    """One cookbook's part of a report: a title, its config sections (`body`), its unpaired cells and notes."""
+    if markdown:
+        lines = [f"- Unpaired: `{c.cell}` ({c.config}): {c.reason}: {c.detail} [{c.tree}]" for c in unpaired] + [f"- Note: {n}" for n in notes]
+        return f"#### `{cookbook}` ({kind}) against `{checkout}`\n" + METHOD + body + "".join(line + "\n" for line in lines)
+    renderer, title, tail = TextRenderer(color), _Lines(), _Lines()
+    title.lines.append([])
+    title.print(("── ", "dim"), (cookbook, "bold"), f" ({kind}) against {checkout}")
+    for c in unpaired:
+        tail.print(("unpaired", "magenta"), f" {c.cell} ({c.config}): {c.reason}: {c.detail} [{c.tree}]")
+    for note in notes:
+        tail.print(("note", "magenta"), f" {note}")
+    return renderer.render(title) + body + renderer.render(tail)
 
 
-def text_config(renderer: TextRenderer, config: str, runs: Iterable[PointRun]) -> str:
+def text_config(renderer: TextRenderer, config: str, runs: Iterable[PointRun], verbose: bool = True) -> str:
     """The section of one config (its findings, variants included), from its point runs
     (`diff.check.PointRun`: the findings of a run are its point's, whatever point they name)."""
     lines = _Lines()
-    _text_config(lines, config, runs)
+    _text_config(lines, config, runs, verbose)
     return renderer.render(lines)
 
 
@@ -153,7 +201,7 @@ def _add(point: _Point, role: str, cls: str, n: int) -> None:
     counts[cls] = counts.get(cls, 0) + n
 
 
-def _text_config(out: _Lines, config: str, runs: Iterable[PointRun]) -> None:
+def _text_config(out: _Lines, config: str, runs: Iterable[PointRun], verbose: bool) -> None:
     points: dict[str, _Point] = {}       # in order of appearance
     excluded = _Groups(_excluded_label)
     checked: list[str] = []
@@ -173,12 +221,15 @@ def _text_config(out: _Lines, config: str, runs: Iterable[PointRun]) -> None:
     out.print((config, "bold"), f": {len(checked)} point(s), ",
               (f"{mismatches} mismatch(es)", "bold red") if mismatches else ("parity", "green"))
     for name, point in points.items():
+        if not (verbose or point.bad):
+            continue
         out.print("  ", (name or "(config)", "bold"))
         for role in sorted(point.counts, key=_role_key):
-            out.print(*_count_spans(role, point.counts[role]))
+            if verbose:
+                out.print(*_count_spans(role, point.counts[role]))
             for f in point.bad.get(role, ()):
-                out.print("      ", ("✗", "bold red"), f" {_mismatch_line(f)}")
-    lines = _exclusions(excluded.groups(), checked)
+                out.print("      ", ("✗", "bold red"), f" {role}: {_mismatch_line(f)}")
+    lines = _exclusions(excluded.groups(), checked) if verbose else []
     if lines:
         out.print("  ", ("excluded", "yellow"))
         for line in lines:
@@ -208,20 +259,6 @@ def _mismatch_line(f: Finding) -> str:
     shown = "; ".join(v for v in values if v)
     where = ", ".join(x for x in (f.path, f.where) if x)
     return f"{f.kind} {f.item}: {f.detail}" + (f" ({shown})" if shown else "") + (f" — {f.reason}" if f.reason else "") + (f" [{where}]" if where else "")
-
-
-def text_tail(renderer: TextRenderer, not_in_checkout: Iterable[tuple[str, tuple[str, ...], str]], notes: Iterable[str],
-              mismatches: int, points: int, configs: int, exit_code: int) -> str:
-    out = _Lines()
-    for key, cells, why in not_in_checkout:
-        out.lines.append([])
-        out.print(("not in checkout", "magenta"), f" {key} ({len(cells)} cell(s)): {why}")
-    for note in notes:
-        out.print(("note", "magenta"), f" {note}")
-    out.lines.append([])
-    out.print("Result: ", (f"{mismatches} mismatch(es)", "bold red") if mismatches else ("parity", "bold green"),
-              f" over {points} point(s) of {configs} config(s) (exit {exit_code})")
-    return renderer.render(out)
 
 
 # --- Markdown --------------------------------------------------------------------------------------------
@@ -304,7 +341,8 @@ def _md_config(config: str, findings: list[Finding]) -> list[str]:
     lines = [f"- **{config}**", f"  - Points checked: {', '.join(points) or 'none'}" + (f" (cells {', '.join(cells)})." if cells else ".")]
     bad = _group([(f.point, f) for f in findings if f.is_mismatch], _mismatch_label)
     if bad:
-        lines.append(f"  - Result: {len(bad)} mismatch(es); apart from them the only differences are {_differences(findings)}.")
+        count = sum(f.is_mismatch for f in findings)
+        lines.append(f"  - Result: {count} mismatch(es) ({len(bad)} distinct); apart from them the only differences are {_differences(findings)}.")
         lines += [f"    - {g.text} ({_where(g, points)})" + (f": {g.reason}." if g.reason else ".") for g in bad]
     else:
         lines.append("  - Result: every recipe argument and environment variable of every role and point matches; "
@@ -328,34 +366,18 @@ def _md_config(config: str, findings: list[Finding]) -> list[str]:
 
 
 def as_markdown(result: DiffResult) -> str:
-    parts = [md_head(result.cookbook, result.kind, result.checkout)]
-    parts += [md_config(config, findings) for config, findings in _by(result.findings, "config").items()]
-    parts.append(md_tail(result.not_in_checkout, result.notes, len(result.mismatches), len(result.pairs), len(result.configs)))
-    return "".join(parts)
+    body = "".join(md_config(config, findings, folded=not any(f.is_mismatch for f in findings))
+                   for config, findings in _by(result.findings, "config").items())
+    return cookbook_part(result.cookbook, result.kind, result.checkout, body, result.tally.unpaired, result.notes, True, False)
 
 
-def md_head(cookbook: str, kind: str, checkout: str) -> str:
-    return (f"- SGLang cookbook parity (`cookbookgen diff`): `{cookbook}` ({kind}) against the checkout `{checkout}`.\n"
-            "  - Comparison method: each published point is paired with its master-config row and concurrency, and its commands are "
-            "compared role by role with the effective recipe (base plus override): every recipe argument and environment variable, "
-            "the topology (workers, nodes per worker, GPU pinning) and the image. Every command setting the recipe does not hold "
-            "needs a recorded reason, or it is a mismatch.\n")
+METHOD = ("- Comparison method: each published point is paired with its master-config row and concurrency, and its commands are "
+          "compared role by role with the effective recipe (base plus override): every recipe argument and environment variable, "
+          "the topology (workers, nodes per worker, GPU pinning) and the image. Every command setting the recipe does not hold "
+          "needs a recorded reason, or it is a mismatch.\n")
 
 
-def md_config(config: str, findings: list[Finding]) -> str:
-    """The section of one config, each line ending in a newline."""
-    return "".join(line + "\n" for line in _md_config(config, findings))
-
-
-def md_tail(not_in_checkout: Iterable[tuple[str, tuple[str, ...], str]], notes: Iterable[str], mismatches: int,
-            points: int, configs: int) -> str:
-    lines = []
-    absent = list(not_in_checkout)
-    if absent:
-        lines.append("- Not in the checkout (listed, not compared):")
-        lines += [f"  - {key} ({', '.join(cells)}): {why}." for key, cells, why in absent]
-    lines += [f"- Note: {n}" for n in notes]
-    verdict = f"{mismatches} mismatch(es)" if mismatches else "parity"
-    lines.append(f"- Verdict: {verdict} over {points} point(s) of {configs} config(s).")
-    return "".join(line + "\n" for line in lines)
-
+def md_config(config: str, findings: list[Finding], folded: bool = False) -> str:
+    """The section of one config, each line ending in a newline; `folded` in a `<details>`."""
+    text = "".join(line + "\n" for line in _md_config(config, findings))
+    return f"<details><summary>{config}: parity</summary>\n\n{text}\n</details>\n\n" if folded else text

@@ -4,8 +4,8 @@ leaf comparison shares. No I/O.
 - Blocks: one worker block (or more, per co-located slot) per recipe role, the frontend the recipe's
   `frontend.type` starts, one block per declared service, and the implied ones of `synthesized.yaml`
   (etcd for Dynamo, nginx for several frontends); anything else must be explained or is extra.
-- Topology per role: worker count, nodes per worker, node count, GPU pinning and distinct ports of
-  co-located workers, against `expect.RoleTopology`.
+- Topology per role: worker count, nodes per worker, node count, GPU pinning, against
+  `expect.RoleTopology`; co-located workers need their own port for every port setting (`PORT_SETTINGS`).
 - Frontend count, worker command, model id, request plane, KV events and the image.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import shlex
 
 import math
-from operator import itemgetter
+import re
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..render.model import Block
@@ -147,14 +147,22 @@ def block_shape(block: Block, args_by_key: Mapping[str, Any]) -> tuple[Any, ...]
     up), its `CUDA_VISIBLE_DEVICES` and whether it sets `DYN_REQUEST_PLANE`."""
     worker = block.kind == "worker"
     fields = tuple((k, tuple(v.items()) if isinstance(v, dict) else v) for k, v in block.__dict__.items() if k not in ("args", "env"))
-    flags = tuple(map(itemgetter(0), block.args))
-    if flags.count("--port") == 1:          # the usual case, found at C speed
-        port = block.args[flags.index("--port")]
-        ports: tuple[str, ...] = port[1:2]
-    else:
-        ports = tuple(a[1] for a in block.args if a[0] == "--port" and len(a) > 1)
     has = tuple(flag_key(flag, worker) in args_by_key for flag in _LOOKED_UP)
-    return fields, ports, has, block.env.get("CUDA_VISIBLE_DEVICES"), "DYN_REQUEST_PLANE" in block.env
+    return fields, block_ports(block), has, block.env.get("CUDA_VISIBLE_DEVICES"), "DYN_REQUEST_PLANE" in block.env
+
+
+# Every setting that binds a port on the worker's node: HTTP, disaggregation bootstrap, KV events
+# (`tcp://*:5557` in its JSON), metrics, and the distributed-init / NCCL rendezvous.
+PORT_SETTINGS = frozenset(("--port", "--disaggregation-bootstrap-port", "--kv-events-config", "--metrics-port",
+                           "--dist-init-addr", "--nccl-port", "DYN_SYSTEM_PORT"))
+_LAST_NUMBER = re.compile(r"(\d{2,5})\D*$")
+
+
+def block_ports(block: Block) -> tuple[tuple[str, str], ...]:
+    """(setting, port) for each port setting of the block: the last number of its value (none for `$PORT`)."""
+    values = [(a[0], " ".join(a[1:])) for a in block.args if a[0] in PORT_SETTINGS]
+    values += [(k, v) for k, v in block.env.items() if k in PORT_SETTINGS]
+    return tuple((name, m.group(1)) for name, text in values if (m := _LAST_NUMBER.search(text)))
 
 
 def recipe_shape(ctx: "Ctx") -> tuple[Any, ...]:
@@ -237,12 +245,20 @@ def _topology(ctx: "Ctx", topo: RoleTopology, blocks: list[Block]) -> list[Findi
         out.append(_same(ctx, role, "nodes", str(topo.nodes), str(nodes), f"roles.{role}.nodes"))
     if topo.pins or len(pins) > 1:
         out.append(_same(ctx, role, "gpu_pinning", " / ".join(topo.pins) or "none", " / ".join(sorted(pins)) or "none", f"roles.{role}.gpus"))
-    ports = {a[1] for b in blocks for a in b.args if a[0] == "--port" and len(a) > 1}
-    port_env = table()["frontends"].get(ctx.expect.frontend, {}).get("port_env")
-    ports |= {b.env[port_env] for b in blocks if port_env in b.env}
-    if topo.per_node > 1 and len(ports) < min(topo.per_node, topo.workers):
-        out.append(ctx.finding(role, "topology", "ports", "mismatch", detail=f"{topo.per_node} workers share a node but not a distinct --port each",
-                               recipe=f"{topo.per_node} per node", cookbook=" / ".join(sorted(ports)) or None, path=f"roles.{role}.workers"))
+    return out + (_shared_ports(ctx, topo, blocks) if topo.per_node > 1 else [])
+
+
+def _shared_ports(ctx: "Ctx", topo: RoleTopology, blocks: list[Block]) -> list[Finding]:
+    """A mismatch per port setting that co-located workers share (a block without it uses the default, its own value)."""
+    ports = [dict(block_ports(b)) for b in blocks]
+    required = table()["frontends"].get(ctx.expect.frontend, {}).get("port_env", "--port")   # the one every engine's workers differ in
+    out = []
+    for name in sorted({required} | {name for found in ports for name in found}):
+        values = {found.get(name, "default") for found in ports}
+        if len(values) < min(topo.per_node, topo.workers):
+            item = "ports" if name == "--port" else f"ports {name}"
+            out.append(ctx.finding(topo.role, "topology", item, "mismatch", detail=f"{topo.per_node} workers share a node but not a distinct {name}{'' if name == '--port' else ' port'} each",
+                                   recipe=f"{topo.per_node} per node", cookbook=" / ".join(sorted(values)), path=f"roles.{topo.role}.workers"))
     return out
 
 

@@ -1,0 +1,53 @@
+"""What a published point claims besides its commands, checked against the master row and recipe. No I/O.
+
+An AgentX module says, per cell and point: the GPUs the cell takes, a label naming its prefill/decode
+worker counts (`4P1D`), the benchmark item (the point's index in the config, `item`), the KV tier and
+router it was measured with, and the Dynamo it installs (`routers.dynamo.install`). Artifacts that do
+not say (None) are not checked.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..cells.describe import kv_tier_of, router_of
+from .expect import PointExpect
+from .model import DIFFERENT, Finding, PublishedPoint
+
+_SPLIT = re.compile(r"\b(\d+)P(\d+)D\b")
+_DYNAMO_PIN = re.compile(r"ai-dynamo(?:-runtime)?==([^\s\"']+)")
+
+
+def claim_findings(expect: PointExpect, data: dict[str, Any], point: PublishedPoint, item: int) -> list[Finding]:
+    """A finding per claim the published point makes: match, or mismatch naming the recipe's value."""
+    roles = expect.roles
+    claims: list[tuple[str, object, object, str]] = [
+        ("item", point.item, item, "the point's index among the master config's points"),
+        ("gpus", point.gpus, sum(t.workers * t.gpus for t in roles.values()), "GPUs of every worker of the recipe"),
+        ("kv", point.kv, kv_tier_of(point.blocks), "the KV tier the published commands run"),
+        ("router", point.router, router_of(point.blocks), "the router the published commands run"),
+    ]
+    split = _SPLIT.search(point.title or "")
+    if split and "prefill" in roles and "decode" in roles:
+        claims.append(("label", f"{split[1]}P{split[2]}D", f"{roles['prefill'].workers}P{roles['decode'].workers}D", "prefill and decode workers"))
+    if point.install is not None:
+        claims.append(("install", _dynamo_version(point.install), _recipe_dynamo(data), "the recipe's dynamo section (install, source.wheel)"))
+    return [Finding(expect.config, expect.point, "cell", "claim", name, "match" if str(got) == str(want) else "mismatch",
+                    detail="as the recipe says" if str(got) == str(want) else DIFFERENT, recipe=str(want), cookbook=str(got), reason=why)
+            for name, got, want, why in claims if got is not None]
+
+
+def _dynamo_version(install: tuple[str, ...]) -> str:
+    pins = {m for line in install for m in _DYNAMO_PIN.findall(line)}
+    return " / ".join(sorted(pins)) or "none"
+
+
+def _recipe_dynamo(data: dict[str, Any]) -> str:
+    dynamo = _mapping(data.get("dynamo"))
+    source = _mapping(dynamo.get("source"))
+    return str(source.get("wheel") or dynamo.get("version") or "none") if dynamo.get("install") else "none"
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
