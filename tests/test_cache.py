@@ -253,11 +253,11 @@ def test_the_text_report_prints_names_literally_in_both_modes(name: str) -> None
     findings = (Finding(name, "tp4/c16", "point", "point", "cell", "match"),
                 Finding(name, "tp4/c16", "decode", "arg", f"--{name}", "mismatch", detail="different value", recipe="1", cookbook="2"))
     cells = (CellState(name, name, "c1", "unpaired", "no-master-entry", name, tree=name),)
-    result = DiffResult(name, "cookbook manifest (rendered)", name, (name,), findings, cells, (name,))
+    result = DiffResult(name, "rendered cookbook manifest", name, (name,), findings, cells, (name,))
     plain, colored = report.as_text(result, color=False), report.as_text(result, color=True)
     assert "\x1b[" in colored and "\x1b" not in plain
     assert re.sub(r"\x1b\[[0-9;]*m", "", colored) == plain
-    assert plain.splitlines()[1] == f"── {name} (cookbook manifest (rendered)) against {name}"
+    assert plain.splitlines()[1] == f"── {name} (rendered cookbook manifest) against {name}"
     assert f"\n{name}: 1 point(s), 1 mismatch(es)\n" in plain and f"arg --{name}: different value (recipe 1; cookbook 2)" in plain
     assert plain.endswith(f"\nunpaired c1 ({name}): no-master-entry: {name} [{name}]\nnote {name}\n")
 

@@ -114,7 +114,7 @@ def test_site_is_checked_too_when_it_exists(monkeypatch: pytest.MonkeyPatch, tmp
     status, text = _run(format="json")
     doc = json.loads(text)
     assert (status, doc["summary"]["exit"]) == (0, 0), "one verdict over the manifest and its site"
-    assert [d["kind"] for d in doc["summary"]["cookbooks"]] == ["cookbook manifest (rendered)", "site"]
+    assert [d["kind"] for d in doc["summary"]["cookbooks"]] == ["rendered cookbook manifest", "site"]
     assert {c["state"] for c in doc["cells"]} == {"checked"} and doc["summary"]["cells"] == {"checked": 14, "unpaired": 0}
 
 

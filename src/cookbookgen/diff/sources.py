@@ -40,7 +40,7 @@ Json = dict[str, Any]
 _BLOCK_KEYS = set(Block.model_fields)
 
 
-MANIFEST_KIND = "cookbook manifest (rendered)"
+MANIFEST_KIND = "rendered cookbook manifest"
 
 
 @dataclass(frozen=True)
