@@ -241,7 +241,7 @@ def test_serve_names_the_address_in_use(tmp_path: Path, capsys, monkeypatch: pyt
         taken.listen()
         port = taken.getsockname()[1]
         (line,) = _serve(capsys, tmp_path, monkeypatch, "--port", str(port))
-    assert line == f"cookbookgen: error: cookbookgen:1: serve: cannot listen on 127.0.0.1:{port}: Address already in use"
+    assert line == f"cookbookgen: error: serve: cannot listen on 127.0.0.1:{port}: Address already in use"
 
 
 def test_serve_reports_a_broken_manifest_once(tmp_path: Path) -> None:

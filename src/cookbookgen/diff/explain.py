@@ -271,4 +271,4 @@ def explain_class(name: str) -> str:
         if name in glossary()[group]:
             return f"{name} ({title}): {glossary()[group][name]}"
     known = [*glossary()["classes"], *glossary()["unpaired"]]
-    raise CookbookError.at("--explain", 0, name, unknown("finding class or unpaired reason", name, known))
+    raise CookbookError.usage("--explain", unknown("finding class or unpaired reason", name, known))

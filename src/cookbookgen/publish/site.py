@@ -578,7 +578,7 @@ def check_address(host: str, port: int) -> None:
 
 def _cannot_listen(host: str, port: int, exc: OSError) -> CookbookError:
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    return CookbookError.at("cookbookgen", 0, "serve", f"cannot listen on {address}: {exc.strerror or exc}")
+    return CookbookError.usage("serve", f"cannot listen on {address}: {exc.strerror or exc}")
 
 
 def serve_site(manifest: Path, host: str, port: int, dates: Dates = Dates(), report: Report = print) -> None:

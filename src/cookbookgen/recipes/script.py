@@ -142,7 +142,7 @@ def _wait(proc: subprocess.Popen[bytes]) -> bool:
 def _tool(name: str) -> str:
     found = shutil.which(name, path=os.defpath + ":/usr/bin:/bin")
     if found is None:
-        raise CookbookError.at("cookbookgen", 0, "script", f"the sandbox needs `{name}`, which this host lacks")
+        raise CookbookError.usage("script", f"the sandbox needs `{name}`, which this host lacks")
     return os.path.realpath(found)
 
 
