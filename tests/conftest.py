@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import settings
 
 from cookbookgen.pipeline import RenderedPoint, render_config_point
@@ -61,3 +62,28 @@ def render_bundled(bundled: Workspace, policy: Policy):
         return cache[(key, point)]
 
     return run
+
+
+def bundled_keys(engine: str | None = None) -> list[str]:
+    """The bundled manifest's config keys in manifest order; with `engine`, only those whose master entry's
+    framework names it (`sglang` matches `sglang` and `dynamo-sglang`)."""
+    doc = yaml.safe_load((DATA / "cookbook.yaml").read_text(encoding="utf-8"))
+    keys = [c["key"] for p in doc["pages"] for c in p["configs"]]
+    if engine is None:
+        return keys
+    entries = Workspace(SOURCE).entries()
+    return [k for k in keys if engine in entries[k].framework.split("-")]
+
+
+def sglang_manifest(folder: Path) -> Path:
+    """A copy of the bundled manifest with only its SGLang configs (the AgentX module format expresses SGLang
+    cells only), its source pointing at the bundled checkout; pages left empty are dropped."""
+    doc = yaml.safe_load((DATA / "cookbook.yaml").read_text(encoding="utf-8"))
+    keep = set(bundled_keys("sglang"))
+    doc["source"] = str(SOURCE)
+    doc["pages"] = [{**p, "configs": [c for c in p["configs"] if c["key"] in keep]} for p in doc["pages"]]
+    doc["pages"] = [p for p in doc["pages"] if p["configs"]]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "cookbook-sglang.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
