@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -75,9 +77,12 @@ def bundled_keys(engine: str | None = None) -> list[str]:
     return [k for k in keys if engine in entries[k].framework.split("-")]
 
 
-def sglang_manifest(folder: Path) -> Path:
+def sglang_manifest(folder: Path | None = None) -> Path:
     """A copy of the bundled manifest with only its SGLang configs (the AgentX module format expresses SGLang
-    cells only), its source pointing at the bundled checkout; pages left empty are dropped."""
+    cells only), its source pointing at the bundled checkout; pages left empty are dropped. Written into
+    `folder`, or once per session into a temporary folder."""
+    if folder is None:
+        return _session_sglang_manifest()
     doc = yaml.safe_load((DATA / "cookbook.yaml").read_text(encoding="utf-8"))
     keep = set(bundled_keys("sglang"))
     doc["source"] = str(SOURCE)
@@ -87,3 +92,8 @@ def sglang_manifest(folder: Path) -> Path:
     path = folder / "cookbook-sglang.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return path
+
+
+@functools.cache
+def _session_sglang_manifest() -> Path:
+    return sglang_manifest(Path(tempfile.mkdtemp(prefix="cookbookgen-sglang-")))
