@@ -97,3 +97,9 @@ def sglang_manifest(folder: Path | None = None) -> Path:
 @functools.cache
 def _session_sglang_manifest() -> Path:
     return sglang_manifest(Path(tempfile.mkdtemp(prefix="cookbookgen-sglang-")))
+
+
+def master_keys() -> list[str]:
+    """The bundled checkout's config keys as its master files list them (files in name order)."""
+    files = sorted((SOURCE / "inferencex-e2e" / "configs").glob("*master*.yaml"))
+    return [key for f in files for key in yaml.safe_load(f.read_text(encoding="utf-8"))]
