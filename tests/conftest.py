@@ -103,3 +103,11 @@ def master_keys() -> list[str]:
     """The bundled checkout's config keys as its master files list them (files in name order)."""
     files = sorted((SOURCE / "inferencex-e2e" / "configs").glob("*master*.yaml"))
     return [key for f in files for key in yaml.safe_load(f.read_text(encoding="utf-8"))]
+
+
+def bundled_point_count() -> int:
+    """How many benchmark points the bundled manifest's configs have: one per concurrency of each master row."""
+    files = sorted((SOURCE / "inferencex-e2e" / "configs").glob("*master*.yaml"))
+    entries = {k: v for f in files for k, v in yaml.safe_load(f.read_text(encoding="utf-8")).items()}
+    return sum(len(row["conc-list"]) for key in bundled_keys() for blocks in entries[key]["scenarios"].values()
+               for block in blocks for row in block["search-space"])

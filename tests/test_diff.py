@@ -27,6 +27,7 @@ from cookbookgen.diff.words import flag_key, recipe_words, words_equal
 from cookbookgen.errors import CookbookError
 from cookbookgen.policy.rules import load_policy
 from cookbookgen.recipes.workspace import Workspace
+from conftest import bundled_keys, bundled_point_count
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "data" / "inferencex"
@@ -50,7 +51,7 @@ def test_bundled_cookbook_with_no_arguments_is_at_parity(monkeypatch: pytest.Mon
     monkeypatch.chdir(ROOT)
     status, text = _run()
     assert status == 0
-    assert text.rstrip().endswith("Result: parity over 13 point(s) of 3 config(s) (exit 0)")
+    assert text.rstrip().endswith(f"Result: parity over {bundled_point_count()} point(s) of {len(bundled_keys())} config(s) (exit 0)")
 
 
 def test_the_command_prints_everything_and_exits_with_the_diffs_status_without_a_teardown(
