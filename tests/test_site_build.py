@@ -22,6 +22,8 @@ from cookbookgen.publish import pages, site
 from cookbookgen.render.model import Block
 from cookbookgen.render.shell import format_block
 
+from conftest import bundled_keys
+
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / "data" / "cookbook.yaml"
 DATE = dt.date(2026, 11, 29)
@@ -120,9 +122,11 @@ def test_every_copy_all_and_script_passes_bash_n(built: Path, cookbook: Cookbook
     copies = [text for key, text in html.codes.items() if key.endswith("-all")]
     scripts = sorted(built.rglob("*.sh"))
     cells = cookbook.pages[0].cells
+    every = [c for p in cookbook.pages for c in p.cells]
+    sglang = [c for c in every if c.config_key in bundled_keys("sglang")]
     assert len(copies) == sum(len(c.points) for c in cells)     # derived variants: downloads, drawn by cookbook.js
-    assert len(scripts) == sum(len(c.points) + len(c.variants) for c in cells)
-    assert sum(len(c.variants) for c in cells) == 5 * sum(len(c.points) for c in cells)
+    assert len(scripts) == sum(len(c.points) + len(c.variants) for c in every)
+    assert sum(len(c.variants) for c in every) == 5 * sum(len(c.points) for c in sglang)     # SGLang's router and KV tiers
     for text in copies + [p.read_text() for p in scripts]:
         result = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
@@ -146,7 +150,7 @@ def test_downloads_and_json_are_present_and_linked(built: Path, cookbook: Cookbo
     assert "../cookbook.json" in parse(built / page.slug / "index.html").links
     assert "cookbook.json" in parse(built / "index.html").links
     doc = json.loads((built / "cookbook.json").read_text())
-    assert sum(len(c["points"]) for p in doc["pages"] for c in p["cells"]) == sum(len(c.points) for c in page.cells)
+    assert sum(len(c["points"]) for p in doc["pages"] for c in p["cells"]) == sum(len(c.points) for p in cookbook.pages for c in p.cells)
 
 
 def test_chart_svgs_are_built_and_shown(built: Path, cookbook: Cookbook) -> None:
