@@ -13,6 +13,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from cookbookgen.cells.assemble import load_cookbook
+from cookbookgen.cells.manifest import slugify
 from cookbookgen.cells.model import Cookbook, Exclusion
 from cookbookgen.cells.variants import with_variants
 from cookbookgen.commands.site import register, run_build
@@ -342,3 +343,19 @@ def test_serve_previews_the_site_and_stops_cleanly(stop: str, tmp_path: Path) ->
         output = proc.communicate(timeout=30)[0]
     assert proc.returncode == 0, output
     assert list(scratch.iterdir()) == []
+
+
+def test_the_bundled_site_covers_three_engines(built: Path) -> None:
+    """The main job's site: SGLang, vLLM and TRT-LLM lanes, each point with its launch script; TRT-LLM's with
+    the options files it names."""
+    scripts = {p.name: p.read_text() for p in built.rglob("launch-*.sh")}
+    commands = {"sglang": ("python3 -m sglang.launch_server", "python3 -m dynamo.sglang"), "vllm": ("vllm serve ",),
+                "trt": ("python3 -m dynamo.trtllm",)}
+    for engine, accepted in commands.items():
+        keys = bundled_keys(engine)
+        assert keys, engine
+        for key in keys:
+            mine = [text for name, text in scripts.items() if name.startswith(f"launch-{slugify(key)}-") and "-derived-" not in name]
+            assert mine and all(any(c in text for c in accepted) for text in mine), key
+    trt = [text for text in scripts.values() if "dynamo.trtllm" in text]
+    assert all("trtllm_config_prefill.yaml" in text and "trtllm_config_decode.yaml" in text for text in trt)
