@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import settings
 
 from cookbookgen.pipeline import RenderedPoint, render_config_point
@@ -61,3 +64,50 @@ def render_bundled(bundled: Workspace, policy: Policy):
         return cache[(key, point)]
 
     return run
+
+
+def bundled_keys(engine: str | None = None) -> list[str]:
+    """The bundled manifest's config keys in manifest order; with `engine`, only those whose master entry's
+    framework names it (`sglang` matches `sglang` and `dynamo-sglang`)."""
+    doc = yaml.safe_load((DATA / "cookbook.yaml").read_text(encoding="utf-8"))
+    keys = [c["key"] for p in doc["pages"] for c in p["configs"]]
+    if engine is None:
+        return keys
+    entries = Workspace(SOURCE).entries()
+    return [k for k in keys if engine in entries[k].framework.split("-")]
+
+
+def sglang_manifest(folder: Path | None = None) -> Path:
+    """A copy of the bundled manifest with only its SGLang configs (the AgentX module format expresses SGLang
+    cells only), its source pointing at the bundled checkout; pages left empty are dropped. Written into
+    `folder`, or once per session into a temporary folder."""
+    if folder is None:
+        return _session_sglang_manifest()
+    doc = yaml.safe_load((DATA / "cookbook.yaml").read_text(encoding="utf-8"))
+    keep = set(bundled_keys("sglang"))
+    doc["source"] = str(SOURCE)
+    doc["pages"] = [{**p, "configs": [c for c in p["configs"] if c["key"] in keep]} for p in doc["pages"]]
+    doc["pages"] = [p for p in doc["pages"] if p["configs"]]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "cookbook-sglang.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@functools.cache
+def _session_sglang_manifest() -> Path:
+    return sglang_manifest(Path(tempfile.mkdtemp(prefix="cookbookgen-sglang-")))
+
+
+def master_keys() -> list[str]:
+    """The bundled checkout's config keys as its master files list them (files in name order)."""
+    files = sorted((SOURCE / "inferencex-e2e" / "configs").glob("*master*.yaml"))
+    return [key for f in files for key in yaml.safe_load(f.read_text(encoding="utf-8"))]
+
+
+def bundled_point_count() -> int:
+    """How many benchmark points the bundled manifest's configs have: one per concurrency of each master row."""
+    files = sorted((SOURCE / "inferencex-e2e" / "configs").glob("*master*.yaml"))
+    entries = {k: v for f in files for k, v in yaml.safe_load(f.read_text(encoding="utf-8")).items()}
+    return sum(len(row["conc-list"]) for key in bundled_keys() for blocks in entries[key]["scenarios"].values()
+               for block in blocks for row in block["search-space"])

@@ -18,7 +18,7 @@ from cookbookgen.cells.model import Cookbook, Variant
 from cookbookgen.cells.variants import TIERS, with_variants
 from cookbookgen.errors import CookbookError
 
-from conftest import CORPUS, DATA, examples
+from conftest import CORPUS, examples, sglang_manifest
 from test_variants_strategies import cookbooks
 
 MODULES = CORPUS / "sglang-cookbook" / "agentx"
@@ -27,7 +27,7 @@ PUBLIC = ("deepseek-ai/deepseek-v4.jsx", "zai-org/glm-5.2.jsx")
 
 @pytest.fixture(scope="module")
 def bundled() -> Cookbook:
-    return with_variants(load_cookbook(DATA / "cookbook.yaml"))
+    return with_variants(load_cookbook(sglang_manifest()))
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +113,7 @@ def test_bundled_layout_v2(exported: dict) -> None:
 
 
 def test_export_is_deterministic(bundled: Cookbook, exported: dict) -> None:
-    again = encode(load_cookbook(DATA / "cookbook.yaml"), "bundled.jsx")
+    again = encode(load_cookbook(sglang_manifest()), "bundled.jsx")
     assert write_module_text(again, header_lines(bundled)) == write_module_text(exported, header_lines(bundled))
     assert json.dumps(again, ensure_ascii=False) == json.dumps(exported, ensure_ascii=False)
     assert module_path(bundled) == "agentx/deepseek-ai/deepseek-v4.1-flash.jsx"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cookbookgen.cli import build_parser, main
-from conftest import DATA
+from conftest import DATA, bundled_keys, sglang_manifest
 
 AGG = "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg"
 
@@ -43,7 +43,13 @@ def test_build_then_diff_checks_the_manifest_and_the_site(elsewhere: Path, capsy
 
 
 def test_export(elsewhere: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["export", "--out", "out/"]) == 0
+    """The bundled example has vLLM and TRT-LLM lanes the AgentX format cannot express: a clear error naming
+    the first one, nothing written; its SGLang configs export."""
+    first = next(k for k in bundled_keys() if k not in bundled_keys("sglang"))
+    assert main(["export", "--out", "out/"]) == 2
+    assert f": {first}#0: the AgentX module format cannot express" in capsys.readouterr().err
+    assert not (elsewhere / "out").exists()
+    assert main(["export", "--cookbook", str(sglang_manifest(elsewhere / "in")), "--out", "out/"]) == 0
     assert (elsewhere / "out/agentx/deepseek-ai/deepseek-v4.1-flash.jsx").is_file()
 
 
@@ -51,7 +57,8 @@ def test_the_installed_command(elsewhere: Path) -> None:
     """As a user runs it: a new process whose current folder is elsewhere."""
     done = subprocess.run([sys.executable, "-m", "cookbookgen.cli", "list"], cwd=elsewhere, capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout.startswith(f"{AGG}: deepseek-ai/DeepSeek-V4.1-Flash")
+    listed = [line.split(":")[0] for line in done.stdout.splitlines() if line and not line.startswith(" ")]
+    assert sorted(listed) == sorted(bundled_keys())
 
 
 @pytest.mark.parametrize("command, option, default", [

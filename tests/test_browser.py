@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+import yaml
 
 from cookbookgen.cells.assemble import load_cookbook
 from cookbookgen.cells.model import Cell, Cookbook
@@ -46,12 +47,9 @@ B200_MASTER = f"""
       search-space:
       - {{ tp: 4, ep: 1, kv-offloading: none, spec-decoding: dspark, conc-list: [1, 4], srt-recipe: benchmarks/single_node/srt-slurm-recipes/dsv41flash/sglang/b200-fp4-mtp/agentic.yaml }}
 """
-B200_MANIFEST = f"""      - key: {B200_KEY}
-        commit: e182134fd
-        metrics:
-          tp4/c1: {{throughput_per_gpu: 5100, p90_interactivity: 480.0}}
-          tp4/c4: {{throughput_per_gpu: 7200, p90_interactivity: 390.0}}
-"""
+B200_MANIFEST = {"key": B200_KEY, "commit": "e182134fd",
+                 "metrics": {"tp4/c1": {"throughput_per_gpu": 5100, "p90_interactivity": 480.0},
+                             "tp4/c4": {"throughput_per_gpu": 7200, "p90_interactivity": 390.0}}}
 
 
 def two_hardware_data(tmp: Path) -> Path:
@@ -66,8 +64,9 @@ def two_hardware_data(tmp: Path) -> Path:
     (recipes / "b200-fp4-mtp" / "agentic.yaml").write_text(src.replace("gpu_type: gb300", "gpu_type: b200"))
     with (e2e / "configs" / "nvidia-master.yaml").open("a") as f:
         f.write(B200_MASTER)
-    with (data / "cookbook.yaml").open("a") as f:
-        f.write(B200_MANIFEST)
+    manifest = yaml.safe_load((data / "cookbook.yaml").read_text())
+    manifest["pages"][0]["configs"].append(B200_MANIFEST)                # on the DeepSeek page, after the GB300 lanes
+    (data / "cookbook.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
     return data / "cookbook.yaml"
 
 
@@ -81,7 +80,7 @@ def two_hw(tmp_path_factory: pytest.TempPathFactory) -> tuple[Cookbook, Path]:
     tmp = tmp_path_factory.mktemp("browser")
     manifest = two_hardware_data(tmp)
     cookbook = with_variants(load_cookbook(manifest))     # as `cookbookgen build` publishes it
-    assert cookbook.pages[0].hardware == ("gb300", "b200")
+    assert cookbook.pages[0].hardware[0] == "gb300" and cookbook.pages[0].hardware[-1] == "b200"
     site.publish(cookbook, tmp / "site", dt.date(2026, 11, 29))
     return cookbook, tmp / "site"
 

@@ -48,7 +48,8 @@ def test_a_hit_is_the_fresh_render_with_variants(data: Path, tmp_path: Path) -> 
         assert cached == fresh, run
         assert cached.model_dump_json() == fresh.model_dump_json(), run
         assert (cache.hits, cache.misses > 0) == ((0, True) if run == "cold" else (cache.hits, False)), run
-    assert cache.hits == 3 + sum(len(p.cells) for p in fresh.pages)     # every config and every cell's variants
+    configs = {c.config_key for p in fresh.pages for c in p.cells}
+    assert cache.hits == len(configs) + sum(len(p.cells) for p in fresh.pages)     # every config and every cell's variants
     assert (tmp_path / "cache" / ".gitignore").read_text().endswith("*\n")
 
 
@@ -61,7 +62,7 @@ def test_only_the_changed_config_is_rendered_again(data: Path, tmp_path: Path) -
     again = RenderCache(tmp_path / "cache")
     cookbook = load_cookbook(data, cache=again)
     assert [k for k in before if before[k] != again.keys[k]] == [AGG_KEY]
-    assert (again.hits, again.misses) == (2, 1)
+    assert (again.hits, again.misses) == (len(before) - 1, 1)
     assert cookbook == load_cookbook(data)                               # and the result is the fresh render
     shown = {" ".join(a) for c in cookbook.pages[0].cells if c.config_key == AGG_KEY
              for p in c.points for b in p.deployment.blocks for a in b.args}

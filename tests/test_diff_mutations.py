@@ -28,6 +28,8 @@ from cookbookgen.pipeline import render_all_points
 from cookbookgen.policy.rules import load_policy
 from cookbookgen.recipes.workspace import Workspace
 
+from conftest import sglang_manifest
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "corpus"
 MODULE = CORPUS / "sglang-cookbook" / "agentx" / "deepseek-ai" / "deepseek-v4.jsx"
@@ -179,7 +181,7 @@ def bundled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def bundled_module(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     tmp = tmp_path_factory.mktemp("bundled-module")
     shutil.copytree(ROOT / "data" / "inferencex", tmp / "inferencex")
-    module = encode(load_cookbook(ROOT / "data" / "cookbook.yaml"))
+    module = encode(load_cookbook(sglang_manifest()))     # the module format expresses the SGLang configs only
     (tmp / "module.json").write_text(json.dumps(module), encoding="utf-8")
     return tmp / "module.json", tmp / "inferencex"
 

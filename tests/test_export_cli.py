@@ -17,14 +17,14 @@ from cookbookgen.cells.variants import point_kv
 from cookbookgen.commands.agentx import register, run_export, run_show
 from cookbookgen.errors import CookbookError
 
-from conftest import CORPUS, DATA, SOURCE
+from conftest import CORPUS, DATA, SOURCE, sglang_manifest
 
 MODULES = CORPUS / "sglang-cookbook" / "agentx"
 LINE = re.compile(r"^cookbookgen: error: (?P<file>[^:]+):(?P<line>\d+): (?P<key>.+?): (?P<msg>.+)$")
 
 
 def export_args(out: Path, **kw) -> argparse.Namespace:
-    return argparse.Namespace(cookbook=kw.get("cookbook", DATA / "cookbook.yaml"), from_module=kw.get("from_module"),
+    return argparse.Namespace(cookbook=kw.get("cookbook", sglang_manifest()), from_module=kw.get("from_module"),
                               format=kw.get("format", "agentx"), out=out)
 
 
@@ -43,7 +43,7 @@ def export_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def cookbook() -> Cookbook:
-    return load_cookbook(DATA / "cookbook.yaml")
+    return load_cookbook(sglang_manifest())
 
 
 def show_json(capsys, module: Path, **kw) -> list[dict]:

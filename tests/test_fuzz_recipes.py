@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 
 from cookbookgen.cli import main
 
-from conftest import DATA, SOURCE, examples
+from conftest import DATA, SOURCE, examples, sglang_manifest
 
 RECIPES = SOURCE / "inferencex-e2e/benchmarks"
 BUNDLES = [
@@ -280,7 +280,7 @@ def test_an_edited_manifest_builds_or_is_refused_in_one_line(tmp_path: Path, cap
 def module_json(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The bundled cookbook encoded as an AgentX module's JSON (`export --format json`)."""
     out = tmp_path_factory.mktemp("module") / "cookbook.json"
-    assert main(["export", "--format", "json", "--out", str(out)]) == 0
+    assert main(["export", "--cookbook", str(sglang_manifest()), "--format", "json", "--out", str(out)]) == 0
     return out.read_text()
 
 

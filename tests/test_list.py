@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cookbookgen.cli import main
-from conftest import CORPUS, DATA
+from conftest import CORPUS, DATA, bundled_keys, sglang_manifest
 
 AGG = "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg"
 AGG_RECIPE = "inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/dsv41flash/sglang/gb300-fp4/agentx/agg-variants.yaml"
@@ -35,8 +35,8 @@ def test_bundled_configs_as_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["source"] == str(DATA / "inferencex")
     configs = doc["configs"]
     assert isinstance(configs, list)
-    assert [c["key"] for c in configs] == [AGG, "dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg", "dsv41flash-fp4-gb300-sglang-agentic-dspark"]
-    agg = configs[0]
+    assert sorted(c["key"] for c in configs) == sorted(bundled_keys())
+    agg = next(c for c in configs if c["key"] == AGG)
     assert (agg["model"], agg["framework"]) == ("deepseek-ai/DeepSeek-V4.1-Flash", "dynamo-sglang")
     assert [list(p) for p in agg["points"]] == [POINT_KEYS] * 4
     assert [(p["label"], p["id"], p["topology"], p["concurrency"], p["selector"]) for p in agg["points"]] == [
@@ -49,14 +49,14 @@ def test_auto_selected_overrides_are_named(capsys: pytest.CaptureFixture[str]) -
     """The standalone config names no override; the listing shows the one `render` picks."""
     configs = as_json(capsys, ["list"])["configs"]
     assert isinstance(configs, list)
-    dspark = configs[2]
+    dspark = next(c for c in configs if c["key"] == "dsv41flash-fp4-gb300-sglang-agentic-dspark")
     assert [p["selector"] for p in dspark["points"]] == ["override_tp4_c1", "override_tp4_c4", "override_tp4_c16", "override_tp2_c16",
                                                          "override_tp2_c32", "override_dep2_c64", "override_dep2_c128"]
 
 
 def test_bundled_configs_as_text(capsys: pytest.CaptureFixture[str]) -> None:
     text = run(capsys, ["list"])
-    first = text.split("\n\n")[0].splitlines()
+    first = next(block for block in text.split("\n\n") if block.startswith(f"{AGG}:")).splitlines()
     assert first == [
         f"{AGG}: deepseek-ai/DeepSeek-V4.1-Flash, dynamo-sglang, 4 point(s)",
         "  POINT  ID           TOPOLOGY  RECIPE",
@@ -65,7 +65,7 @@ def test_bundled_configs_as_text(capsys: pytest.CaptureFixture[str]) -> None:
         f"  -      tp4/c16      tp4       {AGG_RECIPE}:override_tp4_c16",
         f"  -      tp2-ep2/c16  tp2-ep2   {AGG_RECIPE}:override_tp2_c16",
     ]
-    assert text.count("\n\n") == 2
+    assert text.count("\n\n") == len(bundled_keys()) - 1
 
 
 def test_every_listed_point_renders(capsys: pytest.CaptureFixture[str]) -> None:
@@ -80,8 +80,9 @@ def test_every_listed_point_renders(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_cells_of_the_manifest_and_of_its_module_agree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from_manifest = as_json(capsys, ["list", "--cookbook", str(DATA / "cookbook.yaml")])
-    assert main(["export", "--out", str(tmp_path / "m.jsx")]) == 0
+    manifest = sglang_manifest(tmp_path / "in")
+    from_manifest = as_json(capsys, ["list", "--cookbook", str(manifest)])
+    assert main(["export", "--cookbook", str(manifest), "--out", str(tmp_path / "m.jsx")]) == 0
     capsys.readouterr()
     from_module = as_json(capsys, ["list", "--cookbook", str(tmp_path / "m.jsx")])
     assert from_manifest["cells"] == from_module["cells"]
@@ -92,7 +93,7 @@ def test_cells_of_the_manifest_and_of_its_module_agree(tmp_path: Path, capsys: p
 
 
 def test_listed_cells_are_what_show_takes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["export", "--format", "json", "--out", str(tmp_path / "m.json")]) == 0
+    assert main(["export", "--cookbook", str(sglang_manifest(tmp_path / "in")), "--format", "json", "--out", str(tmp_path / "m.json")]) == 0
     capsys.readouterr()
     cells = as_json(capsys, ["list", "--cookbook", str(tmp_path / "m.json")])["cells"]
     assert isinstance(cells, list)
@@ -106,7 +107,8 @@ def test_cells_as_text(capsys: pytest.CaptureFixture[str]) -> None:
     lines = run(capsys, ["list", "--cookbook", str(DATA / "cookbook.yaml")]).splitlines()
     assert lines[0].split() == ["ID", "MODEL", "HARDWARE", "TOPOLOGY", "POINTS"]
     assert lines[1].split() == [f"{AGG}#0", "deepseek-ai/DeepSeek-V4.1-Flash", "gb300", "Agg", "TP4", "c1", "c4", "c16"]
-    assert len({line.index("MODEL") if i == 0 else line.index("deepseek-ai") for i, line in enumerate(lines)}) == 1, "aligned"
+    assert {line.split()[0].split("#")[0] for line in lines[1:]} == set(bundled_keys())
+    assert len({line.index(line.split()[1], len(line.split()[0])) for line in lines}) == 1, "aligned"
 
 
 def test_corpus_checkout_lists_every_config_and_names_missing_recipes(capsys: pytest.CaptureFixture[str]) -> None:

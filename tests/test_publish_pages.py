@@ -22,6 +22,7 @@ from cookbookgen.publish.site import read_templates
 from cookbookgen.render.model import Block
 from cookbookgen.render.shell import block_argv, format_block, placeholders_in, processes
 
+from conftest import bundled_keys
 from test_shell import run_with_stubs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,7 +86,7 @@ def test_site_files_has_pages_scripts_charts_and_json(cookbook: Cookbook, files:
     assert {"index.md", "flags.md", "cookbook.json", f"{page.slug}/index.md", "stylesheets/cookbook.css",
             "javascripts/cookbook.js", "javascripts/iframe-worker-shim.js"} <= set(files)
     scripts = {p for p in files if p.endswith(".sh")}
-    assert scripts == {f"{page.slug}/{pages.script_name(c, p)}" for c in page.cells for p in c.points}
+    assert scripts == {f"{pg.slug}/{pages.script_name(c, p)}" for pg in cookbook.pages for c in pg.cells for p in c.points}
     assert f"{page.slug}/pareto-gb300-latency.svg" in files and f"{page.slug}/pareto-gb300-interactivity.svg" in files
 
 
@@ -200,7 +201,8 @@ def test_identical_commands_across_concurrencies_are_explained(cookbook: Cookboo
 def test_flag_index_lists_flags_and_env_with_cells(cookbook: Cookbook, files: dict[str, str]) -> None:
     rows = {r.name: r for r in pages.flag_rows(cookbook)}
     assert rows["--tensor-parallel-size"].kind == "flag"
-    assert len(rows["--tensor-parallel-size"].cells) == len(_cells(cookbook))
+    cli_flag_cells = [c for c in _cells(cookbook) if c.config_key not in bundled_keys("trt")]     # TRT-LLM takes an options file
+    assert len(rows["--tensor-parallel-size"].cells) == len(cli_flag_cells)
     assert rows["NCCL_CUMEM_ENABLE"].kind == "env"
     assert "(deepseek-v4-1-flash/dsv41flash-fp4-gb300-sglang-agentic-dspark-0/index.md)" in files["flags.md"]
 
@@ -229,10 +231,11 @@ def test_hostile_values_are_escaped_in_markdown_and_exact_in_scripts(cookbook: C
     evil = hostile_cookbook(cookbook)
     files = pages.site_files(evil, templates, DATE)
     cell = _cells(evil)[-1]
-    md = files[pages.page_path(evil.pages[0])] + files[pages.cell_path(evil.pages[0], cell)]
+    page = next(p for p in evil.pages if cell in p.cells)
+    md = files[pages.page_path(page)] + files[pages.cell_path(page, cell)]
     outside = _outside_fences(md)
     assert "<script" not in outside and "a|b" not in outside
-    script = files[f"{evil.pages[0].slug}/{pages.script_name(cell, cell.points[0])}"]
+    script = files[f"{page.slug}/{pages.script_name(cell, cell.points[0])}"]
     assert f"--chat-template '{HOSTILE}'" in script and "--sep 'a|b'" in script
     assert _bash_n(script).returncode == 0
     indent = " " * 4

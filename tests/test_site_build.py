@@ -13,6 +13,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from cookbookgen.cells.assemble import load_cookbook
+from cookbookgen.cells.manifest import slugify
 from cookbookgen.cells.model import Cookbook, Exclusion
 from cookbookgen.cells.variants import with_variants
 from cookbookgen.commands.site import register, run_build
@@ -21,6 +22,8 @@ from cookbookgen.errors import CookbookError
 from cookbookgen.publish import pages, site
 from cookbookgen.render.model import Block
 from cookbookgen.render.shell import format_block
+
+from conftest import bundled_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / "data" / "cookbook.yaml"
@@ -120,9 +123,11 @@ def test_every_copy_all_and_script_passes_bash_n(built: Path, cookbook: Cookbook
     copies = [text for key, text in html.codes.items() if key.endswith("-all")]
     scripts = sorted(built.rglob("*.sh"))
     cells = cookbook.pages[0].cells
+    every = [c for p in cookbook.pages for c in p.cells]
+    sglang = [c for c in every if c.config_key in bundled_keys("sglang")]
     assert len(copies) == sum(len(c.points) for c in cells)     # derived variants: downloads, drawn by cookbook.js
-    assert len(scripts) == sum(len(c.points) + len(c.variants) for c in cells)
-    assert sum(len(c.variants) for c in cells) == 5 * sum(len(c.points) for c in cells)
+    assert len(scripts) == sum(len(c.points) + len(c.variants) for c in every)
+    assert sum(len(c.variants) for c in every) == 5 * sum(len(c.points) for c in sglang)     # SGLang's router and KV tiers
     for text in copies + [p.read_text() for p in scripts]:
         result = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
@@ -146,7 +151,7 @@ def test_downloads_and_json_are_present_and_linked(built: Path, cookbook: Cookbo
     assert "../cookbook.json" in parse(built / page.slug / "index.html").links
     assert "cookbook.json" in parse(built / "index.html").links
     doc = json.loads((built / "cookbook.json").read_text())
-    assert sum(len(c["points"]) for p in doc["pages"] for c in p["cells"]) == sum(len(c.points) for c in page.cells)
+    assert sum(len(c["points"]) for p in doc["pages"] for c in p["cells"]) == sum(len(c.points) for p in cookbook.pages for c in p.cells)
 
 
 def test_chart_svgs_are_built_and_shown(built: Path, cookbook: Cookbook) -> None:
@@ -338,3 +343,19 @@ def test_serve_previews_the_site_and_stops_cleanly(stop: str, tmp_path: Path) ->
         output = proc.communicate(timeout=30)[0]
     assert proc.returncode == 0, output
     assert list(scratch.iterdir()) == []
+
+
+def test_the_bundled_site_covers_three_engines(built: Path) -> None:
+    """The main job's site: SGLang, vLLM and TRT-LLM lanes, each point with its launch script; TRT-LLM's with
+    the options files it names."""
+    scripts = {p.name: p.read_text() for p in built.rglob("launch-*.sh")}
+    commands = {"sglang": ("python3 -m sglang.launch_server", "python3 -m dynamo.sglang"), "vllm": ("vllm serve ",),
+                "trt": ("python3 -m dynamo.trtllm",)}
+    for engine, accepted in commands.items():
+        keys = bundled_keys(engine)
+        assert keys, engine
+        for key in keys:
+            mine = [text for name, text in scripts.items() if name.startswith(f"launch-{slugify(key)}-") and "-derived-" not in name]
+            assert mine and all(any(c in text for c in accepted) for text in mine), key
+    trt = [text for text in scripts.values() if "dynamo.trtllm" in text]
+    assert all("trtllm_config_prefill.yaml" in text and "trtllm_config_decode.yaml" in text for text in trt)

@@ -18,7 +18,7 @@ from cookbookgen.render.model import Block, Deployment
 from cookbookgen.render.shell import format_block
 from cookbookgen.render.tables import tables
 
-from conftest import CORPUS, DATA, examples
+from conftest import CORPUS, DATA, bundled_keys, examples
 from test_variants_strategies import cookbooks
 
 GLM = CORPUS / "sglang-cookbook" / "agentx" / "zai-org" / "glm-5.2.jsx"
@@ -43,7 +43,10 @@ def _variant(cell, point_id: str, router: str, kv: str) -> Deployment:
 
 
 def test_every_point_gets_five_derived_variants(cookbook: Cookbook) -> None:
-    for cell in _cells(cookbook):
+    """Every SGLang point; the variants are SGLang's (router and KV tier), the vLLM and TRT-LLM cells get none."""
+    sglang = bundled_keys("sglang")
+    assert all(c.variants == () for c in _cells(cookbook) if c.config_key not in sglang)
+    for cell in (c for c in _cells(cookbook) if c.config_key in sglang):
         for point in cell.points:
             measured = describe.kv_tier_of(point.deployment.blocks)
             combos = {(v.router, v.kv) for v in cell.variants if v.point == point.id}

@@ -11,7 +11,7 @@ from typing import Iterator
 import pytest
 
 from cookbookgen.cli import main
-from conftest import DATA
+from conftest import DATA, sglang_manifest
 
 MODULE = "agentx/deepseek-ai/deepseek-v4.1-flash.jsx"
 
@@ -32,15 +32,15 @@ def modes(folder: Path) -> set[int]:
 
 def test_export_file_takes_the_umask_mode(tmp_path: Path, umask_002: None) -> None:
     out = tmp_path / "m.jsx"
-    assert main(["export", "--cookbook", str(DATA / "cookbook.yaml"), "--out", str(out)]) == 0
+    assert main(["export", "--cookbook", str(sglang_manifest(tmp_path / "in")), "--out", str(out)]) == 0
     assert stat.S_IMODE(out.stat().st_mode) == 0o664
-    assert [p.name for p in tmp_path.iterdir()] == ["m.jsx"], "no temporary file left"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "m.jsx"], "no temporary file left"
 
 
 def test_export_file_is_0644_under_the_usual_umask(tmp_path: Path) -> None:
     old = os.umask(0o022)
     try:
-        assert main(["export", "--cookbook", str(DATA / "cookbook.yaml"), "--format", "json", "--out", str(tmp_path / "m.json")]) == 0
+        assert main(["export", "--cookbook", str(sglang_manifest(tmp_path / "in")), "--format", "json", "--out", str(tmp_path / "m.json")]) == 0
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "m.json").stat().st_mode) == 0o644
@@ -55,13 +55,13 @@ def test_build_site_and_cache_take_the_umask_mode(tmp_path: Path, umask_002: Non
 
 @pytest.mark.parametrize("fmt, name", [("agentx", MODULE), ("json", MODULE.replace(".jsx", ".json"))])
 def test_export_out_with_a_slash_names_a_new_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str, name: str) -> None:
-    assert main(["export", "--cookbook", str(DATA / "cookbook.yaml"), "--format", fmt, "--out", f"{tmp_path / 'newdir'}/"]) == 0
+    assert main(["export", "--cookbook", str(sglang_manifest(tmp_path / "in")), "--format", fmt, "--out", f"{tmp_path / 'newdir'}/"]) == 0
     assert (tmp_path / "newdir").is_dir() and (tmp_path / "newdir" / name).is_file()
     assert capsys.readouterr().out.startswith(f"wrote {tmp_path / 'newdir' / name}: ")
 
 
 def test_export_from_module_into_an_existing_folder(tmp_path: Path) -> None:
-    assert main(["export", "--cookbook", str(DATA / "cookbook.yaml"), "--out", str(tmp_path / "a.jsx")]) == 0
+    assert main(["export", "--cookbook", str(sglang_manifest(tmp_path / "in")), "--out", str(tmp_path / "a.jsx")]) == 0
     (tmp_path / "out").mkdir()
     assert main(["export", "--from-module", str(tmp_path / "a.jsx"), "--out", str(tmp_path / "out")]) == 0
     assert [p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*") if p.is_file()] == ["agentx/a.jsx"]
