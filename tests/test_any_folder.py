@@ -53,6 +53,19 @@ def test_export(elsewhere: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert (elsewhere / "out/agentx/deepseek-ai/deepseek-v4.1-flash.jsx").is_file()
 
 
+def test_export_of_chosen_configs(elsewhere: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--config KEY` picks the configs to export (the SGLang ones of the bundled example); an unknown
+    key names the manifest's configs and writes nothing."""
+    sglang = bundled_keys("sglang")
+    assert main(["export", *(a for key in sglang for a in ("--config", key)), "--format", "json", "--out", "module.json"]) == 0
+    module = json.loads((elsewhere / "module.json").read_text())
+    assert sorted({cell["configKey"] for cell in module["cells"]}) == sorted(sglang)
+    capsys.readouterr()
+    assert main(["export", "--config", "nope", "--out", "other.json"]) == 2
+    assert "--config: unknown config of the cookbook 'nope'; expected one of: " in capsys.readouterr().err
+    assert not (elsewhere / "other.json").exists()
+
+
 def test_the_installed_command(elsewhere: Path) -> None:
     """As a user runs it: a new process whose current folder is elsewhere."""
     done = subprocess.run([sys.executable, "-m", "cookbookgen.cli", "list"], cwd=elsewhere, capture_output=True, text=True, timeout=120)

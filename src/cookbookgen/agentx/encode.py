@@ -467,7 +467,7 @@ def encode(cookbook: Cookbook, file: str = "agentx") -> Json:
     for c in cells:     # the module's cells hold Dynamo and SGLang-router commands of SGLang workers only
         if c.router not in ROUTERS:
             raise CookbookError.at(file, 0, c.id, f"the AgentX module format cannot express router {c.router!r} "
-                                                  f"(its cells run SGLang under {' or '.join(ROUTERS)}); leave this config out of the export")
+                                                  f"(its cells run SGLang under {' or '.join(ROUTERS)}); choose the configs to export with --config KEY")
     compacted = compact([_cell_source(c) for c in cells])
     items = _items(cells)
     encoded = [_cell(c, cookbook, compacted.blocks[i], compacted.patches[i], items[i]) for i, c in enumerate(cells)]

@@ -57,6 +57,8 @@ def register(subparsers: Any) -> None:
                               description="Encode the cookbook (or re-encode a published module) compactly; "
                                           "nothing is written unless every point decodes back exactly.")
     e.add_argument("--cookbook", type=Path, help=f"cookbook manifest; default: {shown_default(EXAMPLE_MANIFEST)}")
+    e.add_argument("--config", dest="configs", action="append", metavar="KEY",
+                   help="export only this config of the cookbook (repeatable); the AgentX format holds SGLang configs only")
     e.add_argument("--from-module", type=Path, metavar="MODULE", help="re-encode this published module (.jsx or .json) instead")
     e.add_argument("--format", choices=["agentx", "json"], default="agentx", help="agentx: the JSX module; json: the same data as JSON")
     e.add_argument("--out", required=True, metavar="FILE|DIR/",
@@ -106,6 +108,7 @@ def run_export(args: argparse.Namespace) -> int:
     from ..agentx.encode import encode, expanded_size, header_lines, module_path, reencode
     from ..agentx.module import read_header_lines, read_module_text, write_module_text
     from ..cells.assemble import load_cookbook
+    from ..cells.manifest import read_manifest
 
     if args.from_module:
         source = read_text(args.from_module)
@@ -115,7 +118,12 @@ def run_export(args: argparse.Namespace) -> int:
         out = _out_path(args, f"agentx/{args.from_module.name}")
         baseline, what = len(source.encode("utf-8")), "the original module"
     else:
-        cookbook = load_cookbook(args.cookbook or bundled(EXAMPLE_MANIFEST))
+        manifest = args.cookbook or bundled(EXAMPLE_MANIFEST)
+        keys = [config.key for page in read_manifest(manifest)[0].pages for config in page.configs]
+        for key in args.configs or ():
+            if key not in keys:
+                raise CookbookError.usage("--config", unknown("config of the cookbook", key, keys))
+        cookbook = load_cookbook(manifest, only=args.configs)
         out = _out_path(args, module_path(cookbook))
         module = encode(cookbook, str(out))
         header, trailing = header_lines(cookbook), True
