@@ -27,7 +27,7 @@ from cookbookgen.diff.words import flag_key, recipe_words, words_equal
 from cookbookgen.errors import CookbookError
 from cookbookgen.policy.rules import load_policy
 from cookbookgen.recipes.workspace import Workspace
-from conftest import bundled_keys, bundled_point_count
+from conftest import bundled_point_count
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "data" / "inferencex"
