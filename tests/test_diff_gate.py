@@ -14,6 +14,8 @@ from cookbookgen.diff.explain import glossary
 from cookbookgen.diff.model import CLASSES, UnpairedReason
 from cookbookgen.diff.report import MARKDOWN_LIMIT, fit
 
+from conftest import bundled_keys
+
 CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
 MODULE = CORPUS / "sglang-cookbook" / "agentx" / "deepseek-ai" / "deepseek-v4.jsx"
 CHECKOUT = CORPUS / "inferencex"
@@ -105,7 +107,7 @@ def bundled_module() -> dict:
     from cookbookgen.agentx.encode import encode
     from cookbookgen.cells.assemble import load_cookbook
 
-    return encode(load_cookbook(Path(__file__).resolve().parents[1] / "data" / "cookbook.yaml"))
+    return encode(load_cookbook(Path(__file__).resolve().parents[1] / "data" / "cookbook.yaml", only=bundled_keys("sglang")))
 
 
 def _mutated(tmp_path: Path, module: dict, change: object) -> Path:

@@ -24,7 +24,7 @@ LINE = re.compile(r"^cookbookgen: error: (?P<file>[^:]+):(?P<line>\d+): (?P<key>
 
 
 def export_args(out: Path, **kw) -> argparse.Namespace:
-    return argparse.Namespace(cookbook=kw.get("cookbook", sglang_manifest()), from_module=kw.get("from_module"),
+    return argparse.Namespace(cookbook=kw.get("cookbook", sglang_manifest()), configs=kw.get("configs"), from_module=kw.get("from_module"),
                               format=kw.get("format", "agentx"), out=out)
 
 
