@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, TypeGuard
 
 
-from ..cells.explorer import DEFAULT_FILE, block_text, kv_transform, sort_args, to_block
+from ..cells.explorer import DEFAULT_FILE, TIERS, block_text, kv_transform, sort_args, to_block
 from ..errors import CookbookError, key_join
 from ..render.model import Block
 from ..render.shell import format_block, heredoc
 
-KV_TIERS = ("none", "hicache", "mooncake")   # the explorer's tiers (section 3.4)
 COUNT_KEYS = ("workers", "nodes_per_worker", "count", "count_nodes")
 ENCODING_KEYS = ("from", "diff", "drop", "ref")
 PLACEHOLDERS = {
@@ -243,8 +242,8 @@ class Decoder:
             raise self.fail(f"{path}.concs", f"must be a list of whole numbers >= 1 (received {concs!r})")
         tiers = [*((cell.get("kv") or {}).get("available") or []), point.get("kv")]
         for where, tier in [*((f"cells[{ci}].kv.available[{j}]", t) for j, t in enumerate(tiers[:-1])), (f"{path}.kv", tiers[-1])]:
-            if tier is not None and tier not in KV_TIERS:
-                raise self.fail(where, f"unknown KV tier {tier!r}; expected one of: {', '.join(KV_TIERS)}")
+            if tier is not None and tier not in TIERS:
+                raise self.fail(where, f"unknown KV tier {tier!r}; expected one of: {', '.join(TIERS)}")
         return point
 
     def router_files(self, ci: int, router: str) -> list[Json]:
