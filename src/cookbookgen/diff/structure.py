@@ -104,8 +104,8 @@ def file_setting(expect: PointExpect, path: tuple[Any, ...], value: RawYaml, blo
     if key in table()["nats"]:
         text = table()["nats"][key].format(bytes=int(value) * 1024 * 1024)
         return _in_file([b for b in blocks if b.kind == "nats"], "nats.conf", text, True, "nats")
-    if expect.frontend_count <= 1:
-        return "unverified", "applies only behind nginx; the point runs one frontend", "nginx"
+    if not expect.nginx:
+        return "unverified", "applies only behind nginx; the point runs no nginx", "nginx"
     pattern = table()["nginx"][key]
     if isinstance(pattern, dict):
         present = bool(value)
