@@ -164,3 +164,26 @@ def test_the_unmutated_bundled_module_passes(tmp_path: Path, bundled_module: dic
     module = _mutated(tmp_path, bundled_module, lambda m: None)
     assert main(["diff", "--cookbook", str(module), "--source", str(ROOT / "data" / "inferencex")]) == 0
     assert capsys.readouterr().out.startswith("cookbookgen diff: PASS (exit 0): parity\n")
+
+
+@pytest.mark.parametrize(("name", "value", "item"), [("--port", "8100", "ports"), ("VLLM_NIXL_SIDE_CHANNEL_PORT", "5400", "ports VLLM_NIXL_SIDE_CHANNEL_PORT")])
+def test_a_port_a_worker_shares_with_the_other_roles_worker_on_its_node_fails(tmp_path: Path, name: str, value: str, item: str,
+                                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The bundled vLLM lane's decode workers run on the prefill node's free GPUs: each needs its own ports."""
+    source = ROOT / "data" / "inferencex"
+    argv = ["render", "--source", str(source), "--config", "dsv41flash-fp4-mi325x-vllm-agentic-nixl", "--point", "c16", "--format", "json"]
+    assert main(argv) == 0
+    point = json.loads(capsys.readouterr().out)
+    (tmp_path / "as-rendered.json").write_text(json.dumps(point), encoding="utf-8")
+    decode = next(b for b in point["blocks"] if b.get("role") == "decode")
+    if name.startswith("--"):
+        decode["args"] = [[a[0], value] if a[0] == name else a for a in decode["args"]]
+    else:
+        decode["env"][name] = value
+    (tmp_path / "mutated.json").write_text(json.dumps(point), encoding="utf-8")
+
+    def mismatches(file: str) -> set[tuple[str, str]]:
+        main(["diff", "--cookbook", str(tmp_path / file), "--source", str(source), "--format", "json"])
+        return {(f["role"], f["item"]) for f in json.loads(capsys.readouterr().out)["findings"] if f["cls"] == "mismatch"}
+
+    assert mismatches("mutated.json") - mismatches("as-rendered.json") == {("decode", item)}
