@@ -25,8 +25,11 @@ RECIPES = sorted(p for p in CORPUS.rglob("*.yaml") if "srt-slurm-recipes" in str
 # The corpus excerpt names recipes it does not hold (it says so in its header): a clear error is expected.
 MISSING = {"glm5.2-fp4-gb300-dynamo-sglang-agentic-agg", "glm5.2-fp4-gb300-dynamo-sglang-agentic-disagg",
            "dsv4-fp4-b200-dynamo-sglang-agentic-agg", "dsv41flash-fp4-h200-vllm-agentic-dspark"}
-# SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE is set in this recipe's base: the review checklist prohibits it.
-PROHIBITED = {"agg-pareto-variants.yaml"}
+# SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE is set in these recipes (the base, or the agg / decode role of the GLM-5.2
+# GB200 recipes of inferencex-git): the review checklist prohibits it.
+PROHIBITED = {"agg-pareto-variants.yaml", "glm5.2-agentx-agg.yaml", "glm5.2-agentx.yaml", "agg-gb200-tp8-c2-mtp.yaml",
+              "agg-gb200-tp8-c4-mtp.yaml", "agg-gb200-tp8-c8-mtp.yaml", "disagg-gb200-1p4d-dep8-tp4-c48-mtp.yaml",
+              "disagg-gb200-1p6d-dep8-tp4-c45-mtp.yaml", "disagg-gb200-2p1d-dep8-dep16-c128-mtp.yaml"}
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +130,10 @@ def test_v1_low_latency_recipe(policy) -> None:
     assert ("--disaggregation-bootstrap-port", "30001") in prefill.args and ("--scheduler-recv-interval", "10") in prefill.args
     assert decode.workers == 2 and ("--prefill-round-robin-balance",) in decode.args
     assert "infra.etcd_nats_dedicated_node" in {s.path for s in d.settings if s.cls == "harness-only"}
-    assert [b.count for b in d.blocks if b.kind == "dynamo-frontend"] == [4]
+    # 1 + num_additional_frontends (3) asks for 4, but srtctl puts nginx on the head node and a frontend on
+    # each other node: this recipe's three worker nodes leave room for 2.
+    assert [b.count for b in d.blocks if b.kind == "dynamo-frontend"] == [2]
+    assert [b.kind for b in d.blocks if b.kind == "nginx"] == ["nginx"]
 
 
 def test_zip_override_variant_values(policy) -> None:

@@ -42,15 +42,15 @@ def test_unpaired_cells_fail_the_run_unless_allowed(capsys: pytest.CaptureFixtur
     code, out = diff(capsys, "--config", "dsv4-fp8-h200-dynamo-sglang-agentic-agg")
     assert code == 1 and out.splitlines()[0] == "cookbookgen diff: FAIL (exit 1): 1 unpaired cell(s), no point was checked"
     code, out = diff(capsys, "--allow-unpaired")
-    assert code == 1 and out.splitlines()[0] == "cookbookgen diff: FAIL (exit 1): 27 mismatch(es)"
+    assert code == 1 and out.splitlines()[0] == "cookbookgen diff: FAIL (exit 1): 19 mismatch(es)"
     code, out = diff(capsys, "--allow-unpaired", "--config", "dsv4-fp4-gb300-dynamo-sglang-agentic-agg", "--cell", "dsv4-fp4-gb300-dynamo-sglang-agentic-agg#0")
-    assert out.splitlines()[0] == "cookbookgen diff: FAIL (exit 1): 2 mismatch(es)", "tp4/c8 is another cell's business"
+    assert out.splitlines()[0] == "cookbookgen diff: PASS (exit 0): parity", "tp4/c8 is another cell's business"
 
 
 def test_every_cell_ends_checked_or_unpaired_with_one_known_reason(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = diff(capsys, "--format", "json")
     doc = json.loads(out)
-    assert code == 1 and doc["summary"]["why"] == "27 mismatch(es), 22 unpaired cell(s)"
+    assert code == 1 and doc["summary"]["why"] == "19 mismatch(es), 22 unpaired cell(s)"
     assert doc["summary"]["unpaired"] == {"no-master-entry": 20, "recipe-missing": 1, "selector-missing": 1}
     for cell in doc["cells"]:
         assert (cell["state"] == "checked") == (cell["reason"] is None) and cell["tree"] == str(CHECKOUT)
@@ -72,19 +72,19 @@ def test_cell_narrows_the_check_and_an_unknown_cell_is_bad_input(capsys: pytest.
 def test_the_text_report_leads_with_the_verdict_and_counts_roles_only_when_verbose(capsys: pytest.CaptureFixture[str]) -> None:
     _, out = diff(capsys)
     lines = out.splitlines()
-    assert lines[0] == "cookbookgen diff: FAIL (exit 1): 27 mismatch(es), 22 unpaired cell(s)"
+    assert lines[0] == "cookbookgen diff: FAIL (exit 1): 19 mismatch(es), 22 unpaired cell(s)"
     assert lines[2] == "  cells     4 checked, 22 unpaired (1 selector-missing, 20 no-master-entry, 1 recipe-missing)"
-    assert lines[3] == "  points    5 paired and compared" and lines[4].startswith("  findings  27 mismatch · 641 match · ")
+    assert lines[3] == "  points    5 paired and compared" and lines[4].startswith("  findings  19 mismatch · 657 match · ")
     assert " ✗ " in lines[10] and len(lines) < 80 and " match ·" not in "\n".join(lines[5:])
     assert sum(line.startswith("unpaired ") for line in lines) == 22
     _, verbose = diff(capsys, "--verbose")
-    assert verbose.splitlines()[:5] == lines[:5] and "    agg              1 mismatch · 43 match" in verbose
+    assert verbose.splitlines()[:5] == lines[:5] and "    agg              43 match · 3 harness-only · 2 default-equivalent" in verbose
 
 
 def test_the_markdown_report_fits_a_pr_comment(capsys: pytest.CaptureFixture[str]) -> None:
     _, out = diff(capsys, "--format", "markdown")
-    assert out.startswith("### cookbookgen diff: FAIL (exit 1): 27 mismatch(es), 22 unpaired cell(s)\n") and len(out) < MARKDOWN_LIMIT
-    assert "  - Result: 24 mismatch(es) (9 distinct); apart" in out, "the count the verdict adds up, not the groups"
+    assert out.startswith("### cookbookgen diff: FAIL (exit 1): 19 mismatch(es), 22 unpaired cell(s)\n") and len(out) < MARKDOWN_LIMIT
+    assert "  - Result: 18 mismatch(es) (8 distinct); apart" in out, "the count the verdict adds up, not the groups"
     long = "### v\n<details><summary>x</summary>\n" + "- line\n" * 20_000
     cut = fit(long)
     assert len(cut) < MARKDOWN_LIMIT and cut.count("<details>") == cut.count("</details>") == 1 and "cut to fit" in cut
@@ -164,3 +164,26 @@ def test_the_unmutated_bundled_module_passes(tmp_path: Path, bundled_module: dic
     module = _mutated(tmp_path, bundled_module, lambda m: None)
     assert main(["diff", "--cookbook", str(module), "--source", str(ROOT / "data" / "inferencex")]) == 0
     assert capsys.readouterr().out.startswith("cookbookgen diff: PASS (exit 0): parity\n")
+
+
+@pytest.mark.parametrize(("name", "value", "item"), [("--port", "8100", "ports"), ("VLLM_NIXL_SIDE_CHANNEL_PORT", "5400", "ports VLLM_NIXL_SIDE_CHANNEL_PORT")])
+def test_a_port_a_worker_shares_with_the_other_roles_worker_on_its_node_fails(tmp_path: Path, name: str, value: str, item: str,
+                                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The bundled vLLM lane's decode workers run on the prefill node's free GPUs: each needs its own ports."""
+    source = ROOT / "data" / "inferencex"
+    argv = ["render", "--source", str(source), "--config", "dsv41flash-fp4-mi325x-vllm-agentic-nixl", "--point", "c16", "--format", "json"]
+    assert main(argv) == 0
+    point = json.loads(capsys.readouterr().out)
+    (tmp_path / "as-rendered.json").write_text(json.dumps(point), encoding="utf-8")
+    decode = next(b for b in point["blocks"] if b.get("role") == "decode")
+    if name.startswith("--"):
+        decode["args"] = [[a[0], value] if a[0] == name else a for a in decode["args"]]
+    else:
+        decode["env"][name] = value
+    (tmp_path / "mutated.json").write_text(json.dumps(point), encoding="utf-8")
+
+    def mismatches(file: str) -> set[tuple[str, str]]:
+        main(["diff", "--cookbook", str(tmp_path / file), "--source", str(source), "--format", "json"])
+        return {(f["role"], f["item"]) for f in json.loads(capsys.readouterr().out)["findings"] if f["cls"] == "mismatch"}
+
+    assert mismatches("mutated.json") - mismatches("as-rendered.json") == {("decode", item)}

@@ -26,7 +26,8 @@ def _value(block: Block, *flags: str) -> str | None:
     return None
 
 
-_PARALLEL_FLAGS = {"--tensor-parallel-size": "tp", "--tp-size": "tp", "--data-parallel-size": "dp", "--dp-size": "dp",
+# `--tp`: SGLang's argparse takes it for --tp-size (InferenceX's single-node scripts write it so)
+_PARALLEL_FLAGS = {"--tensor-parallel-size": "tp", "--tp-size": "tp", "--tp": "tp", "--data-parallel-size": "dp", "--dp-size": "dp",
                    "--expert-parallel-size": "ep", "--ep-size": "ep"}
 
 

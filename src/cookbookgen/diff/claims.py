@@ -12,11 +12,14 @@ import re
 from typing import Any
 
 from ..cells.describe import kv_tier_of, router_of
-from .expect import PointExpect
+from .expect import PointExpect, RoleTopology
 from .model import DIFFERENT, Finding, PublishedPoint
 
 _SPLIT = re.compile(r"\b(\d+)P(\d+)D\b")
+_ROLE_PART = re.compile(r"(?P<role>Agg|prefill|decode) (?:D?EP|TP)(?P<gpus>\d+)\S*(?: \((?P<nodes>\d+) nodes\))?")
+_ROLE_NAMES = {"Agg": "agg", "prefill": "prefill", "decode": "decode"}
 _DYNAMO_PIN = re.compile(r"ai-dynamo(?:-runtime)?==([^\s\"']+)")
+_DYNAMO_COMMIT = re.compile(r"ai-dynamo/dynamo(?:/commit/|/tree/|\.git@|@)([0-9a-f]{7,40})")
 
 
 def claim_findings(expect: PointExpect, data: dict[str, Any], point: PublishedPoint, item: int) -> list[Finding]:
@@ -31,6 +34,7 @@ def claim_findings(expect: PointExpect, data: dict[str, Any], point: PublishedPo
     split = _SPLIT.search(point.title or "")
     if split and "prefill" in roles and "decode" in roles:
         claims.append(("label", f"{split[1]}P{split[2]}D", f"{roles['prefill'].workers}P{roles['decode'].workers}D", "prefill and decode workers"))
+    claims += _role_labels(point.title or "", roles)
     if point.install is not None:
         claims.append(("install", _dynamo_version(point.install), _recipe_dynamo(data), "the recipe's dynamo section (install, source.wheel)"))
     return [Finding(expect.config, expect.point, "cell", "claim", name, "match" if str(got) == str(want) else "mismatch",
@@ -38,15 +42,33 @@ def claim_findings(expect: PointExpect, data: dict[str, Any], point: PublishedPo
             for name, got, want, why in claims if got is not None]
 
 
+def _role_labels(title: str, roles: dict[str, RoleTopology]) -> list[tuple[str, object, object, str]]:
+    """Each `<role> TP8 (2 nodes)` part of a label: the GPUs of one worker, and the nodes it spans when said."""
+    out: list[tuple[str, object, object, str]] = []
+    for part in title.split(" · "):
+        found = _ROLE_PART.fullmatch(part.strip())
+        role = _ROLE_NAMES.get(found["role"]) if found else None
+        if found is None or role not in roles:
+            continue
+        topology = roles[role]
+        out.append((f"label {role} GPUs", found["gpus"], topology.gpus, f"GPUs of one {role} worker"))
+        if found["nodes"]:
+            out.append((f"label {role} nodes", found["nodes"], topology.nodes_per_worker, f"nodes one {role} worker spans"))
+    return out
+
+
 def _dynamo_version(install: tuple[str, ...]) -> str:
+    """The Dynamo an install step gets: its `ai-dynamo==` pins, or the commit it builds from."""
     pins = {m for line in install for m in _DYNAMO_PIN.findall(line)}
-    return " / ".join(sorted(pins)) or "none"
+    commits = {f"commit {m}" for line in install for m in _DYNAMO_COMMIT.findall(line)}
+    return " / ".join(sorted(pins or commits)) or "none"
 
 
 def _recipe_dynamo(data: dict[str, Any]) -> str:
     dynamo = _mapping(data.get("dynamo"))
     source = _mapping(dynamo.get("source"))
-    return str(source.get("wheel") or dynamo.get("version") or "none") if dynamo.get("install") else "none"
+    version = source.get("wheel") or dynamo.get("version") or (f"commit {dynamo['hash']}" if dynamo.get("hash") else None)
+    return str(version or "none") if dynamo.get("install") else "none"
 
 
 def _mapping(value: Any) -> dict[str, Any]:

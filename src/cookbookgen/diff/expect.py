@@ -15,7 +15,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..policy.rules import Policy
+from ..recipes.schema import FrontendSpec
 from ..recipes.workspace import ResolvedPoint, model_id
+from ..render.deploy import frontend_layout
 from .explain import table
 
 RawYaml = Any
@@ -50,6 +52,7 @@ class PointExpect:
     image_where: str
     frontend: str                      # dynamo | sglang-router | sglang
     frontend_count: int
+    nginx: bool                        # nginx in front of the frontends
     request_plane: str | None          # as the recipe sets it (None: srt-slurm's default)
     mooncake: bool
     roles: dict[str, RoleTopology]
@@ -134,10 +137,9 @@ def _frontend(kind: str, engine: RawYaml) -> str:
     return f"dynamo-{name}" if kind == "dynamo" and name not in (None, "sglang") else kind
 
 
-def frontend_count(frontend: dict[str, RawYaml]) -> int:
-    if frontend.get("enable_multiple_frontends"):
-        return 1 + int(frontend.get("num_additional_frontends") or 0)
-    return 1
+def frontends(frontend: dict[str, RawYaml], roles: dict[str, RoleTopology]) -> tuple[int, bool]:
+    """(frontends, nginx in front) the recipe runs on its nodes, by the renderer's rule (srtctl's)."""
+    return frontend_layout(FrontendSpec.model_validate(frontend), sum(t.expected_nodes for t in roles.values()))
 
 
 def _where(point: ResolvedPoint) -> str:
@@ -153,6 +155,7 @@ def point_expect(point: ResolvedPoint, policy: Policy) -> PointExpect:
     frontend = data.get("frontend") or {}
     cluster = point.entry.cluster if point.entry else None
     services = data.get("services") or []
+    roles = topologies(data)
     return PointExpect(
         config=point.entry.key if point.entry else point.recipe.label,
         point=point.point_id,
@@ -160,10 +163,11 @@ def point_expect(point: ResolvedPoint, policy: Policy) -> PointExpect:
         image=point.entry.image if point.entry else str(point.typed.model.container or ""),
         image_where=_where(point),
         frontend=_frontend(str(frontend.get("type") or "dynamo"), data.get("engine")),
-        frontend_count=frontend_count(frontend),
+        frontend_count=frontends(frontend, roles)[0],
+        nginx=frontends(frontend, roles)[1],
         request_plane=(data.get("dynamo") or {}).get("request_plane"),
         mooncake=any(isinstance(s, dict) and str(s.get("type", "")).startswith("mooncake") for s in services),
-        roles=topologies(data),
+        roles=roles,
         kv_events={r: (s or {}).get("kv_events") for r, s in (data.get("roles") or {}).items()},
         cluster_env={e.name: (e.value, e.reason) for e in policy.clusters.get(cluster or "", ())},
     )

@@ -188,8 +188,7 @@ def _disaggregated(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
 
 
 def _several_frontends(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
-    count = scope.expect.frontend_count
-    return None if scope.expect.dynamo and count > 1 else _absent("the recipe runs one frontend")
+    return None if scope.expect.dynamo and scope.expect.nginx else _absent("the recipe runs one frontend and no nginx")
 
 
 CHECKS: dict[str, Check] = {

@@ -16,6 +16,8 @@ srt-slurm resolved `config*.yaml`.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -218,15 +220,33 @@ def _module_cell(dec: "Decoder", ci: int, cell: Json, variants: list[Variant]) -
                 if status_of(cell, point, router, kv) == "derived":
                     variants.append(Variant(cell["configKey"], cell["id"], label, router, kv))
         blocks = dec.decode_point(ci, pi, cell["submitted"], None)
-        prov = cell.get("prov") or {}
+        commit, recipe = _provenance(dec, f"cells[{ci}].points[{pi}]", cell.get("prov") or {}, point)
         points.append(PublishedPoint(
             config=cell["configKey"], cell=cell["id"], concs=tuple(point.get("concs") or ()), blocks=tuple(blocks),
-            override=point.get("override"), recipe=point.get("recipe") or prov.get("recipe"),
+            override=point.get("override"), recipe=recipe,
             image=cell.get("image"), model=cell.get("ckpt"), router=cell["submitted"], kv=point_kv(point),
             item=point.get("item"), gpus=cell.get("gpus"), title=cell.get("label"),
             install=tuple((cell["routers"].get("dynamo") or {}).get("install") or ()) if "dynamo" in cell["routers"] else None,
-            commit=str(prov["sha"]) if prov.get("sha") else None))
+            commit=commit))
     return points
+
+
+_BLOB_URL = re.compile(r"https://github\.com/[^/]+/[^/]+/blob/(?P<sha>[0-9a-f]{7,40})/(?P<path>[^?#]+)")
+
+
+def _provenance(dec: "Decoder", where: str, prov: Json, point: Json) -> tuple[str | None, str | None]:
+    """The commit and recipe a point cites: the cell's `prov` (v2), else the point's own `sha` and
+    `recipeUrl` (v1: a GitHub blob URL at that commit); a `recipe` on the point names its own file."""
+    commit, recipe = prov.get("sha") or point.get("sha"), point.get("recipe") or prov.get("recipe")
+    url = point.get("recipeUrl")
+    if url is not None:
+        found = _BLOB_URL.fullmatch(url) if isinstance(url, str) else None
+        if found is None:
+            raise dec.fail(f"{where}.recipeUrl", f"expected a GitHub blob URL (https://github.com/OWNER/REPO/blob/SHA/PATH), received {url!r}")
+        if commit and not (commit.startswith(found["sha"]) or found["sha"].startswith(commit)):
+            raise dec.fail(f"{where}.recipeUrl", f"names commit {found['sha']} but the point cites {commit}")
+        commit, recipe = commit or found["sha"], recipe or found["path"]
+    return (str(commit) if commit else None), recipe
 
 
 def _check_texts(dec: "Decoder", where: str, item: Json, required: tuple[str, ...], optional: tuple[str, ...]) -> None:

@@ -5,7 +5,7 @@ leaf comparison shares. No I/O.
   `frontend.type` starts, one block per declared service, and the implied ones of `synthesized.yaml`
   (etcd for Dynamo, nginx for several frontends); anything else must be explained or is extra.
 - Topology per role: worker count, nodes per worker, node count, GPU pinning, against
-  `expect.RoleTopology`; co-located workers need their own port for every port setting (`PORT_SETTINGS`).
+  `expect.RoleTopology`; co-located workers need their own port for every port setting (`port_settings` of synthesized.yaml).
 - Frontend count, worker command, model id, request plane, KV events and the image.
 """
 
@@ -104,8 +104,8 @@ def file_setting(expect: PointExpect, path: tuple[Any, ...], value: RawYaml, blo
     if key in table()["nats"]:
         text = table()["nats"][key].format(bytes=int(value) * 1024 * 1024)
         return _in_file([b for b in blocks if b.kind == "nats"], "nats.conf", text, True, "nats")
-    if expect.frontend_count <= 1:
-        return "unverified", "applies only behind nginx; the point runs one frontend", "nginx"
+    if not expect.nginx:
+        return "unverified", "applies only behind nginx; the point runs no nginx", "nginx"
     pattern = table()["nginx"][key]
     if isinstance(pattern, dict):
         present = bool(value)
@@ -153,15 +153,14 @@ def block_shape(block: Block, args_by_key: Mapping[str, Any]) -> tuple[Any, ...]
 
 # Every setting that binds a port on the worker's node: HTTP, disaggregation bootstrap, KV events
 # (`tcp://*:5557` in its JSON), metrics, and the distributed-init / NCCL rendezvous.
-PORT_SETTINGS = frozenset(("--port", "--disaggregation-bootstrap-port", "--kv-events-config", "--metrics-port",
-                           "--dist-init-addr", "--nccl-port", "DYN_SYSTEM_PORT"))
 _LAST_NUMBER = re.compile(r"(\d{2,5})\D*$")
 
 
 def block_ports(block: Block) -> tuple[tuple[str, str], ...]:
     """(setting, port) for each port setting of the block: the last number of its value (none for `$PORT`)."""
-    values = [(a[0], " ".join(a[1:])) for a in block.args if a[0] in PORT_SETTINGS]
-    values += [(k, v) for k, v in block.env.items() if k in PORT_SETTINGS]
+    names = table()["port_settings"]
+    values = [(a[0], " ".join(a[1:])) for a in block.args if a[0] in names]
+    values += [(k, v) for k, v in block.env.items() if k in names]
     return tuple((name, m.group(1)) for name, text in values if (m := _LAST_NUMBER.search(text)))
 
 
@@ -226,11 +225,27 @@ def _pins(blocks: list[Block]) -> set[str]:
 
 def _topologies(ctx: "Ctx") -> list[Finding]:
     out: list[Finding] = []
+    previous: list[Block] = []
     for role, topo in ctx.expect.roles.items():
         blocks = [b for b in ctx.blocks if b.kind == "worker" and b.role == role]
         if blocks:
             out.extend(_topology(ctx, topo, blocks))
+            if topo.nodes == 0 and previous:           # on the node the previous role leaves room on
+                out.extend(_ports_across_roles(ctx, topo.role, previous[-1], blocks[0]))
+        previous = blocks
     return out
+
+
+def _ports_across_roles(ctx: "Ctx", role: str, before: Block, block: Block) -> list[Finding]:
+    """A mismatch per port that a worker shares with the other role's worker on its node (both set it, or
+    neither sets the one every worker needs of its own)."""
+    required = table()["frontends"].get(ctx.expect.frontend, {}).get("port_env", "--port")
+    mine, theirs = dict(block_ports(block)), dict(block_ports(before))
+    names = sorted({required} | (set(mine) & set(theirs)))
+    return [ctx.finding(role, "topology", "ports" if name == "--port" else f"ports {name}", "mismatch",
+                        detail=f"shares its node with a {before.role} worker but not a distinct {name}", recipe="a port of its own",
+                        cookbook=mine.get(name, "default"), path=f"roles.{role}.nodes")
+            for name in names if mine.get(name, "default") == theirs.get(name, "default")]
 
 
 def _topology(ctx: "Ctx", topo: RoleTopology, blocks: list[Block]) -> list[Finding]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..text import unknown
@@ -52,10 +53,16 @@ class Row:
 
 @dataclass(frozen=True)
 class ConfigEntry:
+    """One master config entry. Its rows are read when first asked for: a real master config holds
+    entries of other harnesses, and one that cookbookgen cannot read stops only the runs that use it."""
+
     key: str
     doc: Document
     data: dict[str, RawYaml]
-    rows: tuple[Row, ...]
+
+    @cached_property
+    def rows(self) -> tuple[Row, ...]:
+        return _read_rows(self.doc, self.key, self.data)
 
     @property
     def framework(self) -> str:
@@ -87,6 +94,10 @@ def read_entries(doc: Document) -> dict[str, ConfigEntry]:
 def _entry(doc: Document, key: str, data: RawYaml) -> ConfigEntry:
     if not isinstance(data, dict):
         raise doc.error((key,), "a config entry must be a mapping")
+    return ConfigEntry(key, doc, data)
+
+
+def _read_rows(doc: Document, key: str, data: dict[str, RawYaml]) -> tuple[Row, ...]:
     scenarios = data.get("scenarios", {})
     if not isinstance(scenarios, dict):
         raise doc.error((key, "scenarios"), "must be a mapping of scenario name to a list of search spaces")
@@ -97,7 +108,7 @@ def _entry(doc: Document, key: str, data: RawYaml) -> ConfigEntry:
         for g, group in enumerate(groups):
             rows.extend(_rows(doc, key, data, name, g, group, len(rows)))
     _dedupe_slugs(rows)
-    return ConfigEntry(key, doc, data, tuple(rows))
+    return tuple(rows)
 
 
 def _rows(doc: Document, key: str, entry: dict[str, RawYaml], scenario: str, g: int, group: RawYaml, start: int) -> list[Row]:

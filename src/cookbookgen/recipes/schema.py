@@ -82,8 +82,9 @@ class Placement(_Open):
 
 class FrontendSpec(_Open):
     type: Literal["dynamo", "sglang", "sglang-router", "vllm", "vllm-router", "smg"] = "dynamo"
-    enable_multiple_frontends: bool = False
-    num_additional_frontends: int = Field(default=0, ge=0)
+    # srtctl's defaults (FrontendConfig, NVIDIA/srt-slurm since 2025-11); see `render.deploy.frontend_layout`
+    enable_multiple_frontends: bool = True
+    num_additional_frontends: int = Field(default=9, ge=0)
     args: dict[str, ArgValue] = Field(default_factory=dict)
     env: dict[str, Scalar | None] = Field(default_factory=dict)
     placement: Placement | None = None
@@ -345,10 +346,10 @@ def _from_v1(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawY
             roles.setdefault(v2, {})["env"] = env
             moved.append((("backend", f"{v1}_environment"), ("roles", v2, "env")))
     rest.pop("sglang_config", None)
+    _kv_events_from_v1(rest, roles, moved)
     resources = dict(out.get("resources") or {})
     for v1, v2 in _V1_ROLES.items():
-        for what in ("nodes", "workers"):
-            key = f"{v1}_{what}"
+        for key, what in ((f"{v1}_nodes", "nodes"), (f"{v1}_workers", "workers"), (f"gpus_per_{v1}", "gpus")):
             if key in resources:
                 roles.setdefault(v2, {})[what] = resources.pop(key)
                 moved.append((("resources", key), ("roles", v2, what)))
@@ -357,6 +358,26 @@ def _from_v1(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawY
         out["backend"] = rest
     out["roles"] = deep_merge(roles, {})
     return out, _move_origins(origins, moved)
+
+
+def _kv_events_from_v1(backend: dict[str, RawYaml], roles: dict[str, dict[str, RawYaml]], moved: list[tuple[KeyPath, KeyPath]]) -> None:
+    """`backend.kv_events_config` as srtctl reads it: `true` turns KV events on for prefill and decode;
+    a mapping per mode (`prefill`, `decode`, `aggregated`) gives each its own setting."""
+    setting = backend.get("kv_events_config")
+    if setting is True:
+        per_mode = {"prefill": True, "decode": True}
+    elif isinstance(setting, dict):
+        per_mode = dict(setting)
+    else:
+        return
+    del backend["kv_events_config"]
+    for v1, value in per_mode.items():
+        v2 = _V1_ROLES.get(v1)
+        if v2 is None:
+            backend.setdefault("kv_events_config", {})[v1] = value      # an unknown mode stays to be reported
+            continue
+        roles.setdefault(v2, {})["kv_events"] = value
+        moved.append((("backend", "kv_events_config") + ((v1,) if isinstance(setting, dict) else ()), ("roles", v2, "kv_events")))
 
 
 def _move_origins(origins: Origins, moves: list[tuple[KeyPath, KeyPath]]) -> Origins:

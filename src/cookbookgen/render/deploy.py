@@ -13,7 +13,7 @@ from typing import Any, Callable
 from ..policy.classify import PathMemo, SettingsMemo, classify, may_prohibit
 from ..policy.rules import Policy
 from ..recipes.bundle import EffectiveRecipe
-from ..recipes.schema import Recipe, RoleSpec, ServiceSpec
+from ..recipes.schema import FrontendSpec, Recipe, RoleSpec, ServiceSpec
 from .layout import RoleLayout, Slot, plan
 from ..policy.rules import Setting
 from .model import Block, Deployment
@@ -245,16 +245,26 @@ def _worker_where(layout: RoleLayout, slot: Slot, pins: str | None) -> str:
 
 # --- frontends -----------------------------------------------------------------------------------
 
+def frontend_layout(frontend: FrontendSpec, nodes: int) -> tuple[int, bool]:
+    """(frontends, nginx in front) as srtctl starts them (its frontend stage, NVIDIA/srt-slurm): one
+    frontend and no nginx on a single node or with `enable_multiple_frontends: false`; else nginx on the
+    head node (the first worker node) and a frontend on each other node, at most 1 + `num_additional_frontends`."""
+    if not frontend.enable_multiple_frontends or nodes <= 1:
+        return 1, False
+    return min(1 + frontend.num_additional_frontends, nodes - 1), True
+
+
 def dynamo_frontend_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout]) -> list[Block]:
     fe = typed.frontend
-    count = 1 + fe.num_additional_frontends if fe.enable_multiple_frontends else 1
-    port = tables().ports["frontend_behind_nginx" if count > 1 else "frontend"]
+    count, behind_nginx = frontend_layout(fe, sum(lay.nodes for lay in layouts.values()))
+    port = tables().ports["frontend_behind_nginx" if behind_nginx else "frontend"]
     args = [("--http-port", str(port))] + kept_args(ctx.policy, ("frontend", "args"), fe.args, ctx.memo.args)
     env = {**kept_env(ctx.policy, ("frontend", "env"), fe.env, ctx.memo.env), **dynamo_env(typed)}
-    where = f"on {count} CPU nodes (FRONTEND_0_IP..FRONTEND_{count - 1}_IP)" if count > 1 else "on a CPU node (or any node)"
+    where = (f"on {count} CPU nodes (FRONTEND_0_IP..FRONTEND_{count - 1}_IP)" if count > 1
+             else "behind nginx, on a node of its own (FRONTEND_0_IP)" if behind_nginx else "on a CPU node (or any node)")
     blocks = [Block(kind="dynamo-frontend", title=tables().title("dynamo-frontend"), cmd=tables().command("dynamo-frontend"),
                     args=tuple(args), env=dict(sorted(env.items())), count=count, where=where, preamble=trtllm.dynamo_install(typed))]
-    if count > 1:
+    if behind_nginx:
         conf = nginx_conf(count, port, tables().ports["frontend"], fe.model_extra or {})
         blocks.append(Block(kind="nginx", title=tables().title("nginx"), cmd=tables().command("nginx"),
                             files={"nginx.conf": conf}, count=1, where="on the node clients connect to"))
