@@ -13,13 +13,9 @@ from pydantic import ValidationError
 from ..errors import CookbookError, key_join
 from ..render.model import Block
 from ..render.shell import format_block
+from ..render.tables import order_worker_args
 
 DEFAULT_FILE = "agentx"
-LEAD_FLAGS = (
-    "--model-path", "--served-model-name", "--host", "--port", "--disaggregation-mode",
-    "--disaggregation-bootstrap-port", "--dist-init-addr", "--nnodes", "--node-rank", "--request-plane",
-    "--kv-events-config",
-)
 LINKER_FLAGS = (
     "--enable-unified-cache-external-linker", "--unified-cache-external-linker-backend",
     "--hicache-storage-backend-extra-config",
@@ -46,14 +42,9 @@ KIND_TITLE: dict[str | None, str] = {
 Json = dict[str, Any]
 
 
-def _arg_key(arg: list[Any]) -> tuple[int, str]:
-    name = arg[0]
-    return (LEAD_FLAGS.index(name), "") if name in LEAD_FLAGS else (len(LEAD_FLAGS), name)
-
-
 def sort_args(args: list[list[Any]]) -> list[list[Any]]:
-    """Worker argument order: LEAD_FLAGS first in that order, then alphabetical; stable."""
-    return sorted(args, key=_arg_key)
+    """Worker argument order (the renderer's, `render.tables.order_worker_args`) of block dict args."""
+    return list(order_worker_args(args))
 
 
 # ---- KV tiers (section 3.4) ----

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from operator import itemgetter
 from importlib import resources
-from typing import Any, cast
+from typing import Any, Iterable, Sequence, TypeVar, cast
 
 from ..recipes.load import parse_yaml
 
@@ -61,8 +61,13 @@ def tables() -> Tables:
     return Tables(parse_yaml(text, "cookbookgen/rules/render.yaml").data)
 
 
-def order_worker_args(args: list[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
-    """Lead flags first in table order, then the rest alphabetically; stable for repeated flags."""
-    lead = tables().lead_flags
+Arg = TypeVar("Arg", bound=Sequence[Any])   # `(flag, *values)`, a tuple or (in AgentX block dicts) a list
+
+
+def order_worker_args(args: Iterable[Arg], lead_flags: Sequence[str] | None = None) -> tuple[Arg, ...]:
+    """Lead flags first in their order (`lead_flags`, by default this table's), then the rest
+    alphabetically; stable for repeated flags."""
+    lead = tables().lead_flags if lead_flags is None else {flag: i for i, flag in enumerate(lead_flags)}
+    args = list(args)
     first = sorted([a for a in args if a[0] in lead], key=lambda a: lead[a[0]])
     return (*first, *sorted([a for a in args if a[0] not in lead], key=itemgetter(0)))
