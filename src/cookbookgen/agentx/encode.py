@@ -28,10 +28,10 @@ from typing import Any, Iterable
 from ..cells.model import Cell, Cookbook, Point
 from ..cells.explorer import TIERS
 from ..cells.variants import ROUTERS, block_dict, donors_for, mooncake_donor, point_kv, with_variants
-from ..errors import CookbookError, key_join
+from ..errors import CookbookError
 from ..render.model import Block, Deployment
 from .decode import Decoder, apply_diff, apply_patch, combinations, derive_block, kv_tiers, routers_of
-from .module import dumps
+from .module import check_cell_ids, dumps
 
 Json = dict[str, Any]
 SIZE_INDENT = 6  # depth of a block inside a module; sizes compare encodings as the writer prints them
@@ -441,14 +441,6 @@ def all_cells(cookbook: Cookbook) -> list[Cell]:
     return [c for page in cookbook.pages for c in page.cells]
 
 
-def check_unique_ids(ids: list[str], file: str) -> None:
-    seen: dict[str, int] = {}
-    for i, cid in enumerate(ids):
-        if cid in seen:
-            raise CookbookError.at(file, 0, key_join(key_join("cells", i), "id"), f"duplicate cell id {cid!r} (also cells[{seen[cid]}])")
-        seen[cid] = i
-
-
 def _items(cells: list[Cell]) -> list[int]:
     """Index of each cell's first point among the points of its config."""
     seen: dict[str, int] = {}
@@ -464,7 +456,7 @@ def encode(cookbook: Cookbook, file: str = "agentx") -> Json:
     if not all(c.variants for c in all_cells(cookbook)):
         cookbook = with_variants(cookbook)
     cells = all_cells(cookbook)
-    check_unique_ids([c.id for c in cells], file)
+    check_cell_ids([c.id for c in cells], file)
     for c in cells:     # the module's cells hold Dynamo and SGLang-router commands of SGLang workers only
         if c.router not in ROUTERS:
             raise CookbookError.at(file, 0, c.id, f"the AgentX module format cannot express router {c.router!r} "
@@ -525,7 +517,6 @@ def verify(module: Json, cells: list[Cell], file: str) -> None:
 def reencode(module: Json, file: str = "agentx") -> Json:
     """`module` written again by this encoder, same layout; raises unless every combination is unchanged."""
     cells = module["cells"]
-    check_unique_ids([str(c.get("id")) for c in cells], file)
     before = combinations(module, file)     # decodes all of it first: a malformed module fails here, located
     dec = Decoder(module, file)
     sources = []

@@ -143,11 +143,9 @@ def run_export(args: argparse.Namespace) -> int:
 
 def _selected(module: Json, args: argparse.Namespace, file: str) -> Iterator[tuple[int, int, str, str]]:
     from ..agentx.decode import kv_tiers, point_label, routers_of
-    from ..agentx.encode import check_unique_ids
 
     cells = module["cells"]
-    ids = [str(c.get("id")) for c in cells]
-    check_unique_ids(ids, file)
+    ids = [str(c.get("id")) for c in cells]      # unique strings (`agentx.module.check_cell_ids`)
     if args.cell and args.cell not in ids:
         raise CookbookError.at(file, 0, "--cell", unknown("cell", args.cell, ids))
     if args.point:
