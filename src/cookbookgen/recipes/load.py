@@ -23,7 +23,6 @@ import stat
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -108,20 +107,12 @@ class Document:
         return CookbookError([self.problem(path, message)])
 
 
-@lru_cache(maxsize=262144)
-def _dotted(path: KeyPath) -> str:
+def dotted(path: KeyPath) -> str:
+    """`roles.prefill.args[3]`-style text of a key path."""
     out = ""
     for k in path:
         out = key_join(out, k)
     return out
-
-
-def dotted(path: KeyPath) -> str:
-    """`roles.prefill.args[3]`-style text of a key path (cached: the same paths recur in every point)."""
-    p = tuple(path)
-    if all(type(k) is str or type(k) is int for k in p):  # True == 1 must not share a cache entry
-        return _dotted(p)
-    return _dotted.__wrapped__(p)
 
 
 def read_yaml_file(path: Path, shown_as: str | None = None) -> Document:
