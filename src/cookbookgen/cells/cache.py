@@ -106,17 +106,12 @@ def code_fingerprint() -> str:
     return h.hexdigest()
 
 
-def policy_fingerprint(policy: Policy) -> str:
-    rules = [(r.pattern, r.cls, r.reason, "any" if not _has_value(r) else canonical([r.value]), r.replacement, r.source)
+@lru_cache(maxsize=16)
+def policy_fingerprint(policy: Policy) -> str:  # Policy hashes by identity
+    rules = [(r.pattern, r.cls, r.reason, "any" if r.any_value else canonical([r.value]), r.replacement, r.source)
              for r in policy.rules]
     clusters = {name: [(e.name, e.value, e.reason) for e in envs] for name, envs in policy.clusters.items()}
     return hashlib.sha256(canonical([rules, clusters]).encode()).hexdigest()
-
-
-def _has_value(rule: Any) -> bool:
-    from ..policy.rules import _NO_VALUE
-
-    return rule.value is not _NO_VALUE
 
 
 class _Pickler(pickle.Pickler):
@@ -166,7 +161,7 @@ class RenderCache:
     def _config_key(self, ws: Workspace, entry: ConfigEntry, source: ConfigSource, repo: str, changelog_pr: int | None,
                     policy: Policy) -> str:
         h = hashlib.sha256()
-        for part in (code_fingerprint(), _policy_key(policy), str(ws.checkout.root), repo, source.model_dump_json(),
+        for part in (code_fingerprint(), policy_fingerprint(policy), str(ws.checkout.root), repo, source.model_dump_json(),
                      repr(changelog_pr), entry.doc.file, entry.key, canonical(entry.data)):
             h.update(part.encode() + b"\0")
         for ref in dict.fromkeys(row.recipe.path for row in entry.rows):
@@ -302,11 +297,6 @@ def cache_run(root: Path | None) -> Iterator[RenderCache | None]:
     if cache is not None:
         cache.commit()
         cache.prune()
-
-
-@lru_cache(maxsize=16)
-def _policy_key(policy: Policy) -> str:  # Policy hashes by identity
-    return policy_fingerprint(policy)
 
 
 def cells_cached(cache: RenderCache | None, key: str | None, render: Callable[[], list[Cell]]) -> list[Cell]:
