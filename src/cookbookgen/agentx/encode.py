@@ -77,14 +77,19 @@ def env_diff(src: Json, dst: Json) -> Json:
     return out
 
 
+def block_diff(src: Json, dst: Json) -> Json:
+    """The `diff` that turns `src`'s args and env into `dst`'s (an empty part left out)."""
+    diff = {"args": args_diff(src.get("args") or [], dst.get("args") or []), "env": env_diff(src.get("env") or {}, dst.get("env") or {})}
+    return {k: v for k, v in diff.items() if v}
+
+
 def _relative_forms(head: Json, src: Json, dst: Json) -> list[Json]:
     """Candidate `ref`/`from` entries: keys overridden + args/env diff, or every key overridden."""
     drop = [k for k in src if k not in dst]
     forms = []
     over = {k: v for k, v in dst.items() if k not in RELATIVE_KEYS and (k not in src or src[k] != v)}
     if all(k in dst for k in RELATIVE_KEYS):
-        diff = {"args": args_diff(src.get("args") or [], dst["args"]), "env": env_diff(src.get("env") or {}, dst["env"])}
-        diff = {k: v for k, v in diff.items() if v}
+        diff = block_diff(src, dst)
         if diff:
             forms.append({**head, **({"drop": drop} if drop else {}), **over, "diff": diff})
     full_over = {k: v for k, v in dst.items() if k not in src or not same_block({k: v}, {k: src[k]})}
@@ -114,9 +119,7 @@ def block_patch(base: Json, dst: Json) -> Json | None:
     """Per-block patch: None (same), an args/env diff, or `{block}`."""
     if same_block(base, dst):
         return None
-    diff = {"args": args_diff(base.get("args") or [], dst.get("args") or []),
-            "env": env_diff(base.get("env") or {}, dst.get("env") or {})}
-    diff = {k: v for k, v in diff.items() if v}
+    diff = block_diff(base, dst)
     if diff and same_block(apply_diff(base, diff), dst):
         return diff
     return {"block": dst}
