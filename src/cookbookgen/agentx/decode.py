@@ -190,8 +190,9 @@ class Decoder:
         """The blocks of (cell, router), once every list its entries point at is in the memo."""
         prefix = f"{key_join('cells', ci)}.routers.{router}.blocks"
         entries = self.router_blocks(ci, router, key_join("cells", ci))
-        out = [self.entry(ci, e, key_join(prefix, i)) for i, e in enumerate(entries)]
-        return [self.env_ref(b, path) for b, path in zip(out, _paths(ci, router, len(out)))]
+        paths = [key_join(prefix, i) for i in range(len(entries))]
+        out = [self.entry(ci, e, path) for e, path in zip(entries, paths)]
+        return [self.env_ref(b, path) for b, path in zip(out, paths)]
 
     def entry(self, ci: int, entry: Json, path: str) -> Json:
         if entry.get("ref"):
@@ -283,10 +284,6 @@ def _cycle_text(lists: list[ListKey], shown: int = 6) -> str:
 def _is_whole(value: Any) -> TypeGuard[int]:
     """An int that is not a bool (JSON `true` is a Python int)."""
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _paths(ci: int, router: str, n: int) -> list[str]:
-    return [f"cells[{ci}].routers.{router}.blocks[{i}]" for i in range(n)]
 
 
 def point_kv(point: Json) -> str:

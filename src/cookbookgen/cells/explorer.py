@@ -196,15 +196,11 @@ def where_text(b: Json, router: str, worker_count: int) -> str:
     return _FIXED_WHERE.get(kind, "")
 
 
-def _tuple_or_none(value: Any) -> tuple[str, ...] | None:
-    return None if value is None else tuple(_js_str(v) for v in value)
-
-
 def _block_fields(b: Json, router: str, worker_count: int) -> Json:
     """Block fields; a block's own `title`/`where` (cookbookgen's extra keys) win over the explorer's prose."""
     args = b.get("args") or []
     nginx = b.get("kind") == "nginx" and not args
-    pinning = b.get("gpu_pinning")
+    pinning, ports = b.get("gpu_pinning"), b.get("ports")
     return {
         "kind": b.get("kind"), "role": b.get("role"),
         "title": b["title"] if isinstance(b.get("title"), str) else block_title(b),
@@ -215,7 +211,7 @@ def _block_fields(b: Json, router: str, worker_count: int) -> Json:
         "workers": b.get("workers"), "nodes_per_worker": b.get("nodes_per_worker"),
         "count": b.get("count"), "count_nodes": b.get("count_nodes"),
         "gpu_pinning": None if pinning is None else tuple(tuple(_js_str(x or "") for x in w) for w in pinning),
-        "ports": _tuple_or_none(b.get("ports")),
+        "ports": None if ports is None else tuple(_js_str(p) for p in ports),
         "where": b["where"] if isinstance(b.get("where"), str) else where_text(b, router, worker_count),
     }
 
