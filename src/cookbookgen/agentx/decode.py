@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, TypeGuard
 
 
-from ..cells.explorer import DEFAULT_FILE, TIERS, block_text, kv_transform, sort_args, to_block
+from ..cells.explorer import DEFAULT_FILE, TIERS, block_text, kv_transform, sort_args, to_blocks
 from ..errors import CookbookError, key_join
 from ..render.model import Block
 from ..render.shell import format_block, heredoc
@@ -267,10 +267,7 @@ class Decoder:
         with self.guard(f"cells[{ci}].points[{pi}]"):
             dicts = self.point_dicts(ci, pi, router, kv)
             self.check_counts(dicts, f"cells[{ci}].routers.{router}.blocks")
-            workers = sum(b.get("workers") or 1 for b in dicts if b.get("kind") == "worker")
-            files = self.router_files(ci, router)
-            path = f"cells[{ci}].routers.{router}"
-            return [to_block(b, router, workers, files, self.file, path) for b in dicts]
+            return to_blocks(dicts, router, self.router_files(ci, router), self.file, f"cells[{ci}].routers.{router}.blocks")
 
 
 def _cycle_text(lists: list[ListKey], shown: int = 6) -> str:

@@ -227,6 +227,12 @@ def to_block(b: Json, router: str, worker_count: int, files: list[Json], file: s
     return block.model_copy(update={"files": used}) if used else block
 
 
+def to_blocks(dicts: list[Json], router: str, files: list[Json], file: str, path: str) -> list[Block]:
+    """The `Block`s of one deployment's decoded dicts (`to_block`); `path` + `[i]` names a bad one."""
+    workers = sum(d.get("workers") or 1 for d in dicts if d.get("kind") == "worker")
+    return [to_block(d, router, workers, files, file, key_join(path, i)) for i, d in enumerate(dicts)]
+
+
 def block_text(block: Block) -> str:
     """The text the explorer shows (and copies) for one process."""
     return format_block(block, with_files=False)

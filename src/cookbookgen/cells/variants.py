@@ -36,7 +36,7 @@ from ..render.model import ROLES, Block, Deployment
 from ..render.shell import format_block, placeholders_in
 from ..render.tables import order_worker_args, tables
 from . import describe
-from .explorer import LINKER_FLAGS, TIERS, kv_transform, to_block
+from .explorer import LINKER_FLAGS, TIERS, kv_transform, to_blocks
 from .model import Cell, Cookbook, Point, Variant
 
 Json = dict[str, Any]
@@ -90,12 +90,6 @@ def file_list(blocks: Iterable[Block]) -> list[Json]:
         for name, content in b.files.items():
             seen.setdefault((name, content), None)
     return [{"name": n, "content": c} for n, c in seen]
-
-
-def dict_blocks(dicts: list[Json], router: str, files: list[Json]) -> tuple[Block, ...]:
-    """Blocks from AgentX dicts exactly as the decoder builds them (files attached by name)."""
-    workers = sum(d.get("workers") or 1 for d in dicts if d.get("kind") == "worker")
-    return tuple(to_block(d, router, workers, files, VARIANT_FILE, f"blocks[{i}]") for i, d in enumerate(dicts))
 
 
 # ---- donors ----
@@ -231,7 +225,7 @@ def retier(blocks: list[Block], router: str, measured: str, target: str, donors:
     cell = {"kv": {"hicache": donors.hicache}}
     module = {"kvMooncake": donors.mooncake}
     dicts = kv_transform([block_dict(b) for b in blocks], measured, target, cell, module, router, VARIANT_FILE)
-    return list(dict_blocks(dicts, router, file_list(blocks)))
+    return to_blocks(dicts, router, file_list(blocks), VARIANT_FILE, "blocks")   # as the decoder builds them
 
 
 def derive(dep: Deployment, measured_router: str, measured_kv: str, target_router: str, target_kv: str,
