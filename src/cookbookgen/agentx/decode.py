@@ -404,17 +404,3 @@ def combinations(module: Json, file: str = DEFAULT_FILE) -> list[Json]:
                 for router in routers_of(cell):
                     out.extend(_combination(dec, ci, pi, router, kv) for kv in kv_tiers(cell, point))
     return out
-
-
-# ---- function API over a fresh Decoder ----
-
-def materialize(module: Json, cell_index: int, router: str, file: str = DEFAULT_FILE) -> list[Json]:
-    """Point-0 blocks of one cell under one router, fully decoded (dicts)."""
-    return copy.deepcopy(Decoder(module, file).materialize(cell_index, router))
-
-
-def decode_point(
-    module: Json, cell_index: int, point_index: int, router: str, kv: str | None, file: str = DEFAULT_FILE
-) -> list[Block]:
-    """The blocks the explorer shows for one selection (`kv` None = the measured tier)."""
-    return Decoder(module, file).decode_point(cell_index, point_index, router, kv)
