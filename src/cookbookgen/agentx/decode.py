@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, TypeGuard
 
 
-from ..cells.explorer import DEFAULT_FILE, TIERS, block_text, kv_transform, sort_args, to_blocks
+from ..cells import TIERS
+from ..cells.explorer import DEFAULT_FILE, block_text, kv_transform, sort_args, to_blocks
 from ..errors import CookbookError, key_join
 from ..render.model import Block
 from ..render.shell import format_block, heredoc

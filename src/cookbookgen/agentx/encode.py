@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..cells.model import Cell, Cookbook, Point
-from ..cells.explorer import TIERS
-from ..cells.variants import ROUTERS, block_dict, donors_for, mooncake_donor, point_kv, with_variants
+from ..cells import ROUTERS, TIERS
+from ..cells.variants import block_dict, donors_for, mooncake_donor, point_kv, with_variants
 from ..errors import CookbookError
 from ..render.model import Block, Deployment
 from .decode import Decoder, apply_diff, apply_patch, combinations, derive_block, kv_tiers, routers_of

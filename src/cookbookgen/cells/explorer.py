@@ -24,7 +24,6 @@ STORE_ONLY_ENV = (
     "MOONCAKE_MASTER", "MOONCAKE_TE_META_DATA_SERVER", "MOONCAKE_GLOBAL_SEGMENT_SIZE", "MOONCAKE_STANDALONE_STORAGE",
 )
 CACHE_ROLES = ("agg", "prefill")
-TIERS = ("none", "hicache", "mooncake")   # the explorer's KV tiers
 NGINX_CMD = "nginx -c nginx.conf -g 'daemon off;'"
 # Lookup tables keyed by a block's raw `role`/`kind` (None when the block has none).
 ROLE_TITLE: dict[str | None, str] = {"agg": "Worker", "prefill": "Prefill worker", "decode": "Decode worker"}

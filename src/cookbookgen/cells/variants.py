@@ -36,11 +36,11 @@ from ..render.model import ROLES, Block, Deployment
 from ..render.shell import format_block, placeholders_in
 from ..render.tables import order_worker_args, tables
 from . import describe
-from .explorer import LINKER_FLAGS, TIERS, kv_transform, to_blocks
+from . import ROUTERS, TIERS
+from .explorer import LINKER_FLAGS, kv_transform, to_blocks
 from .model import Cell, Cookbook, Point, Variant
 
 Json = dict[str, Any]
-ROUTERS = ("dynamo", "sglang")
 VARIANT_FILE = "derived variant"
 
 
