@@ -333,13 +333,9 @@ def dynamo_infra_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderConte
                  args=tuple(tuple(a) for a in tables().raw["etcd_args"]), count_nodes=1, where="on one CPU node (ETCD_IP)")
     nats = declared.get("nats")
     payload = (nats[1].options or {}).get("max_payload_mb") if nats else None
-    if payload:
-        conf = f"max_payload: {int(payload) * 1024 * 1024}\njetstream {{ store_dir: \"/tmp/nats\" }}\n"
-        nats_block = Block(kind="nats", title=tables().title("nats"), cmd=tables().command("nats_with_conf"),
-                           files={"nats.conf": conf}, count_nodes=1, where="on one CPU node (NATS_IP)")
-    else:
-        nats_block = Block(kind="nats", title=tables().title("nats"), cmd=tables().command("nats"), count_nodes=1,
-                           where="on one CPU node (NATS_IP)")
+    conf = {"nats.conf": f"max_payload: {int(payload) * 1024 * 1024}\njetstream {{ store_dir: \"/tmp/nats\" }}\n"} if payload else {}
+    nats_block = Block(kind="nats", title=tables().title("nats"), cmd=tables().command("nats_with_conf" if conf else "nats"),
+                       files=conf, count_nodes=1, where="on one CPU node (NATS_IP)")
     return [_with_service(block, declared.get(block.kind), ctx) for block in (etcd, nats_block)]
 
 
