@@ -201,19 +201,10 @@ def _too_deep(text: str, begin: int, file: str, first_line: int) -> CookbookErro
 
 def _encodable(data: Any) -> bool:
     """Every string and key of `data` can be written as UTF-8."""
-    stack = [data]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                return False
-        elif isinstance(value, dict):
-            stack.extend(value)
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
     return True
 
 
