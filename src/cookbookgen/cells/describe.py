@@ -5,12 +5,10 @@ disclosures and notes. No I/O except the notes table (package data, read once).
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from importlib import resources
 from operator import itemgetter
 from typing import Sequence, cast
 
-from ..recipes.load import parse_yaml
+from ..recipes.load import package_yaml
 from ..render.model import Block, Deployment
 from .model import Exclusion
 
@@ -153,12 +151,6 @@ def _short(value: object, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-@lru_cache(maxsize=1)
-def _notes_table() -> dict[str, str]:
-    text = resources.files("cookbookgen").joinpath("rules/notes.yaml").read_text(encoding="utf-8")
-    return cast(dict[str, str], parse_yaml(text, "cookbookgen/rules/notes.yaml").data["notes"])
-
-
 def notes(deps: list[Deployment]) -> tuple[str, ...]:
     present: set[str] = set()
     blocks = {id(b): b for dep in deps for b in dep.blocks}    # the points of a cell share most blocks
@@ -166,4 +158,4 @@ def notes(deps: list[Deployment]) -> tuple[str, ...]:
         present.update(map(itemgetter(0), b.args))
         present.update(b.env)
         present.update(map("=".join, b.env.items()))
-    return tuple(text for key, text in _notes_table().items() if key in present)
+    return tuple(text for key, text in cast(dict[str, str], package_yaml("rules/notes.yaml")["notes"]).items() if key in present)

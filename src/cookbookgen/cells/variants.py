@@ -22,13 +22,11 @@ import fnmatch
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Any, Callable, Iterable, cast, overload
 
 from ..errors import CookbookError
 from ..policy.rules import Policy
-from ..recipes.load import parse_yaml
+from ..recipes.load import package_yaml
 from ..recipes.schema import DynamoSpec, FrontendSpec, Recipe
 from ..render import deploy
 from ..render.layout import RoleLayout, Slot
@@ -44,11 +42,8 @@ Json = dict[str, Any]
 VARIANT_FILE = "derived variant"
 
 
-@lru_cache(maxsize=1)
 def kv_tables() -> Json:
-    """`rules/kv_tiers.yaml` as plain data."""
-    text = resources.files("cookbookgen").joinpath("rules/kv_tiers.yaml").read_text(encoding="utf-8")
-    return cast(Json, parse_yaml(text, "cookbookgen/rules/kv_tiers.yaml").data)
+    return cast(Json, package_yaml("rules/kv_tiers.yaml"))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Read YAML and JSON safely; remember where every YAML value came from. The only module that
 parses YAML or JSON inputs.
 
-I/O: `read_yaml_file` and `read_text_file` read one file; `parse_yaml` and `parse_json` work on text only.
+I/O: `read_yaml_file` and `read_text_file` read one file, `package_yaml` one table shipped in the package
+(read once per process); `parse_yaml` and `parse_json` work on text only.
 
 - Safe construction only: tags outside the YAML core schema (`!!python/...`) are refused.
 - Merge keys (`<<: *anchor`, `<<: [*a, *b]`) are applied; explicit keys win over merged ones.
@@ -23,6 +24,8 @@ import stat
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -113,6 +116,13 @@ def dotted(path: KeyPath) -> str:
     for k in path:
         out = key_join(out, k)
     return out
+
+
+@cache
+def package_yaml(name: str) -> Any:
+    """The data of a YAML table shipped in the package, e.g. `rules/render.yaml` (read-only: shared)."""
+    text = resources.files("cookbookgen").joinpath(name).read_text(encoding="utf-8")
+    return parse_yaml(text, f"cookbookgen/{name}").data
 
 
 def read_yaml_file(path: Path, shown_as: str | None = None) -> Document:

@@ -6,10 +6,9 @@ import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from operator import itemgetter
-from importlib import resources
 from typing import Any, Iterable, Sequence, TypeVar, cast
 
-from ..recipes.load import parse_yaml
+from ..recipes.load import package_yaml
 
 
 @dataclass(frozen=True)
@@ -57,8 +56,7 @@ class Tables:
 
 @lru_cache(maxsize=1)
 def tables() -> Tables:
-    text = resources.files("cookbookgen").joinpath("rules/render.yaml").read_text(encoding="utf-8")
-    return Tables(parse_yaml(text, "cookbookgen/rules/render.yaml").data)
+    return Tables(package_yaml("rules/render.yaml"))
 
 
 Arg = TypeVar("Arg", bound=Sequence[Any])   # `(flag, *values)`, a tuple or (in AgentX block dicts) a list

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 import shlex
-from functools import lru_cache
-from importlib import resources
 from typing import Any, cast
 
 from ..policy.rules import Policy
-from ..recipes.load import parse_yaml
+from ..recipes.load import package_yaml
 from ..recipes.schema import EngineSpec, Recipe, RoleSpec
 from .layout import RoleLayout, Slot
 from .tables import order_worker_args
@@ -27,10 +25,8 @@ from .values import kept_args, kept_env, replace_args
 Args = list[tuple[str, ...]]
 
 
-@lru_cache(maxsize=1)
 def engine_tables() -> dict[str, Any]:
-    text = resources.files("cookbookgen").joinpath("rules/engines.yaml").read_text(encoding="utf-8")
-    return cast(dict[str, Any], parse_yaml(text, "cookbookgen/rules/engines.yaml").data)
+    return cast(dict[str, Any], package_yaml("rules/engines.yaml"))
 
 
 def worker_port(slot: int) -> int:
