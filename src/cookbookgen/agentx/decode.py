@@ -19,28 +19,15 @@ from typing import Any, Iterator, TypeGuard
 
 
 from ..cells import TIERS
-from ..cells.explorer import DEFAULT_FILE, block_text, kv_transform, sort_args, to_blocks
+from ..cells.explorer import DEFAULT_FILE, block_text, explorer_texts, kv_transform, sort_args, to_blocks
 from ..errors import CookbookError, key_join
 from ..render.model import Block
 from ..render.shell import format_block, heredoc
+from ..render.tables import describe_placeholder
 
 COUNT_KEYS = ("workers", "nodes_per_worker", "count", "count_nodes")
 ENCODING_KEYS = ("from", "diff", "drop", "ref")
-PLACEHOLDERS = {
-    "NODE_RANK": "rank of this node within its worker (0 on the worker's first node)",
-    "NODE_IP": "IP of the node the command runs on",
-    "ETCD_IP": "node running etcd",
-    "NATS_IP": "node running NATS",
-    "MOONCAKE_MASTER_IP": "node running mooncake_master",
-    "AGG_HEAD_IP": "first node of this worker",
-    "PREFILL_HEAD_IP": "first node of this prefill worker",
-    "DECODE_HEAD_IP": "first node of this decode worker",
-    "IB_DEVICES": "the node's RDMA NICs",
-    "EFA_DEVICES": "EFA device filter (AWS EFA fabrics only)",
-}
 COPY_ALL_HEAD = "# Set per node before running the commands below"
-_ROLE_HEAD_IP = re.compile(r"(AGG|PREFILL|DECODE)_(\d+)_HEAD_IP")
-_FRONTEND_IP = re.compile(r"FRONTEND_(\d+)_IP")
 _PLACEHOLDER = re.compile(r"\$([A-Z][A-Z0-9_]*)")
 
 Json = dict[str, Any]
@@ -293,13 +280,7 @@ def point_kv(point: Json) -> str:
 
 def placeholder_text(name: str) -> str:
     """The description of a `$NAME` placeholder, or "" when the explorer does not know it."""
-    if name in PLACEHOLDERS:
-        return PLACEHOLDERS[name]
-    if m := _ROLE_HEAD_IP.fullmatch(name):
-        return f"first node of {m.group(1).lower()} worker {m.group(2)}"
-    if m := _FRONTEND_IP.fullmatch(name):
-        return f"node of frontend {m.group(1)}"
-    return ""
+    return describe_placeholder(explorer_texts(), name) or ""
 
 
 def used_placeholders(text: str) -> list[str]:

@@ -6,11 +6,12 @@ titles and "where" prose (section 3). No I/O.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
 from ..errors import CookbookError, key_join
+from ..recipes.load import package_yaml
 from ..render.model import Block
 from ..render.shell import format_block
 from ..render.tables import order_worker_args
@@ -25,20 +26,14 @@ STORE_ONLY_ENV = (
 )
 CACHE_ROLES = ("agg", "prefill")
 NGINX_CMD = "nginx -c nginx.conf -g 'daemon off;'"
-# Lookup tables keyed by a block's raw `role`/`kind` (None when the block has none).
-ROLE_TITLE: dict[str | None, str] = {"agg": "Worker", "prefill": "Prefill worker", "decode": "Decode worker"}
 ROLE_HEAD: dict[str | None, str] = {"agg": "$AGG_HEAD_IP", "prefill": "$PREFILL_HEAD_IP", "decode": "$DECODE_HEAD_IP"}
-KIND_TITLE: dict[str | None, str] = {
-    "etcd": "etcd — Dynamo control plane",
-    "nats": "NATS — Dynamo KV-event plane",
-    "mooncake-master": "Mooncake master",
-    "mooncake-store": "Mooncake store",
-    "dynamo-frontend": "Dynamo frontend (OpenAI API)",
-    "sglang-router": "SGLang router (OpenAI API)",
-    "nginx": "nginx — optional frontend load balancer",
-}
 
 Json = dict[str, Any]
+
+
+def explorer_texts() -> Json:
+    """`rules/explorer.yaml`: the explorer's block titles, "where" sentences and placeholder descriptions."""
+    return cast(Json, package_yaml("rules/explorer.yaml"))
 
 
 def sort_args(args: list[list[Any]]) -> list[list[Any]]:
@@ -129,9 +124,10 @@ def _js_str(value: Any) -> str:
 
 
 def block_title(block: Json) -> str:
+    titles = explorer_texts()["titles"]
     if block.get("kind") == "worker":
-        return ROLE_TITLE.get(block.get("role"), "Worker")
-    return KIND_TITLE.get(block.get("kind"), str(block.get("kind")))
+        return str(titles["worker"].get(block.get("role"), "Worker"))
+    return str(titles.get(block.get("kind"), block.get("kind")))
 
 
 def _pinning_text(pinning: list[list[Any]]) -> str:
@@ -173,16 +169,6 @@ def _frontend_where(b: Json) -> str:
     return head + " It finds the workers through etcd, so it can start before them."
 
 
-_FIXED_WHERE: dict[str | None, str] = {
-    "etcd": "Start once, before everything else, on $ETCD_IP.",
-    "nats": "Start once on $NATS_IP, with nats.conf (below) in the working directory.",
-    "mooncake-master": "Start once on $MOONCAKE_MASTER_IP before the workers.",
-    "nginx": "Optional scale-out in front of the frontends (next tab): hashes each session onto one frontend and "
-    "listens on port 8000, with nginx.conf (below) in the working directory.",
-    "sglang-router": "Start once after the workers; clients connect to port 8000.",
-}
-
-
 def where_text(b: Json, router: str, worker_count: int) -> str:
     """The explorer's per-tab instruction of where and how often a block runs."""
     kind = b.get("kind")
@@ -192,7 +178,7 @@ def where_text(b: Json, router: str, worker_count: int) -> str:
         return _store_where(b)
     if kind == "dynamo-frontend":
         return _frontend_where(b)
-    return _FIXED_WHERE.get(kind, "")
+    return str(explorer_texts()["where"].get(kind, ""))
 
 
 def _block_fields(b: Json, router: str, worker_count: int) -> Json:

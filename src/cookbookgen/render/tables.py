@@ -42,16 +42,22 @@ class Tables:
         return cast(str, value[role] if isinstance(value, dict) else value)
 
     def describe_placeholder(self, name: str) -> str | None:
-        fixed: str | None = self.raw["placeholders"].get(name)
-        if fixed:
-            return fixed
-        for item in self.raw["placeholder_patterns"]:
-            m = re.fullmatch(item["pattern"], name)
-            if m:
-                groups = m.groups()
-                role = groups[0].lower() if len(groups) == 2 else ""
-                return cast(str, item["description"].format(role=role, n=groups[-1]))
-        return None
+        return describe_placeholder(self.raw, name)
+
+
+def describe_placeholder(table: dict[str, Any], name: str) -> str | None:
+    """What `$name` stands for, by a table's `placeholders` (name -> description) and then its
+    `placeholder_patterns` (`{role}`: the lower-cased first of two groups, `{n}`: the last group)."""
+    fixed: str | None = table["placeholders"].get(name)
+    if fixed:
+        return fixed
+    for item in table["placeholder_patterns"]:
+        m = re.fullmatch(item["pattern"], name)
+        if m:
+            groups = m.groups()
+            role = groups[0].lower() if len(groups) == 2 else ""
+            return cast(str, item["description"].format(role=role, n=groups[-1]))
+    return None
 
 
 @lru_cache(maxsize=1)
