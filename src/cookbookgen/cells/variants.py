@@ -265,11 +265,11 @@ def cell_variants(cell: Cell, donors: Donors) -> tuple[Variant, ...]:
     return tuple(out)
 
 
-def with_variants(cookbook: Cookbook) -> Cookbook:
-    """The cookbook with `Cell.variants` filled for every cell."""
+def with_variants(cookbook: Cookbook, variants_of: Callable[[Cell, Donors], tuple[Variant, ...]] = cell_variants) -> Cookbook:
+    """The cookbook with `Cell.variants` filled for every cell (by `variants_of`, e.g. through a cache)."""
     pages = []
     for page in cookbook.pages:
-        cells = tuple(c.model_copy(update={"variants": cell_variants(c, donors_for(c, cookbook))}) for c in page.cells)
+        cells = tuple(c.model_copy(update={"variants": variants_of(c, donors_for(c, cookbook))}) for c in page.cells)
         pages.append(page.model_copy(update={"cells": cells}))
     return cookbook.model_copy(update={"pages": tuple(pages)})
 
