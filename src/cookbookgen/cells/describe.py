@@ -17,7 +17,8 @@ SHOWN_EXCLUSIONS = ("harness-only", "default-equivalent", "placeholder", "cluste
 _SHOWN = frozenset(SHOWN_EXCLUSIONS)
 
 
-def _value(block: Block, *flags: str) -> str | None:
+def flag_value(block: Block, *flags: str) -> str | None:
+    """The first value of the first of the block's args that is one of `flags`."""
     for arg in block.args:
         if arg[0] in flags and len(arg) > 1:
             return arg[1]
@@ -29,7 +30,7 @@ _PARALLEL_FLAGS = {"--tensor-parallel-size": "tp", "--tp-size": "tp", "--data-pa
 
 
 def _parallel_sizes(block: Block) -> tuple[dict[str, str], bool]:
-    """The first value of each parallel size's flags (as `_value` finds it) and whether DP attention
+    """The first value of each parallel size's flags (as `flag_value` finds it) and whether DP attention
     is on, in one pass over the args (a point's label reads them all)."""
     sizes: dict[str, str] = {}
     dpa = False
@@ -72,14 +73,14 @@ def topology_label(dep: Deployment) -> str:
 
 def spec_detail(dep: Deployment) -> str:
     worker = next(b for b in dep.blocks if b.kind == "worker")
-    algo = _value(worker, "--speculative-algorithm")
+    algo = flag_value(worker, "--speculative-algorithm")
     if not algo:
         return ""
     if algo.upper() == "DSPARK":
-        return f"DSpark {_value(worker, '--speculative-dspark-block-size') or ''}".strip()
-    steps = _value(worker, "--speculative-num-steps")
-    topk = _value(worker, "--speculative-eagle-topk")
-    draft = _value(worker, "--speculative-num-draft-tokens")
+        return f"DSpark {flag_value(worker, '--speculative-dspark-block-size') or ''}".strip()
+    steps = flag_value(worker, "--speculative-num-steps")
+    topk = flag_value(worker, "--speculative-eagle-topk")
+    draft = flag_value(worker, "--speculative-num-draft-tokens")
     return f"MTP {steps}-{topk}-{draft}" if steps and topk and draft else algo
 
 
