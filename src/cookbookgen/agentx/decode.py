@@ -124,11 +124,14 @@ class Decoder:
             detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
             raise self.fail(key_path, f"malformed module data: {detail}") from None
 
+    def item(self, items: list[Json], index: Any, path: str, what: str, holder: str) -> Json:
+        """`items[index]`, or a located problem: "no <what> 7 (<holder> has 3)"."""
+        if not _is_whole(index) or not 0 <= index < len(items):
+            raise self.fail(path, f"no {what} {index!r} ({holder} has {len(items)})")
+        return items[index]
+
     def cell(self, index: Any, key_path: str) -> Json:
-        cells: list[Json] = self.module["cells"]
-        if not _is_whole(index) or not 0 <= index < len(cells):
-            raise self.fail(key_path, f"no cell {index!r} (module has {len(cells)})")
-        return cells[index]
+        return self.item(self.module["cells"], index, key_path, "cell", "module")
 
     def router_blocks(self, ci: int, router: Any, key_path: str) -> list[Json]:
         routers = self.cell(ci, key_path).get("routers") or {}
@@ -185,22 +188,16 @@ class Decoder:
     def entry(self, ci: int, entry: Json, path: str) -> Json:
         if entry.get("ref"):
             ref = entry["ref"]
-            return derive_block(self.pick(self.memo[(ref[0], ref[1])], ref[2], key_join(path, "ref")), entry)
+            return derive_block(self.item(self.memo[(ref[0], ref[1])], ref[2], key_join(path, "ref"), "block", "the referenced list"), entry)
         if entry.get("from") is not None:
             target = self.memo[(ci, self.module["cells"][ci]["submitted"])]
-            return derive_block(self.pick(target, entry["from"], key_join(path, "from")), entry)
+            return derive_block(self.item(target, entry["from"], key_join(path, "from"), "block", "the referenced list"), entry)
         return copy.deepcopy(entry)
-
-    def pick(self, blocks: list[Json], index: Any, path: str) -> Json:
-        if not _is_whole(index) or not 0 <= index < len(blocks):
-            raise self.fail(path, f"no block {index!r} (the referenced list has {len(blocks)})")
-        return blocks[index]
 
     def env_ref(self, block: Json, path: str) -> Json:
         envs = self.module.get("envs") or []
-        ref = block.get("envRef")
-        if ref is not None and (not _is_whole(ref) or not 0 <= ref < len(envs)):
-            raise self.fail(key_join(path, "envRef"), f"no env {ref!r} (module has {len(envs)})")
+        if block.get("envRef") is not None:
+            self.item(envs, block["envRef"], key_join(path, "envRef"), "env", "module")
         return resolve_env_ref(block, envs)
 
     def point_dicts(self, ci: int, pi: int, router: str, kv: str | None) -> list[Json]:
