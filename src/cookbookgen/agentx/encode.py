@@ -543,16 +543,11 @@ def reencode(module: Json, file: str = "agentx") -> Json:
 
 
 def _with_key(data: Json, key: str, value: Any, before: str) -> Json:
-    if key in data:
+    """`data` with `key` set to `value`: in its place, else just before `before` (else last)."""
+    if key in data or before not in data:
         return {**data, key: value}
-    out: Json = {}
-    for k, v in data.items():
-        if k == before:
-            out[key] = value
-        out[k] = v
-    if key not in out:
-        out[key] = value
-    return out
+    items, at = list(data.items()), list(data).index(before)
+    return dict(items[:at] + [(key, value)] + items[at:])
 
 
 def _recell(cell: Json, entries: dict[str, list[Json]], patches: list[Json]) -> Json:
