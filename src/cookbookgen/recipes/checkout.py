@@ -11,7 +11,7 @@ A recipe path that leaves the checkout (`..`, absolute paths, symlinks out) is r
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
@@ -59,7 +59,7 @@ class Checkout:
         """The file a master row names, checked to stay inside the checkout."""
         rel = PurePosixPath(ref)
         if rel.is_absolute() or ".." in rel.parts or not ref.strip():
-            raise CookbookError([_moved(where, f"recipe path {ref!r} must be relative and stay inside the checkout")])
+            raise CookbookError([replace(where, message=f"recipe path {ref!r} must be relative and stay inside the checkout")])
         if rel.parts and rel.parts[0] == "recipes":
             rel = MULTI_NODE_RECIPES.joinpath(*rel.parts[1:])
         elif recipe_dir:
@@ -67,15 +67,11 @@ class Checkout:
         try:
             path = (self.e2e / rel).resolve()
             if not path.is_relative_to(self.real_root):
-                raise CookbookError([_moved(where, f"recipe path {ref!r} leaves the checkout")])
+                raise CookbookError([replace(where, message=f"recipe path {ref!r} leaves the checkout")])
             if not path.is_file():
-                raise CookbookError([_moved(where, f"recipe file not found: {self.shown(Path(os.path.normpath(self.e2e / rel)))}")])
+                raise CookbookError([replace(where, message=f"recipe file not found: {self.shown(Path(os.path.normpath(self.e2e / rel)))}")])
         except OSError as exc:     # a name too long...
-            raise CookbookError([_moved(where, f"recipe path {ref!r} cannot be read: {exc.strerror}")]) from None
+            raise CookbookError([replace(where, message=f"recipe path {ref!r} cannot be read: {exc.strerror}")]) from None
         except RuntimeError:       # what Python 3.11's `Path.resolve` raises for a loop of symbolic links
-            raise CookbookError([_moved(where, f"recipe path {ref!r} cannot be read: a loop of symbolic links")]) from None
+            raise CookbookError([replace(where, message=f"recipe path {ref!r} cannot be read: a loop of symbolic links")]) from None
         return path
-
-
-def _moved(where: Problem, message: str) -> Problem:
-    return Problem(where.file, where.line, where.key_path, message)

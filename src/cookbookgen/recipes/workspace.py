@@ -4,7 +4,7 @@ the load/resolve stage: everything it returns is plain data for the pure stages.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -175,8 +175,8 @@ class Workspace:
         if len(hits) == 1:
             return hits[0]
         why = "no override" if not hits else f"{len(hits)} overrides ({', '.join(hits)})"
-        raise CookbookError([Problem(where.file, where.line, where.key_path,
-                                     f"{why} of {doc.file} match tp={row.tp} and benchmark.env.CONC={conc}; name one with :override_<name>")])
+        raise CookbookError([replace(where, message=f"{why} of {doc.file} match tp={row.tp} and benchmark.env.CONC={conc}; "
+                                                    "name one with :override_<name>")])
 
     def bare_recipe(self, ref: str, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> ResolvedPoint:
         file, _, selector = ref.partition(":")
