@@ -323,12 +323,8 @@ ENGINE_WORKERS: dict[str, Callable[[RawYaml, Recipe, RenderContext, str, RoleLay
 
 # --- infrastructure services ---------------------------------------------------------------------
 
-def _services(typed: Recipe) -> list[tuple[int, ServiceSpec]]:
-    return list(enumerate(typed.services or []))
-
-
 def dynamo_infra_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> list[Block]:
-    declared: dict[str, tuple[int, ServiceSpec]] = {s.type: (i, s) for i, s in _services(typed)}
+    declared: dict[str, tuple[int, ServiceSpec]] = {s.type: (i, s) for i, s in enumerate(typed.services or [])}
     etcd = Block(kind="etcd", title=tables().title("etcd"), cmd=tables().command("etcd"),
                  args=tuple(tuple(a) for a in tables().raw["etcd_args"]), count_nodes=1, where="on one CPU node (ETCD_IP)")
     nats = declared.get("nats")
@@ -370,7 +366,7 @@ def _mooncake(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layout
     blocks = []
     endpoints = dynamo_env(typed) if kind == "dynamo" else {}
     endpoints.pop("DYN_REQUEST_PLANE", None)
-    for i, svc in _services(typed):
+    for i, svc in enumerate(typed.services or []):
         entry = _service_entry(ctx, i, svc)
         env, own = entry.env, entry.args
         if svc.type == "mooncake-master":
