@@ -135,14 +135,10 @@ def disclosures(deps: list[Deployment]) -> tuple[str, ...]:
 def exclusions(points: list[tuple[str, Deployment]]) -> tuple[Exclusion, ...]:
     """Every setting not published as-is, merged over the points (which points each one applies to)."""
     merged: dict[tuple[str, str, str, str], list[str]] = {}
-    keys: dict[int, tuple[str, str, str, str]] = {}      # per setting object: the points share most of them
     for label, dep in points:
         for s in dep.settings:
             if s.cls in _SHOWN:
-                key = keys.get(id(s))
-                if key is None:
-                    key = keys[id(s)] = (s.path, s.cls, s.reason, _short(s.value))
-                merged.setdefault(key, []).append(label)
+                merged.setdefault((s.path, s.cls, s.reason, _short(s.value)), []).append(label)
     return tuple(Exclusion(path=p, cls=c, reason=r, value=v, points=tuple(dict.fromkeys(ls)))
                  for (p, c, r, v), ls in sorted(merged.items(), key=lambda kv: (SHOWN_EXCLUSIONS.index(kv[0][1]), kv[0][0])))
 
