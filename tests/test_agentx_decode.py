@@ -18,8 +18,6 @@ from cookbookgen.agentx.decode import (
     apply_patch,
     combinations,
     copy_all_runnable,
-    decode_point,
-    materialize,
     placeholder_text,
     status_of,
 )
@@ -50,7 +48,7 @@ def combos(modules: dict[str, dict]) -> dict[str, list[dict]]:
 
 
 def _block(module: dict, ci: int, pi: int, router: str, kv: str | None, index: int) -> Block:
-    return decode_point(module, ci, pi, router, kv)[index]
+    return Decoder(module).decode_point(ci, pi, router, kv)[index]
 
 
 def _bash_n(text: str, tmp_path: Path, name: str = "script.sh") -> subprocess.CompletedProcess:
@@ -174,7 +172,7 @@ def test_ref_chain_across_cells(modules: dict[str, dict]) -> None:
     assert block.arg_values("--dp-size") == [("--dp-size", "16")]
     assert block.env == base.env
     assert block.where.startswith("Start 2 prefill workers, each spanning 4 nodes. Run on every node of a worker")
-    raw = materialize(module, 8, "dynamo", V4)[6]
+    raw = Decoder(module, V4).materialize(8, "dynamo")[6]
     assert raw["workers"] == 2 and "ref" not in raw and "envRef" not in raw
 
 
@@ -183,7 +181,7 @@ def test_glm_ref_with_drop(modules: dict[str, dict]) -> None:
     module = modules[GLM]
     entry = module["cells"][16]["routers"]["dynamo"]["blocks"][5]
     assert entry["drop"] == ["gpu_pinning"]
-    target = materialize(module, entry["ref"][0], entry["ref"][1], GLM)[entry["ref"][2]]
+    target = Decoder(module, GLM).materialize(entry["ref"][0], entry["ref"][1])[entry["ref"][2]]
     block = _block(module, 16, 0, "dynamo", None, 5)
     assert target.get("gpu_pinning") is not None
     assert block.gpu_pinning is None and block.workers == 1
@@ -194,8 +192,8 @@ def test_glm_ref_with_drop(modules: dict[str, dict]) -> None:
 def test_patched_point(modules: dict[str, dict]) -> None:
     # cells[22].points[3] (c160): sglang patch diffs the worker and replaces the router with {block: ...}.
     module = modules[V4]
-    base = decode_point(module, 22, 0, "sglang", None)
-    blocks = decode_point(module, 22, 3, "sglang", None)
+    base = Decoder(module).decode_point(22, 0, "sglang", None)
+    blocks = Decoder(module).decode_point(22, 3, "sglang", None)
     assert [b.kind for b in blocks] == ["worker", "sglang-router"]
     assert blocks[0].arg_values("--max-running-requests") == [("--max-running-requests", "320")]
     assert blocks[0].arg_values("--prefill-decode-interval") == [("--prefill-decode-interval", "20")]
@@ -203,15 +201,15 @@ def test_patched_point(modules: dict[str, dict]) -> None:
     assert blocks[1].args[:4] == (("--policy", "cache_aware"), ("--balance-abs-threshold", "32"),
                                   ("--request-id-headers", "x-correlation-id"), ("--dp-aware",))
     assert blocks[1].env["TORCH_CUDA_ARCH_LIST"] == "10.0"
-    dynamo = decode_point(module, 22, 3, "dynamo", None)
+    dynamo = Decoder(module).decode_point(22, 3, "dynamo", None)
     assert dynamo[2].arg_values("--max-running-requests") == [("--max-running-requests", "320")]
 
 
 def test_mooncake_transform_from_hicache(modules: dict[str, dict]) -> None:
     # cells[5] (GB200 agg) was measured with hicache under dynamo.
     module = modules[V4]
-    measured = decode_point(module, 5, 0, "dynamo", None)
-    blocks = decode_point(module, 5, 0, "dynamo", "mooncake")
+    measured = Decoder(module).decode_point(5, 0, "dynamo", None)
+    blocks = Decoder(module).decode_point(5, 0, "dynamo", "mooncake")
     assert [b.kind for b in measured] == ["etcd", "nats", "dynamo-frontend", "worker"]
     assert [b.kind for b in blocks] == ["etcd", "nats", "dynamo-frontend", "mooncake-master", "worker"]
     assert measured[3].arg_values("--enable-hierarchical-cache")
@@ -228,14 +226,14 @@ def test_mooncake_transform_from_hicache(modules: dict[str, dict]) -> None:
 
 def sglang_master_first(module: dict) -> bool:
     """cells[9] has one sglang worker and no router: the master goes first, with the sglang (empty) env."""
-    blocks = decode_point(module, 9, 0, "sglang", "mooncake")
+    blocks = Decoder(module).decode_point(9, 0, "sglang", "mooncake")
     return [b.kind for b in blocks] == ["mooncake-master", "worker"] and blocks[0].env == {}
 
 
 def test_mooncake_measured_to_none_removes_store(modules: dict[str, dict]) -> None:
     module = modules[V4]
-    measured = decode_point(module, 1, 0, "dynamo", None)
-    blocks = decode_point(module, 1, 0, "dynamo", "none")
+    measured = Decoder(module).decode_point(1, 0, "dynamo", None)
+    blocks = Decoder(module).decode_point(1, 0, "dynamo", "none")
     assert {"mooncake-master", "mooncake-store"} <= {b.kind for b in measured}
     assert not {"mooncake-master", "mooncake-store"} & {b.kind for b in blocks}
     prefill = next(b for b in blocks if b.role == "prefill")
@@ -246,7 +244,7 @@ def test_mooncake_measured_to_none_removes_store(modules: dict[str, dict]) -> No
 
 
 def test_nginx_text_and_files(modules: dict[str, dict]) -> None:
-    blocks = decode_point(modules[V4], 1, 0, "dynamo", None)
+    blocks = Decoder(modules[V4]).decode_point(1, 0, "dynamo", None)
     nginx = next(b for b in blocks if b.kind == "nginx")
     nats = next(b for b in blocks if b.kind == "nats")
     assert block_text(nginx) == "nginx -c nginx.conf -g 'daemon off;'"
@@ -438,9 +436,9 @@ def _synthetic() -> dict[str, Any]:
 
 def test_synthetic_module_decodes() -> None:
     module = _synthetic()
-    blocks = decode_point(module, 0, 0, "dynamo", None)
+    blocks = Decoder(module).decode_point(0, 0, "dynamo", None)
     assert blocks[0].cmd == "python3 -m dynamo.sglang" and list(blocks[0].env.items()) == [("A", "1"), ("B", "2")]
-    assert decode_point(module, 1, 0, "sglang", None)[0].workers == 2
+    assert Decoder(module).decode_point(1, 0, "sglang", None)[0].workers == 2
     assert len(combinations(module)) == 3
 
 
@@ -480,20 +478,20 @@ def test_bad_patches() -> None:
     assert info.value.problems[0].key_path == "cells[1].points[1].patch.sglang[0].envRef"
     module["envs"].append({"Z": "1"})
     module["cells"][1]["points"][1]["patch"]["sglang"]["replace"][0]["envRef"] = 1
-    assert decode_point(module, 1, 1, "sglang", None)[0].env == {"Z": "1"}
+    assert Decoder(module).decode_point(1, 1, "sglang", None)[0].env == {"Z": "1"}
 
 
 def test_reference_cycles() -> None:
     module = _synthetic()
     module["cells"][0]["routers"]["sglang"]["blocks"][0] = {"ref": [1, "sglang", 0]}
     with pytest.raises(CookbookError) as info:
-        materialize(module, 0, "sglang", "syn.jsx")
+        Decoder(module, "syn.jsx").materialize(0, "sglang")
     (problem,) = info.value.problems
     assert problem.key_path == "cells[1].routers.sglang.blocks[0].ref" and "cycle" in problem.message
     own = _synthetic()
     own["cells"][0]["routers"]["sglang"]["blocks"][0] = {"from": 0}
     with pytest.raises(CookbookError, match=r"cells\[0\]\.routers\.sglang\.blocks\[0\]\.from: reference cycle"):
-        decode_point(own, 0, 0, "sglang", None, "syn.jsx")
+        Decoder(own, "syn.jsx").decode_point(0, 0, "sglang", None)
 
 
 def test_materialize_is_memoised_and_not_mutated(modules: dict[str, dict]) -> None:

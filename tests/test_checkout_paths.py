@@ -1,6 +1,6 @@
-"""`Checkout.recipe_path` resolves a recipe's path folder by folder, each folder once per checkout. On
-any tree of folders, files and symbolic links (inside the checkout, out of it, dangling, in loops) it
-finds what `Path.resolve` finds, and a path it cannot resolve is one clear error, not a traceback."""
+"""`Checkout.recipe_path` on any tree of folders, files and symbolic links (inside the checkout, out of
+it, dangling, in loops) finds what `Path.resolve` finds, and a path it cannot resolve is one clear
+error, not a traceback."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def _got(checkout: Checkout, ref: str, recipe_dir: str | None) -> tuple[str, str
 @given(LINKS, QUERIES, RECIPE_DIRS)
 def test_a_recipe_path_resolves_as_the_whole_path_does(links: dict[str, str], refs: list[str], recipe_dir: str | None) -> None:
     with tempfile.TemporaryDirectory() as top:
-        checkout = Checkout(_tree(Path(top), links))     # one checkout: its folders are resolved once, for every query
+        checkout = Checkout(_tree(Path(top), links))     # one checkout for every query
         for ref in refs:
             kind, text = _got(checkout, ref, recipe_dir)
             want_kind, want_text = _expected(checkout, ref, recipe_dir)

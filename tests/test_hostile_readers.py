@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import pytest
 
-from cookbookgen.agentx.decode import materialize
+from cookbookgen.agentx.decode import Decoder
 from cookbookgen.agentx.module import read_module_text
 from cookbookgen.cli import main
 from cookbookgen.errors import CookbookError
@@ -112,15 +112,15 @@ def test_hostile_module_text(tmp_path: Path, capsys, case: str, command: str) ->
 def test_a_ref_chain_of_any_length_decodes_without_recursion() -> None:
     # 2,000 links: far past Python's recursion limit (each link took four frames)
     module = _reverse_chain(2000)
-    blocks = materialize(module, 0, "dynamo", "chain.json")
-    assert blocks == materialize(module, 1999, "dynamo", "chain.json")
+    blocks = Decoder(module, "chain.json").materialize(0, "dynamo")
+    assert blocks == Decoder(module, "chain.json").materialize(1999, "dynamo")
 
 
 def test_a_reference_cycle_names_its_lists() -> None:
     module = _reverse_chain(4)
     module["cells"][3]["routers"]["sglang"]["blocks"][0] = {"ref": [1, "sglang", 0]}
     with pytest.raises(CookbookError) as info:
-        materialize(module, 0, "sglang", "cycle.json")
+        Decoder(module, "cycle.json").materialize(0, "sglang")
     (problem,) = info.value.problems
     assert problem.key_path == "cells[3].routers.sglang.blocks[0].ref"
     assert problem.message == ("reference cycle: cells[1].routers.sglang -> cells[2].routers.sglang -> "

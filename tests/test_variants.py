@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from cookbookgen.agentx.decode import decode_point, routers_of
+from cookbookgen.agentx.decode import Decoder, routers_of
 from cookbookgen.agentx.module import read_module_text
 from cookbookgen.cells import describe
 from cookbookgen.cells.assemble import load_cookbook
@@ -170,7 +170,7 @@ def test_the_explorer_faults_in_the_public_modules_are_found() -> None:
         for ci, cell in enumerate(module["cells"]):
             for router in routers_of(cell):
                 for kv in cell["kv"]["available"]:
-                    blocks = tuple(decode_point(module, ci, 0, router, kv))
+                    blocks = tuple(Decoder(module).decode_point(ci, 0, router, kv))
                     for p in check_consistency(Deployment(blocks=blocks, model="m")):
                         kind = "port" if p.startswith("port ") else "nats" if "$NATS_IP" in p else "other"
                         found[kind].add(cell["id"])

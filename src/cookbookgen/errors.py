@@ -110,10 +110,6 @@ def _inner(kind: Any, part: str | int) -> Any:
 _ALTERNATIVES = ("a valid string", "a valid integer", "a valid number", "a valid boolean", "a valid list")
 
 
-def _alternative_rank(alternative: str) -> int:
-    return _ALTERNATIVES.index(alternative) if alternative in _ALTERNATIVES else len(_ALTERNATIVES)
-
-
 def _schema_message(errors: list[Mapping[str, Any]], loc: tuple[str | int, ...], model: type[BaseModel] | None) -> str:
     if any(e["type"] == "extra_forbidden" for e in errors):
         allowed = _fields_at(model, loc[:-1]) if model and loc else []
@@ -124,6 +120,6 @@ def _schema_message(errors: list[Mapping[str, Any]], loc: tuple[str | int, ...],
     shown = type(got).__name__ if isinstance(got, (dict, list)) else repr(got)
     wants = list(dict.fromkeys(str(e["msg"]) for e in errors))
     if len(wants) > 1:   # the members of a union, each "Input should be a valid ...", in one order whatever the union's
-        alternatives = sorted((w.removeprefix("Input should be ") for w in wants), key=_alternative_rank)
+        alternatives = sorted((w.removeprefix("Input should be ") for w in wants), key=lambda a: _ALTERNATIVES.index(a) if a in _ALTERNATIVES else len(_ALTERNATIVES))
         wants = ["Input should be " + ", ".join(alternatives[:-1]) + " or " + alternatives[-1]]
     return f"{wants[0]} (received {shown})"

@@ -18,28 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, TypeGuard
 
 
-from ..cells.explorer import DEFAULT_FILE, TIERS, block_text, kv_transform, sort_args, to_block
+from ..cells import TIERS
+from ..cells.explorer import DEFAULT_FILE, block_text, explorer_texts, kv_transform, sort_args, to_blocks
 from ..errors import CookbookError, key_join
 from ..render.model import Block
 from ..render.shell import format_block, heredoc
+from ..render.tables import describe_placeholder
 
 COUNT_KEYS = ("workers", "nodes_per_worker", "count", "count_nodes")
 ENCODING_KEYS = ("from", "diff", "drop", "ref")
-PLACEHOLDERS = {
-    "NODE_RANK": "rank of this node within its worker (0 on the worker's first node)",
-    "NODE_IP": "IP of the node the command runs on",
-    "ETCD_IP": "node running etcd",
-    "NATS_IP": "node running NATS",
-    "MOONCAKE_MASTER_IP": "node running mooncake_master",
-    "AGG_HEAD_IP": "first node of this worker",
-    "PREFILL_HEAD_IP": "first node of this prefill worker",
-    "DECODE_HEAD_IP": "first node of this decode worker",
-    "IB_DEVICES": "the node's RDMA NICs",
-    "EFA_DEVICES": "EFA device filter (AWS EFA fabrics only)",
-}
 COPY_ALL_HEAD = "# Set per node before running the commands below"
-_ROLE_HEAD_IP = re.compile(r"(AGG|PREFILL|DECODE)_(\d+)_HEAD_IP")
-_FRONTEND_IP = re.compile(r"FRONTEND_(\d+)_IP")
 _PLACEHOLDER = re.compile(r"\$([A-Z][A-Z0-9_]*)")
 
 Json = dict[str, Any]
@@ -136,11 +124,14 @@ class Decoder:
             detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
             raise self.fail(key_path, f"malformed module data: {detail}") from None
 
+    def item(self, items: list[Json], index: Any, path: str, what: str, holder: str) -> Json:
+        """`items[index]`, or a located problem: "no <what> 7 (<holder> has 3)"."""
+        if not _is_whole(index) or not 0 <= index < len(items):
+            raise self.fail(path, f"no {what} {index!r} ({holder} has {len(items)})")
+        return items[index]
+
     def cell(self, index: Any, key_path: str) -> Json:
-        cells: list[Json] = self.module["cells"]
-        if not _is_whole(index) or not 0 <= index < len(cells):
-            raise self.fail(key_path, f"no cell {index!r} (module has {len(cells)})")
-        return cells[index]
+        return self.item(self.module["cells"], index, key_path, "cell", "module")
 
     def router_blocks(self, ci: int, router: Any, key_path: str) -> list[Json]:
         routers = self.cell(ci, key_path).get("routers") or {}
@@ -190,28 +181,23 @@ class Decoder:
         """The blocks of (cell, router), once every list its entries point at is in the memo."""
         prefix = f"{key_join('cells', ci)}.routers.{router}.blocks"
         entries = self.router_blocks(ci, router, key_join("cells", ci))
-        out = [self.entry(ci, e, key_join(prefix, i)) for i, e in enumerate(entries)]
-        return [self.env_ref(b, path) for b, path in zip(out, _paths(ci, router, len(out)))]
+        paths = [key_join(prefix, i) for i in range(len(entries))]
+        out = [self.entry(ci, e, path) for e, path in zip(entries, paths)]
+        return [self.env_ref(b, path) for b, path in zip(out, paths)]
 
     def entry(self, ci: int, entry: Json, path: str) -> Json:
         if entry.get("ref"):
             ref = entry["ref"]
-            return derive_block(self.pick(self.memo[(ref[0], ref[1])], ref[2], key_join(path, "ref")), entry)
+            return derive_block(self.item(self.memo[(ref[0], ref[1])], ref[2], key_join(path, "ref"), "block", "the referenced list"), entry)
         if entry.get("from") is not None:
             target = self.memo[(ci, self.module["cells"][ci]["submitted"])]
-            return derive_block(self.pick(target, entry["from"], key_join(path, "from")), entry)
+            return derive_block(self.item(target, entry["from"], key_join(path, "from"), "block", "the referenced list"), entry)
         return copy.deepcopy(entry)
-
-    def pick(self, blocks: list[Json], index: Any, path: str) -> Json:
-        if not _is_whole(index) or not 0 <= index < len(blocks):
-            raise self.fail(path, f"no block {index!r} (the referenced list has {len(blocks)})")
-        return blocks[index]
 
     def env_ref(self, block: Json, path: str) -> Json:
         envs = self.module.get("envs") or []
-        ref = block.get("envRef")
-        if ref is not None and (not _is_whole(ref) or not 0 <= ref < len(envs)):
-            raise self.fail(key_join(path, "envRef"), f"no env {ref!r} (module has {len(envs)})")
+        if block.get("envRef") is not None:
+            self.item(envs, block["envRef"], key_join(path, "envRef"), "env", "module")
         return resolve_env_ref(block, envs)
 
     def point_dicts(self, ci: int, pi: int, router: str, kv: str | None) -> list[Json]:
@@ -266,10 +252,7 @@ class Decoder:
         with self.guard(f"cells[{ci}].points[{pi}]"):
             dicts = self.point_dicts(ci, pi, router, kv)
             self.check_counts(dicts, f"cells[{ci}].routers.{router}.blocks")
-            workers = sum(b.get("workers") or 1 for b in dicts if b.get("kind") == "worker")
-            files = self.router_files(ci, router)
-            path = f"cells[{ci}].routers.{router}"
-            return [to_block(b, router, workers, files, self.file, path) for b in dicts]
+            return to_blocks(dicts, router, self.router_files(ci, router), self.file, f"cells[{ci}].routers.{router}.blocks")
 
 
 def _cycle_text(lists: list[ListKey], shown: int = 6) -> str:
@@ -285,10 +268,6 @@ def _is_whole(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _paths(ci: int, router: str, n: int) -> list[str]:
-    return [f"cells[{ci}].routers.{router}.blocks[{i}]" for i in range(n)]
-
-
 def point_kv(point: Json) -> str:
     """The tier a point was measured with (`none` when the point does not say)."""
     return point.get("kv") or "none"
@@ -298,13 +277,7 @@ def point_kv(point: Json) -> str:
 
 def placeholder_text(name: str) -> str:
     """The description of a `$NAME` placeholder, or "" when the explorer does not know it."""
-    if name in PLACEHOLDERS:
-        return PLACEHOLDERS[name]
-    if m := _ROLE_HEAD_IP.fullmatch(name):
-        return f"first node of {m.group(1).lower()} worker {m.group(2)}"
-    if m := _FRONTEND_IP.fullmatch(name):
-        return f"node of frontend {m.group(1)}"
-    return ""
+    return describe_placeholder(explorer_texts(), name) or ""
 
 
 def used_placeholders(text: str) -> list[str]:
@@ -410,17 +383,3 @@ def combinations(module: Json, file: str = DEFAULT_FILE) -> list[Json]:
                 for router in routers_of(cell):
                     out.extend(_combination(dec, ci, pi, router, kv) for kv in kv_tiers(cell, point))
     return out
-
-
-# ---- function API over a fresh Decoder ----
-
-def materialize(module: Json, cell_index: int, router: str, file: str = DEFAULT_FILE) -> list[Json]:
-    """Point-0 blocks of one cell under one router, fully decoded (dicts)."""
-    return copy.deepcopy(Decoder(module, file).materialize(cell_index, router))
-
-
-def decode_point(
-    module: Json, cell_index: int, point_index: int, router: str, kv: str | None, file: str = DEFAULT_FILE
-) -> list[Block]:
-    """The blocks the explorer shows for one selection (`kv` None = the measured tier)."""
-    return Decoder(module, file).decode_point(cell_index, point_index, router, kv)

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..cells.model import Cell, Cookbook, Point
-from ..cells.explorer import TIERS
-from ..cells.variants import ROUTERS, block_dict, donors_for, mooncake_donor, point_kv, with_variants
-from ..errors import CookbookError, key_join
+from ..cells import ROUTERS, TIERS
+from ..cells.variants import block_dict, donors_for, mooncake_donor, point_kv, with_variants
+from ..errors import CookbookError
 from ..render.model import Block, Deployment
 from .decode import Decoder, apply_diff, apply_patch, combinations, derive_block, kv_tiers, routers_of
-from .module import dumps
+from .module import check_cell_ids, dumps
 
 Json = dict[str, Any]
 SIZE_INDENT = 6  # depth of a block inside a module; sizes compare encodings as the writer prints them
@@ -77,14 +77,19 @@ def env_diff(src: Json, dst: Json) -> Json:
     return out
 
 
+def block_diff(src: Json, dst: Json) -> Json:
+    """The `diff` that turns `src`'s args and env into `dst`'s (an empty part left out)."""
+    diff = {"args": args_diff(src.get("args") or [], dst.get("args") or []), "env": env_diff(src.get("env") or {}, dst.get("env") or {})}
+    return {k: v for k, v in diff.items() if v}
+
+
 def _relative_forms(head: Json, src: Json, dst: Json) -> list[Json]:
     """Candidate `ref`/`from` entries: keys overridden + args/env diff, or every key overridden."""
     drop = [k for k in src if k not in dst]
     forms = []
     over = {k: v for k, v in dst.items() if k not in RELATIVE_KEYS and (k not in src or src[k] != v)}
     if all(k in dst for k in RELATIVE_KEYS):
-        diff = {"args": args_diff(src.get("args") or [], dst["args"]), "env": env_diff(src.get("env") or {}, dst["env"])}
-        diff = {k: v for k, v in diff.items() if v}
+        diff = block_diff(src, dst)
         if diff:
             forms.append({**head, **({"drop": drop} if drop else {}), **over, "diff": diff})
     full_over = {k: v for k, v in dst.items() if k not in src or not same_block({k: v}, {k: src[k]})}
@@ -114,9 +119,7 @@ def block_patch(base: Json, dst: Json) -> Json | None:
     """Per-block patch: None (same), an args/env diff, or `{block}`."""
     if same_block(base, dst):
         return None
-    diff = {"args": args_diff(base.get("args") or [], dst.get("args") or []),
-            "env": env_diff(base.get("env") or {}, dst.get("env") or {})}
-    diff = {k: v for k, v in diff.items() if v}
+    diff = block_diff(base, dst)
     if diff and same_block(apply_diff(base, diff), dst):
         return diff
     return {"block": dst}
@@ -441,14 +444,6 @@ def all_cells(cookbook: Cookbook) -> list[Cell]:
     return [c for page in cookbook.pages for c in page.cells]
 
 
-def check_unique_ids(ids: list[str], file: str) -> None:
-    seen: dict[str, int] = {}
-    for i, cid in enumerate(ids):
-        if cid in seen:
-            raise CookbookError.at(file, 0, key_join(key_join("cells", i), "id"), f"duplicate cell id {cid!r} (also cells[{seen[cid]}])")
-        seen[cid] = i
-
-
 def _items(cells: list[Cell]) -> list[int]:
     """Index of each cell's first point among the points of its config."""
     seen: dict[str, int] = {}
@@ -464,7 +459,7 @@ def encode(cookbook: Cookbook, file: str = "agentx") -> Json:
     if not all(c.variants for c in all_cells(cookbook)):
         cookbook = with_variants(cookbook)
     cells = all_cells(cookbook)
-    check_unique_ids([c.id for c in cells], file)
+    check_cell_ids([c.id for c in cells], file)
     for c in cells:     # the module's cells hold Dynamo and SGLang-router commands of SGLang workers only
         if c.router not in ROUTERS:
             raise CookbookError.at(file, 0, c.id, f"the AgentX module format cannot express router {c.router!r} "
@@ -525,7 +520,6 @@ def verify(module: Json, cells: list[Cell], file: str) -> None:
 def reencode(module: Json, file: str = "agentx") -> Json:
     """`module` written again by this encoder, same layout; raises unless every combination is unchanged."""
     cells = module["cells"]
-    check_unique_ids([str(c.get("id")) for c in cells], file)
     before = combinations(module, file)     # decodes all of it first: a malformed module fails here, located
     dec = Decoder(module, file)
     sources = []
@@ -549,16 +543,11 @@ def reencode(module: Json, file: str = "agentx") -> Json:
 
 
 def _with_key(data: Json, key: str, value: Any, before: str) -> Json:
-    if key in data:
+    """`data` with `key` set to `value`: in its place, else just before `before` (else last)."""
+    if key in data or before not in data:
         return {**data, key: value}
-    out: Json = {}
-    for k, v in data.items():
-        if k == before:
-            out[key] = value
-        out[k] = v
-    if key not in out:
-        out[key] = value
-    return out
+    items, at = list(data.items()), list(data).index(before)
+    return dict(items[:at] + [(key, value)] + items[at:])
 
 
 def _recell(cell: Json, entries: dict[str, list[Json]], patches: list[Json]) -> Json:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Sequence
 
 from ..errors import CookbookError
 from ..recipes.load import parse_json
@@ -70,7 +70,7 @@ def check_module(data: object, file: str, text: str = "") -> dict[str, Any]:
         raise CookbookError.at(file, 0, "cells", f"{len(data['cells'])} cells; the limit is {MAX_CELLS}")
     module = ModuleData(data)
     module.cell_lines = tuple(cell_lines(text))
-    _check_cell_ids(module, file)
+    check_cell_ids([cell.get("id") if isinstance(cell, dict) else None for cell in module["cells"]], file, module.cell_lines)
     return module
 
 
@@ -87,13 +87,12 @@ class ModuleData(dict[str, Any]):
     cell_lines: tuple[int, ...] = ()
 
 
-def _check_cell_ids(data: ModuleData, file: str) -> None:
-    """Cell ids are what `ref`s, anchors and `show --cell` name: each must be a unique string."""
-    lines = data.cell_lines
+def check_cell_ids(ids: Sequence[object], file: str, lines: Sequence[int] = ()) -> None:
+    """Cell ids are what `ref`s, anchors and `show --cell` name: each must be a unique string
+    (`lines`, when known, the line of each cell)."""
     seen: dict[str, int] = {}
-    for i, cell in enumerate(data["cells"]):
+    for i, cid in enumerate(ids):
         line = lines[i] if i < len(lines) else 0
-        cid = cell.get("id") if isinstance(cell, dict) else None
         if not isinstance(cid, str) or not cid:
             raise CookbookError.at(file, line, f"cells[{i}].id", "every cell needs a string id")
         if cid in seen:

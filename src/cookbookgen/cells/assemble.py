@@ -63,7 +63,7 @@ def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, prog
                 progress(source.key)
             latest = changelog.latest_pr(source.key)
             changelog_pr = latest if latest != source.pr else None
-            key = _cache_key(cache, manifest, ws, source, changelog_pr, policy)
+            key = cache.config_key(ws, ws.entry(source.key), source, manifest.repo, changelog_pr, policy) if cache else None
             config_cells = cells_cached(cache, key, lambda: group_cells(manifest, source, render_all_points(ws, policy, source.key, summaries),
                                                                         changelog_pr, summaries))
             if cache is not None and key is not None:
@@ -84,12 +84,6 @@ def _chosen(manifest: Manifest, doc: Document, only: Collection[str] | None) -> 
     pages = [(p, spec, [(c, source) for c, source in enumerate(spec.configs) if only is None or source.key in only])
              for p, spec in enumerate(manifest.pages)]
     return [page for page in pages if page[2] or only is None]
-
-
-def _cache_key(cache: RenderCache | None, manifest: Manifest, ws: Workspace, source: ConfigSource,
-               changelog_pr: int | None, policy: Policy) -> str | None:
-    """The `cells.cache` key of one config of the manifest (None without a cache)."""
-    return cache.config_key(ws, ws.entry(source.key), source, manifest.repo, changelog_pr, policy) if cache else None
 
 
 def workspace_for(root: Path, workspaces: dict[Path, Workspace] | None) -> Workspace:

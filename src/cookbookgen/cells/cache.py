@@ -40,7 +40,7 @@ import tempfile
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, cast
 
 from ..errors import CookbookError
 from ..files import write_atomic
@@ -106,17 +106,12 @@ def code_fingerprint() -> str:
     return h.hexdigest()
 
 
-def policy_fingerprint(policy: Policy) -> str:
-    rules = [(r.pattern, r.cls, r.reason, "any" if not _has_value(r) else canonical([r.value]), r.replacement, r.source)
+@lru_cache(maxsize=16)
+def policy_fingerprint(policy: Policy) -> str:  # Policy hashes by identity
+    rules = [(r.pattern, r.cls, r.reason, "any" if r.any_value else canonical([r.value]), r.replacement, r.source)
              for r in policy.rules]
     clusters = {name: [(e.name, e.value, e.reason) for e in envs] for name, envs in policy.clusters.items()}
     return hashlib.sha256(canonical([rules, clusters]).encode()).hexdigest()
-
-
-def _has_value(rule: Any) -> bool:
-    from ..policy.rules import _NO_VALUE
-
-    return rule.value is not _NO_VALUE
 
 
 class _Pickler(pickle.Pickler):
@@ -166,7 +161,7 @@ class RenderCache:
     def _config_key(self, ws: Workspace, entry: ConfigEntry, source: ConfigSource, repo: str, changelog_pr: int | None,
                     policy: Policy) -> str:
         h = hashlib.sha256()
-        for part in (code_fingerprint(), _policy_key(policy), str(ws.checkout.root), repo, source.model_dump_json(),
+        for part in (code_fingerprint(), policy_fingerprint(policy), str(ws.checkout.root), repo, source.model_dump_json(),
                      repr(changelog_pr), entry.doc.file, entry.key, canonical(entry.data)):
             h.update(part.encode() + b"\0")
         for ref in dict.fromkeys(row.recipe.path for row in entry.rows):
@@ -241,6 +236,14 @@ class RenderCache:
         self.hits += 1
         return value
 
+    def cached(self, kind: str, key: str, make: Callable[[], Any]) -> Any:
+        """The entry under `key`, or `make()` stored under it."""
+        hit = self.get(kind, key)
+        if hit is None:
+            hit = make()
+            self.put(kind, key, hit)
+        return hit
+
     def put(self, kind: str, key: str, value: Any) -> None:
         if self.deferred is not None:       # a worker process: the parent writes it
             self.deferred.append((kind, key, _dumps(value)))
@@ -304,43 +307,23 @@ def cache_run(root: Path | None) -> Iterator[RenderCache | None]:
         cache.prune()
 
 
-@lru_cache(maxsize=16)
-def _policy_key(policy: Policy) -> str:  # Policy hashes by identity
-    return policy_fingerprint(policy)
-
-
 def cells_cached(cache: RenderCache | None, key: str | None, render: Callable[[], list[Cell]]) -> list[Cell]:
     """The cells under `key`, or `render()` stored under it."""
     if cache is None or key is None:
         return render()
-    hit = cache.get("render", key)
-    if hit is not None:
-        return list(hit)
-    cells = render()
-    cache.put("render", key, tuple(cells))
-    return cells
+    return list(cache.cached("render", key, lambda: tuple(render())))
 
 
 def with_variants_cached(cookbook: Cookbook, cache: RenderCache | None) -> Cookbook:
     """`cells.variants.with_variants`, reusing the variants of cells whose config key and donors are
     cached (`tests/test_cache.py` pins the equality with `with_variants`)."""
-    from .variants import cell_variants, donors_for, with_variants
+    from .variants import Donors, cell_variants, with_variants
 
-    if cache is None:
-        return with_variants(cookbook)
-    pages = []
-    for page in cookbook.pages:
-        cells = []
-        for cell in page.cells:
-            donors = donors_for(cell, cookbook)
-            key = cache.cell_key(cell, donors)
-            if key:
-                cache.cell_keys[cell.id] = key
-            variants: tuple[Variant, ...] | None = cache.get("variants", key) if key else None
-            if variants is None:
-                variants = cell_variants(cell, donors)
-                if key:
-                    cache.put("variants", key, variants)
-            cells.append(cell.model_copy(update={"variants": variants}))
-        pages.append(page.model_copy(update={"cells": tuple(cells)}))
-    return cookbook.model_copy(update={"pages": tuple(pages)})
+    def variants_of(cell: Cell, donors: Donors) -> tuple[Variant, ...]:
+        key = cache.cell_key(cell, donors) if cache is not None else None
+        if cache is None or key is None:
+            return cell_variants(cell, donors)
+        cache.cell_keys[cell.id] = key
+        return cast("tuple[Variant, ...]", cache.cached("variants", key, lambda: cell_variants(cell, donors)))
+
+    return with_variants(cookbook, variants_of)

@@ -5,12 +5,10 @@ disclosures and notes. No I/O except the notes table (package data, read once).
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from importlib import resources
 from operator import itemgetter
 from typing import Sequence, cast
 
-from ..recipes.load import parse_yaml
+from ..recipes.load import package_yaml
 from ..render.model import Block, Deployment
 from .model import Exclusion
 
@@ -19,7 +17,8 @@ SHOWN_EXCLUSIONS = ("harness-only", "default-equivalent", "placeholder", "cluste
 _SHOWN = frozenset(SHOWN_EXCLUSIONS)
 
 
-def _value(block: Block, *flags: str) -> str | None:
+def flag_value(block: Block, *flags: str) -> str | None:
+    """The first value of the first of the block's args that is one of `flags`."""
     for arg in block.args:
         if arg[0] in flags and len(arg) > 1:
             return arg[1]
@@ -32,7 +31,7 @@ _PARALLEL_FLAGS = {"--tensor-parallel-size": "tp", "--tp-size": "tp", "--tp": "t
 
 
 def _parallel_sizes(block: Block) -> tuple[dict[str, str], bool]:
-    """The first value of each parallel size's flags (as `_value` finds it) and whether DP attention
+    """The first value of each parallel size's flags (as `flag_value` finds it) and whether DP attention
     is on, in one pass over the args (a point's label reads them all)."""
     sizes: dict[str, str] = {}
     dpa = False
@@ -75,14 +74,14 @@ def topology_label(dep: Deployment) -> str:
 
 def spec_detail(dep: Deployment) -> str:
     worker = next(b for b in dep.blocks if b.kind == "worker")
-    algo = _value(worker, "--speculative-algorithm")
+    algo = flag_value(worker, "--speculative-algorithm")
     if not algo:
         return ""
     if algo.upper() == "DSPARK":
-        return f"DSpark {_value(worker, '--speculative-dspark-block-size') or ''}".strip()
-    steps = _value(worker, "--speculative-num-steps")
-    topk = _value(worker, "--speculative-eagle-topk")
-    draft = _value(worker, "--speculative-num-draft-tokens")
+        return f"DSpark {flag_value(worker, '--speculative-dspark-block-size') or ''}".strip()
+    steps = flag_value(worker, "--speculative-num-steps")
+    topk = flag_value(worker, "--speculative-eagle-topk")
+    draft = flag_value(worker, "--speculative-num-draft-tokens")
     return f"MTP {steps}-{topk}-{draft}" if steps and topk and draft else algo
 
 
@@ -137,14 +136,10 @@ def disclosures(deps: list[Deployment]) -> tuple[str, ...]:
 def exclusions(points: list[tuple[str, Deployment]]) -> tuple[Exclusion, ...]:
     """Every setting not published as-is, merged over the points (which points each one applies to)."""
     merged: dict[tuple[str, str, str, str], list[str]] = {}
-    keys: dict[int, tuple[str, str, str, str]] = {}      # per setting object: the points share most of them
     for label, dep in points:
         for s in dep.settings:
             if s.cls in _SHOWN:
-                key = keys.get(id(s))
-                if key is None:
-                    key = keys[id(s)] = (s.path, s.cls, s.reason, _short(s.value))
-                merged.setdefault(key, []).append(label)
+                merged.setdefault((s.path, s.cls, s.reason, _short(s.value)), []).append(label)
     return tuple(Exclusion(path=p, cls=c, reason=r, value=v, points=tuple(dict.fromkeys(ls)))
                  for (p, c, r, v), ls in sorted(merged.items(), key=lambda kv: (SHOWN_EXCLUSIONS.index(kv[0][1]), kv[0][0])))
 
@@ -154,12 +149,6 @@ def _short(value: object, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-@lru_cache(maxsize=1)
-def _notes_table() -> dict[str, str]:
-    text = resources.files("cookbookgen").joinpath("rules/notes.yaml").read_text(encoding="utf-8")
-    return cast(dict[str, str], parse_yaml(text, "cookbookgen/rules/notes.yaml").data["notes"])
-
-
 def notes(deps: list[Deployment]) -> tuple[str, ...]:
     present: set[str] = set()
     blocks = {id(b): b for dep in deps for b in dep.blocks}    # the points of a cell share most blocks
@@ -167,4 +156,4 @@ def notes(deps: list[Deployment]) -> tuple[str, ...]:
         present.update(map(itemgetter(0), b.args))
         present.update(b.env)
         present.update(map("=".join, b.env.items()))
-    return tuple(text for key, text in _notes_table().items() if key in present)
+    return tuple(text for key, text in cast(dict[str, str], package_yaml("rules/notes.yaml")["notes"]).items() if key in present)

@@ -6,20 +6,17 @@ titles and "where" prose (section 3). No I/O.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
 from ..errors import CookbookError, key_join
+from ..recipes.load import package_yaml
 from ..render.model import Block
 from ..render.shell import format_block
+from ..render.tables import order_worker_args
 
 DEFAULT_FILE = "agentx"
-LEAD_FLAGS = (
-    "--model-path", "--served-model-name", "--host", "--port", "--disaggregation-mode",
-    "--disaggregation-bootstrap-port", "--dist-init-addr", "--nnodes", "--node-rank", "--request-plane",
-    "--kv-events-config",
-)
 LINKER_FLAGS = (
     "--enable-unified-cache-external-linker", "--unified-cache-external-linker-backend",
     "--hicache-storage-backend-extra-config",
@@ -28,32 +25,20 @@ STORE_ONLY_ENV = (
     "MOONCAKE_MASTER", "MOONCAKE_TE_META_DATA_SERVER", "MOONCAKE_GLOBAL_SEGMENT_SIZE", "MOONCAKE_STANDALONE_STORAGE",
 )
 CACHE_ROLES = ("agg", "prefill")
-TIERS = ("none", "hicache", "mooncake")   # the explorer's KV tiers
 NGINX_CMD = "nginx -c nginx.conf -g 'daemon off;'"
-# Lookup tables keyed by a block's raw `role`/`kind` (None when the block has none).
-ROLE_TITLE: dict[str | None, str] = {"agg": "Worker", "prefill": "Prefill worker", "decode": "Decode worker"}
 ROLE_HEAD: dict[str | None, str] = {"agg": "$AGG_HEAD_IP", "prefill": "$PREFILL_HEAD_IP", "decode": "$DECODE_HEAD_IP"}
-KIND_TITLE: dict[str | None, str] = {
-    "etcd": "etcd — Dynamo control plane",
-    "nats": "NATS — Dynamo KV-event plane",
-    "mooncake-master": "Mooncake master",
-    "mooncake-store": "Mooncake store",
-    "dynamo-frontend": "Dynamo frontend (OpenAI API)",
-    "sglang-router": "SGLang router (OpenAI API)",
-    "nginx": "nginx — optional frontend load balancer",
-}
 
 Json = dict[str, Any]
 
 
-def _arg_key(arg: list[Any]) -> tuple[int, str]:
-    name = arg[0]
-    return (LEAD_FLAGS.index(name), "") if name in LEAD_FLAGS else (len(LEAD_FLAGS), name)
+def explorer_texts() -> Json:
+    """`rules/explorer.yaml`: the explorer's block titles, "where" sentences and placeholder descriptions."""
+    return cast(Json, package_yaml("rules/explorer.yaml"))
 
 
 def sort_args(args: list[list[Any]]) -> list[list[Any]]:
-    """Worker argument order: LEAD_FLAGS first in that order, then alphabetical; stable."""
-    return sorted(args, key=_arg_key)
+    """Worker argument order (the renderer's, `render.tables.order_worker_args`) of block dict args."""
+    return list(order_worker_args(args))
 
 
 # ---- KV tiers (section 3.4) ----
@@ -139,9 +124,10 @@ def _js_str(value: Any) -> str:
 
 
 def block_title(block: Json) -> str:
+    titles = explorer_texts()["titles"]
     if block.get("kind") == "worker":
-        return ROLE_TITLE.get(block.get("role"), "Worker")
-    return KIND_TITLE.get(block.get("kind"), str(block.get("kind")))
+        return str(titles["worker"].get(block.get("role"), "Worker"))
+    return str(titles.get(block.get("kind"), block.get("kind")))
 
 
 def _pinning_text(pinning: list[list[Any]]) -> str:
@@ -183,16 +169,6 @@ def _frontend_where(b: Json) -> str:
     return head + " It finds the workers through etcd, so it can start before them."
 
 
-_FIXED_WHERE: dict[str | None, str] = {
-    "etcd": "Start once, before everything else, on $ETCD_IP.",
-    "nats": "Start once on $NATS_IP, with nats.conf (below) in the working directory.",
-    "mooncake-master": "Start once on $MOONCAKE_MASTER_IP before the workers.",
-    "nginx": "Optional scale-out in front of the frontends (next tab): hashes each session onto one frontend and "
-    "listens on port 8000, with nginx.conf (below) in the working directory.",
-    "sglang-router": "Start once after the workers; clients connect to port 8000.",
-}
-
-
 def where_text(b: Json, router: str, worker_count: int) -> str:
     """The explorer's per-tab instruction of where and how often a block runs."""
     kind = b.get("kind")
@@ -202,18 +178,14 @@ def where_text(b: Json, router: str, worker_count: int) -> str:
         return _store_where(b)
     if kind == "dynamo-frontend":
         return _frontend_where(b)
-    return _FIXED_WHERE.get(kind, "")
-
-
-def _tuple_or_none(value: Any) -> tuple[str, ...] | None:
-    return None if value is None else tuple(_js_str(v) for v in value)
+    return str(explorer_texts()["where"].get(kind, ""))
 
 
 def _block_fields(b: Json, router: str, worker_count: int) -> Json:
     """Block fields; a block's own `title`/`where` (cookbookgen's extra keys) win over the explorer's prose."""
     args = b.get("args") or []
     nginx = b.get("kind") == "nginx" and not args
-    pinning = b.get("gpu_pinning")
+    pinning, ports = b.get("gpu_pinning"), b.get("ports")
     return {
         "kind": b.get("kind"), "role": b.get("role"),
         "title": b["title"] if isinstance(b.get("title"), str) else block_title(b),
@@ -224,7 +196,7 @@ def _block_fields(b: Json, router: str, worker_count: int) -> Json:
         "workers": b.get("workers"), "nodes_per_worker": b.get("nodes_per_worker"),
         "count": b.get("count"), "count_nodes": b.get("count_nodes"),
         "gpu_pinning": None if pinning is None else tuple(tuple(_js_str(x or "") for x in w) for w in pinning),
-        "ports": _tuple_or_none(b.get("ports")),
+        "ports": None if ports is None else tuple(_js_str(p) for p in ports),
         "where": b["where"] if isinstance(b.get("where"), str) else where_text(b, router, worker_count),
     }
 
@@ -238,6 +210,12 @@ def to_block(b: Json, router: str, worker_count: int, files: list[Json], file: s
     text = block_text(block)
     used = {f["name"]: f["content"] for f in files if f["name"] in text}
     return block.model_copy(update={"files": used}) if used else block
+
+
+def to_blocks(dicts: list[Json], router: str, files: list[Json], file: str, path: str) -> list[Block]:
+    """The `Block`s of one deployment's decoded dicts (`to_block`); `path` + `[i]` names a bad one."""
+    workers = sum(d.get("workers") or 1 for d in dicts if d.get("kind") == "worker")
+    return [to_block(d, router, workers, files, file, key_join(path, i)) for i, d in enumerate(dicts)]
 
 
 def block_text(block: Block) -> str:

@@ -82,19 +82,12 @@ ModelId = Annotated[str, AfterValidator(_matching(_MODEL_ID, "expected a Hugging
                                                              "digits, '.', '_' or '-', starting with a letter or digit"))]
 
 
-def _hex_commit(value: str) -> str:
-    text = str(value)
-    if _HEX_COMMIT.fullmatch(text) is None:
-        raise ValueError(f"a commit is 7 to 40 lower-case hex digits, got {text!r}")
-    return text
-
-
 class ConfigSource(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     key: Name
     pr: Annotated[int, Field(strict=True, ge=1)] | None = None
-    commit: Annotated[str, AfterValidator(_hex_commit)]
+    commit: Annotated[str, AfterValidator(_matching(_HEX_COMMIT, "a commit is 7 to 40 lower-case hex digits"))]
     run: Annotated[int, Field(strict=True, ge=1)] | None = None
     attempt: int = Field(default=1, ge=1)
     merged: bool = False

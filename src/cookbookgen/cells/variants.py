@@ -22,13 +22,11 @@ import fnmatch
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Any, Callable, Iterable, cast, overload
 
 from ..errors import CookbookError
 from ..policy.rules import Policy
-from ..recipes.load import parse_yaml
+from ..recipes.load import package_yaml
 from ..recipes.schema import DynamoSpec, FrontendSpec, Recipe
 from ..render import deploy
 from ..render.layout import RoleLayout, Slot
@@ -36,19 +34,17 @@ from ..render.model import ROLES, Block, Deployment
 from ..render.shell import format_block, placeholders_in
 from ..render.tables import order_worker_args, tables
 from . import describe
-from .explorer import LINKER_FLAGS, TIERS, kv_transform, to_block
+from .describe import flag_value
+from . import ROUTERS, TIERS
+from .explorer import LINKER_FLAGS, kv_transform, to_blocks
 from .model import Cell, Cookbook, Point, Variant
 
 Json = dict[str, Any]
-ROUTERS = ("dynamo", "sglang")
 VARIANT_FILE = "derived variant"
 
 
-@lru_cache(maxsize=1)
 def kv_tables() -> Json:
-    """`rules/kv_tiers.yaml` as plain data."""
-    text = resources.files("cookbookgen").joinpath("rules/kv_tiers.yaml").read_text(encoding="utf-8")
-    return cast(Json, parse_yaml(text, "cookbookgen/rules/kv_tiers.yaml").data)
+    return cast(Json, package_yaml("rules/kv_tiers.yaml"))
 
 
 @dataclass(frozen=True)
@@ -90,12 +86,6 @@ def file_list(blocks: Iterable[Block]) -> list[Json]:
         for name, content in b.files.items():
             seen.setdefault((name, content), None)
     return [{"name": n, "content": c} for n, c in seen]
-
-
-def dict_blocks(dicts: list[Json], router: str, files: list[Json]) -> tuple[Block, ...]:
-    """Blocks from AgentX dicts exactly as the decoder builds them (files attached by name)."""
-    workers = sum(d.get("workers") or 1 for d in dicts if d.get("kind") == "worker")
-    return tuple(to_block(d, router, workers, files, VARIANT_FILE, f"blocks[{i}]") for i, d in enumerate(dicts))
 
 
 # ---- donors ----
@@ -159,7 +149,7 @@ def _layouts(workers: list[Block]) -> dict[str, RoleLayout]:
         blocks = [b for b in workers if b.role == role]
         if not blocks:
             continue
-        slots = tuple(Slot(_int(_flag(b, "--port"), base) - base, b.workers or 1, None) for b in blocks)
+        slots = tuple(Slot(_int(flag_value(b, "--port"), base) - base, b.workers or 1, None) for b in blocks)
         out[role] = RoleLayout(role, sum(s.workers for s in slots), 0, blocks[0].nodes_per_worker or 1, 0, slots, 1)
     return out
 
@@ -231,7 +221,7 @@ def retier(blocks: list[Block], router: str, measured: str, target: str, donors:
     cell = {"kv": {"hicache": donors.hicache}}
     module = {"kvMooncake": donors.mooncake}
     dicts = kv_transform([block_dict(b) for b in blocks], measured, target, cell, module, router, VARIANT_FILE)
-    return list(dict_blocks(dicts, router, file_list(blocks)))
+    return to_blocks(dicts, router, file_list(blocks), VARIANT_FILE, "blocks")   # as the decoder builds them
 
 
 def derive(dep: Deployment, measured_router: str, measured_kv: str, target_router: str, target_kv: str,
@@ -276,20 +266,16 @@ def cell_variants(cell: Cell, donors: Donors) -> tuple[Variant, ...]:
     return tuple(out)
 
 
-def with_variants(cookbook: Cookbook) -> Cookbook:
-    """The cookbook with `Cell.variants` filled for every cell."""
+def with_variants(cookbook: Cookbook, variants_of: Callable[[Cell, Donors], tuple[Variant, ...]] = cell_variants) -> Cookbook:
+    """The cookbook with `Cell.variants` filled for every cell (by `variants_of`, e.g. through a cache)."""
     pages = []
     for page in cookbook.pages:
-        cells = tuple(c.model_copy(update={"variants": cell_variants(c, donors_for(c, cookbook))}) for c in page.cells)
+        cells = tuple(c.model_copy(update={"variants": variants_of(c, donors_for(c, cookbook))}) for c in page.cells)
         pages.append(page.model_copy(update={"cells": cells}))
     return cookbook.model_copy(update={"pages": tuple(pages)})
 
 
 # ---- consistency ----
-
-def _flag(b: Block, name: str) -> str | None:
-    return next((a[1] for a in b.args if a[0] == name and len(a) > 1), None)
-
 
 @overload
 def _int(text: str | None, default: int) -> int: ...
@@ -308,36 +294,36 @@ def _defaults() -> Json:
 
 def _kv_event_ports(b: Block) -> list[int]:
     try:
-        config = json.loads(_flag(b, "--kv-events-config") or "null")
+        config = json.loads(flag_value(b, "--kv-events-config") or "null")
     except ValueError:
         return []
     port = _int(str(config.get("endpoint", ""))) if isinstance(config, dict) else None
-    dp = _int(_flag(b, "--data-parallel-size") or _flag(b, "--dp-size") or _flag(b, "--dp"), 1) or 1
+    dp = _int(flag_value(b, "--data-parallel-size") or flag_value(b, "--dp-size") or flag_value(b, "--dp"), 1) or 1
     return list(range(port, port + dp)) if port is not None else []
 
 
 def _worker_ports(b: Block) -> list[int]:
     d = _defaults()
-    ports: list[int | None] = [_int(_flag(b, "--port"), d["worker_port"])]
+    ports: list[int | None] = [_int(flag_value(b, "--port"), d["worker_port"])]
     if b.role == "prefill":
-        ports.append(_int(_flag(b, "--disaggregation-bootstrap-port"), d["bootstrap_port"]))
+        ports.append(_int(flag_value(b, "--disaggregation-bootstrap-port"), d["bootstrap_port"]))
     if (b.nodes_per_worker or 1) > 1:
-        ports.append(_int(_flag(b, "--dist-init-addr")))
+        ports.append(_int(flag_value(b, "--dist-init-addr")))
     return [p for p in ports + _kv_event_ports(b) if p is not None]
 
 
 def _master_ports(b: Block) -> list[int | None]:
-    http = (_flag(b, "--enable_http_metadata_server") or "").lower() == "true"
-    return [_int(_flag(b, "--port")), _int(_flag(b, "--http_metadata_server_port")) if http else None]
+    http = (flag_value(b, "--enable_http_metadata_server") or "").lower() == "true"
+    return [_int(flag_value(b, "--port")), _int(flag_value(b, "--http_metadata_server_port")) if http else None]
 
 
 _SERVICE_PORTS: dict[str, Callable[[Block, Json], list[int | None]]] = {
-    "sglang-router": lambda b, d: [_int(_flag(b, "--port"), d["router_port"])],
-    "vllm-router": lambda b, d: [_int(_flag(b, "--port"), d["frontend_port"])],
-    "smg": lambda b, d: [_int(_flag(b, "--port"), d["frontend_port"])],
-    "dynamo-frontend": lambda b, d: [_int(_flag(b, "--http-port"), d["frontend_port"])],
+    "sglang-router": lambda b, d: [_int(flag_value(b, "--port"), d["router_port"])],
+    "vllm-router": lambda b, d: [_int(flag_value(b, "--port"), d["frontend_port"])],
+    "smg": lambda b, d: [_int(flag_value(b, "--port"), d["frontend_port"])],
+    "dynamo-frontend": lambda b, d: [_int(flag_value(b, "--http-port"), d["frontend_port"])],
     "nginx": lambda b, d: [int(p) for p in re.findall(r"listen\s+(\d+)", "".join(b.files.values()))] or [d["frontend_port"]],
-    "etcd": lambda b, d: [_int(_flag(b, "--listen-client-urls"), d["etcd_ports"][0]), *d["etcd_ports"][1:]],
+    "etcd": lambda b, d: [_int(flag_value(b, "--listen-client-urls"), d["etcd_ports"][0]), *d["etcd_ports"][1:]],
     "nats": lambda b, d: list(d["nats_ports"]),
     "mooncake-master": lambda b, d: _master_ports(b),
 }
@@ -348,7 +334,7 @@ def listening_ports(b: Block) -> list[list[int]]:
     if b.kind == "worker":
         return [_worker_ports(b)] * max(1, len(b.gpu_pinning or ()))
     if b.kind == "mooncake-store":
-        ports = [_int(p) for p in b.ports or ()] or [_int(_flag(b, "--port"))]
+        ports = [_int(p) for p in b.ports or ()] or [_int(flag_value(b, "--port"))]
         return [[p] for p in ports if p is not None]
     return [[p for p in _SERVICE_PORTS[b.kind](b, _defaults()) if p is not None]]
 
@@ -437,14 +423,14 @@ def _url_problems(url: str, role: str, arg: tuple[str, ...], workers: list[Block
     if not m:
         return []
     port = int(m.group(3))
-    targets = [w for w in workers if w.role == role and _int(_flag(w, "--port"), _defaults()["worker_port"]) == port]
+    targets = [w for w in workers if w.role == role and _int(flag_value(w, "--port"), _defaults()["worker_port"]) == port]
     if not targets:
         return [f"the router sends {arg[0]} {url} to port {port}, where no {role} worker listens"]
     total = sum(w.workers or 1 for w in workers if w.role == role)
     if m.group(2) is not None and int(m.group(2)) >= total:
         return [f"the router names {role} worker {m.group(2)}, but only {total} start"]
     if role == "prefill" and len(arg) > 2:
-        boot = _int(_flag(targets[0], "--disaggregation-bootstrap-port"), _defaults()["bootstrap_port"])
+        boot = _int(flag_value(targets[0], "--disaggregation-bootstrap-port"), _defaults()["bootstrap_port"])
         if _int(arg[2]) != boot:
             return [f"the router's bootstrap port {arg[2]} for {url} differs from the worker's {boot}"]
     return []

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..cells import ROUTERS, TIERS
 from ..errors import CookbookError
 from ..files import write_atomic
 from ..project import EXAMPLE_MANIFEST, bundled, shown_default
@@ -27,28 +28,6 @@ from ..text import unknown
 # The encoder, decoder and render stack are imported by the handlers, so other commands start fast.
 Json = dict[str, Any]
 EXIT_OK = 0
-
-
-class _Choices:
-    """`cells.variants.<name>` as argparse choices, imported when argparse first looks at them."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def _values(self) -> tuple[str, ...]:
-        from ..cells import variants
-
-        values: tuple[str, ...] = getattr(variants, self.name)
-        return values
-
-    def __contains__(self, item: object) -> bool:
-        return item in self._values()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values())
-
-    def __len__(self) -> int:
-        return len(self._values())
 
 
 def register(subparsers: Any) -> None:
@@ -70,9 +49,8 @@ def register(subparsers: Any) -> None:
     s.add_argument("module", type=Path, help="AgentX module (.jsx) or its JSON")
     s.add_argument("--cell", help="cell id, e.g. dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg#0")
     s.add_argument("--point", help="point label c<first concurrency>, e.g. c16")
-    # Choices set after add_argument, whose metavar check would iterate (import) them right away.
-    s.add_argument("--router").choices = _Choices("ROUTERS")
-    s.add_argument("--kv").choices = _Choices("TIERS")
+    s.add_argument("--router", choices=ROUTERS)
+    s.add_argument("--kv", choices=TIERS)
     s.add_argument("--format", choices=["text", "json"], default="text")
     s.set_defaults(run=run_show)
 
@@ -143,11 +121,9 @@ def run_export(args: argparse.Namespace) -> int:
 
 def _selected(module: Json, args: argparse.Namespace, file: str) -> Iterator[tuple[int, int, str, str]]:
     from ..agentx.decode import kv_tiers, point_label, routers_of
-    from ..agentx.encode import check_unique_ids
 
     cells = module["cells"]
-    ids = [str(c.get("id")) for c in cells]
-    check_unique_ids(ids, file)
+    ids = [str(c.get("id")) for c in cells]      # unique strings (`agentx.module.check_cell_ids`)
     if args.cell and args.cell not in ids:
         raise CookbookError.at(file, 0, "--cell", unknown("cell", args.cell, ids))
     if args.point:

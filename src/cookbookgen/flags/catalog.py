@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ..recipes.load import parse_yaml
+from ..recipes.load import package_yaml
 
 Nargs = int | str   # argparse's: 0 (a switch), 1 (one value), '?', '*', '+', or a count
 
@@ -111,8 +111,7 @@ class Engines:
 
 @cache
 def engines() -> Engines:
-    text = resources.files("cookbookgen").joinpath("flags/engines.yaml").read_text(encoding="utf-8")
-    doc = parse_yaml(text, "cookbookgen/flags/engines.yaml").data
+    doc = package_yaml("flags/engines.yaml")
     rules = tuple(ImageRule(re.compile(r["pattern"]), {k: str(v) for k, v in (r.get("engines") or {}).items()},
                             str(r.get("source") or r.get("unknown") or "")) for r in doc["images"])
     return Engines(rules, {cmd: tuple(names) for cmd, names in doc["commands"].items()})

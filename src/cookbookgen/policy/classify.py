@@ -56,7 +56,7 @@ def classify(recipe: EffectiveRecipe, policy: Policy, memo: SettingsMemo | None 
     `memo` lets the points of a config share the settings of the subtrees their recipes share."""
     settings = _classify_node(recipe.data, (), "", policy, {} if memo is None else memo)
     if "prohibited" in map(_CLASS, settings):
-        raise CookbookError([recipe.problem(_path_of(s.path, recipe), f"prohibited setting: {s.reason}")
+        raise CookbookError([recipe.problem(_path_of(s.path), f"prohibited setting: {s.reason}")
                              for s in settings if s.cls == "prohibited"])
     return settings
 
@@ -147,7 +147,7 @@ def _children(node: RawYaml) -> list[tuple[str, RawYaml]]:
     return [(str(i), v) for i, v in enumerate(node)]
 
 
-def _path_of(dotted_path: str, recipe: EffectiveRecipe) -> KeyPath:
+def _path_of(dotted_path: str) -> KeyPath:
     parts: list[str | int] = []
     for piece in dotted_path.split("."):
         name, *indexes = piece.split("[")

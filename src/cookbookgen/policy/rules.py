@@ -47,6 +47,11 @@ class Rule:
     def __post_init__(self) -> None:
         object.__setattr__(self, "text", ".".join(self.pattern))
 
+    @property
+    def any_value(self) -> bool:
+        """The rule has no `value:`: it matches a setting whatever its value."""
+        return self.value is _NO_VALUE
+
 
 @dataclass(frozen=True)
 class ClusterEnv:
@@ -90,7 +95,7 @@ def _candidates(policy: Policy, path: tuple[str, ...]) -> tuple[int | None, tupl
     for i, (rule, plain) in enumerate(zip(policy.rules, policy.plain_parts)):
         if not plain <= keys or not glob_matches(rule.pattern, path):
             continue
-        if rule.value is _NO_VALUE:
+        if rule.any_value:
             return i, tuple(conditional)
         conditional.append((i, rule))
     return None, tuple(conditional)

@@ -11,7 +11,7 @@ A recipe path that leaves the checkout (`..`, absolute paths, symlinks out) is r
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
@@ -25,7 +25,6 @@ class Checkout:
     """One checkout as it is when first asked (its layout and real root are looked up once)."""
 
     root: Path
-    _real_paths: dict[tuple[str, ...], Path] = field(default_factory=dict, init=False, compare=False, repr=False)  # `_resolved`
 
     @cached_property
     def e2e(self) -> Path:
@@ -35,26 +34,6 @@ class Checkout:
     @cached_property
     def real_root(self) -> Path:
         return self.root.resolve()
-
-
-    def _real_path(self, rel: PurePosixPath) -> Path:
-        """`(self.e2e / rel).resolve()`; for a relative path without `..` (a recipe's, always),
-        each folder resolved once per checkout (`_resolved`)."""
-        if rel.is_absolute() or ".." in rel.parts:
-            return (self.e2e / rel).resolve()
-        return self._resolved(rel.parts)
-
-    def _resolved(self, parts: tuple[str, ...]) -> Path:
-        """`(self.e2e / PurePosixPath(*parts)).resolve()` for the parts of a relative path without
-        `..`: a name that is not a symbolic link is its resolved folder's entry; a link is resolved
-        whole. Folders are resolved once per checkout (a checkout's recipes share most of theirs)."""
-        hit = self._real_paths.get(parts)
-        if hit is None:
-            hit = (self._resolved(parts[:-1]) / parts[-1]) if parts else self.e2e.resolve()
-            if parts and hit.is_symlink():
-                hit = hit.resolve()
-            self._real_paths[parts] = hit
-        return hit
 
     def master_files(self) -> list[Path]:
         """The e2e layout's master configs, then the root layout's when a checkout holds both."""
@@ -80,23 +59,19 @@ class Checkout:
         """The file a master row names, checked to stay inside the checkout."""
         rel = PurePosixPath(ref)
         if rel.is_absolute() or ".." in rel.parts or not ref.strip():
-            raise CookbookError([_moved(where, f"recipe path {ref!r} must be relative and stay inside the checkout")])
+            raise CookbookError([replace(where, message=f"recipe path {ref!r} must be relative and stay inside the checkout")])
         if rel.parts and rel.parts[0] == "recipes":
             rel = MULTI_NODE_RECIPES.joinpath(*rel.parts[1:])
         elif recipe_dir:
             rel = PurePosixPath(recipe_dir) / rel
         try:
-            path = self._real_path(rel)
+            path = (self.e2e / rel).resolve()
             if not path.is_relative_to(self.real_root):
-                raise CookbookError([_moved(where, f"recipe path {ref!r} leaves the checkout")])
+                raise CookbookError([replace(where, message=f"recipe path {ref!r} leaves the checkout")])
             if not path.is_file():
-                raise CookbookError([_moved(where, f"recipe file not found: {self.shown(Path(os.path.normpath(self.e2e / rel)))}")])
+                raise CookbookError([replace(where, message=f"recipe file not found: {self.shown(Path(os.path.normpath(self.e2e / rel)))}")])
         except OSError as exc:     # a name too long...
-            raise CookbookError([_moved(where, f"recipe path {ref!r} cannot be read: {exc.strerror}")]) from None
+            raise CookbookError([replace(where, message=f"recipe path {ref!r} cannot be read: {exc.strerror}")]) from None
         except RuntimeError:       # what Python 3.11's `Path.resolve` raises for a loop of symbolic links
-            raise CookbookError([_moved(where, f"recipe path {ref!r} cannot be read: a loop of symbolic links")]) from None
+            raise CookbookError([replace(where, message=f"recipe path {ref!r} cannot be read: a loop of symbolic links")]) from None
         return path
-
-
-def _moved(where: Problem, message: str) -> Problem:
-    return Problem(where.file, where.line, where.key_path, message)

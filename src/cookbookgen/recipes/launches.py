@@ -16,14 +16,12 @@ I/O: through `recipes.script` only.
 from __future__ import annotations
 
 import math
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ..errors import CookbookError
 from .bundle import EffectiveRecipe
-from .load import parse_yaml
+from .load import package_yaml
 from .master import ConfigEntry, Row
 from .merge import Origins, node_paths
 from .script import Capture, Launch, run_script
@@ -32,17 +30,11 @@ RawYaml = Any
 RENDERED = ("sglang", "sglang-router")
 
 
-@cache
-def _variables_table() -> dict[str, dict[str, RawYaml]]:
-    text = resources.files("cookbookgen").joinpath("rules/script_variables.yaml").read_text("utf-8")
-    return dict(parse_yaml(text, "rules/script_variables.yaml").data["variables"])
-
-
 def script_variables(entry: ConfigEntry, row: Row, conc: int) -> dict[str, str]:
     """The variables InferenceX's workflow gives the script for this point (see the table's header)."""
     sources = {"entry": entry.data, "row": row.data, "point": {"conc": conc}, "scenario": {"name": row.scenario}}
     out = {}
-    for name, spec in _variables_table().items():
+    for name, spec in package_yaml("rules/script_variables.yaml")["variables"].items():
         if row.scenario == "agentic-coding" and "agentic" in spec:
             value = spec["agentic"]
         elif "value" in spec:

@@ -1,7 +1,8 @@
 """Read YAML and JSON safely; remember where every YAML value came from. The only module that
 parses YAML or JSON inputs.
 
-I/O: `read_yaml_file` and `read_text_file` read one file; `parse_yaml` and `parse_json` work on text only.
+I/O: `read_yaml_file` and `read_text_file` read one file, `package_yaml` one table shipped in the package
+(read once per process); `parse_yaml` and `parse_json` work on text only.
 
 - Safe construction only: tags outside the YAML core schema (`!!python/...`) are refused.
 - Merge keys (`<<: *anchor`, `<<: [*a, *b]`) are applied; explicit keys win over merged ones.
@@ -23,7 +24,8 @@ import stat
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -108,20 +110,19 @@ class Document:
         return CookbookError([self.problem(path, message)])
 
 
-@lru_cache(maxsize=262144)
-def _dotted(path: KeyPath) -> str:
+def dotted(path: KeyPath) -> str:
+    """`roles.prefill.args[3]`-style text of a key path."""
     out = ""
     for k in path:
         out = key_join(out, k)
     return out
 
 
-def dotted(path: KeyPath) -> str:
-    """`roles.prefill.args[3]`-style text of a key path (cached: the same paths recur in every point)."""
-    p = tuple(path)
-    if all(type(k) is str or type(k) is int for k in p):  # True == 1 must not share a cache entry
-        return _dotted(p)
-    return _dotted.__wrapped__(p)
+@cache
+def package_yaml(name: str) -> Any:
+    """The data of a YAML table shipped in the package, e.g. `rules/render.yaml` (read-only: shared)."""
+    text = resources.files("cookbookgen").joinpath(name).read_text(encoding="utf-8")
+    return parse_yaml(text, f"cookbookgen/{name}").data
 
 
 def read_yaml_file(path: Path, shown_as: str | None = None) -> Document:
@@ -210,19 +211,10 @@ def _too_deep(text: str, begin: int, file: str, first_line: int) -> CookbookErro
 
 def _encodable(data: Any) -> bool:
     """Every string and key of `data` can be written as UTF-8."""
-    stack = [data]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                return False
-        elif isinstance(value, dict):
-            stack.extend(value)
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
     return True
 
 

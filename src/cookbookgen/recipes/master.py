@@ -17,7 +17,7 @@ InferenceX's `utils/matrix_logic/generate_sweep_configs.py` does with its defaul
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -143,7 +143,7 @@ def _conc_range(start: RawYaml, end: RawYaml) -> list[int] | None:
 
 def _recipe_ref(doc: Document, entry: dict[str, RawYaml], row: dict[str, RawYaml], path: KeyPath, scenario: str) -> RecipeRef:
     for side in ("worker", "prefill", "decode"):
-        settings = (row.get(side) or {}).get("additional-settings") if isinstance(row.get(side), dict) else None
+        settings = _side(row, side).get("additional-settings")
         if settings is not None and not isinstance(settings, list):
             raise doc.error(path + (side, "additional-settings"), f"must be a list of KEY=VALUE strings (received {type(settings).__name__})")
         for i, item in enumerate(settings or []):
@@ -214,8 +214,7 @@ def _dedupe_slugs(rows: list[Row]) -> None:
         clash = {c for r in rows[:i] if r.slug == row.slug for c in r.concs} & set(row.concs)
         if clash:
             seen[row.slug] = seen.get(row.slug, 1) + 1
-            rows[i] = Row(row.scenario, row.index, row.path, row.data, row.concs, row.recipe,
-                          f"{row.slug}-{seen[row.slug]}", row.tp, row.extra)
+            rows[i] = replace(row, slug=f"{row.slug}-{seen[row.slug]}")
 
 
 def check_framework(entry: ConfigEntry) -> None:

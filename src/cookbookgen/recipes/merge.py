@@ -12,7 +12,7 @@ Merge rules (`deep_merge(base, over)`):
   only an override's `null` deletes (TRT-LLM reads an explicit `null` as "feature off").
 Merging is associative as long as no key is a mapping in one layer and a scalar or list in another.
 
-Zip rules (`zip_variants(section)`):
+Zip rules (`zip_length(section)` variants, each `zip_variant(section, i)`):
 - every list leaf is one dimension; scalars and mappings of scalars are shared by all variants;
 - a list of length 1 broadcasts to every variant;
 - all other lists must have the same length N, giving variants 0..N-1; unequal lengths are an error.
@@ -85,15 +85,6 @@ def node_paths(data: RawYaml, prefix: KeyPath = ()) -> list[KeyPath]:
     return out
 
 
-def leaf_paths(data: RawYaml, prefix: KeyPath = ()) -> Iterator[KeyPath]:
-    """Paths of every leaf (scalar, list, empty mapping) under `data`, in document order."""
-    if isinstance(data, dict) and data:
-        for key, value in data.items():
-            yield from leaf_paths(value, prefix + (key,))
-    else:
-        yield prefix
-
-
 def list_dimensions(data: RawYaml, prefix: KeyPath = ()) -> Iterator[tuple[KeyPath, list[RawYaml]]]:
     if isinstance(data, dict):
         for key, value in data.items():
@@ -121,11 +112,6 @@ def zip_variant(section: RawYaml, index: int) -> RawYaml:
     if isinstance(section, list):
         return _copy(section[0] if len(section) == 1 else section[index])
     return section
-
-
-def zip_variants(section: RawYaml) -> list[RawYaml]:
-    n, _ = zip_length(section)
-    return [zip_variant(section, i) for i in range(n)]
 
 
 def sweep_combinations(sweep: dict[str, list[RawYaml]]) -> list[dict[str, RawYaml]]:

@@ -4,7 +4,7 @@ the load/resolve stage: everything it returns is plain data for the pure stages.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -56,7 +56,7 @@ class Workspace:
         self._resolved: dict[Path, Path] = {}
         self._recipe_paths: dict[str, Path] = {}
         self._shown: dict[Path, str] = {}
-        self._points: dict[tuple[int, int], tuple[Row, ResolvedPoint]] = {}
+        self._points: dict[tuple[str, int, int], ResolvedPoint] = {}
         self._last_typed: dict[Path, Typed] = {}     # per recipe file, the last variant normalised
         self._masters: set[Path] = set()
         self._changelog: Changelog | None = None
@@ -140,10 +140,9 @@ class Workspace:
     def point(self, entry: ConfigEntry, row: Row, conc: int, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> ResolvedPoint:
         # A point of this workspace's own entries, without --set/--unset, is resolved once per run.
         memo = not sets and not unsets and self._entries is not None and self._entries.get(entry.key) is entry
-        key = (id(row), conc)
-        hit = self._points.get(key) if memo else None
-        if hit is not None and hit[0] is row:
-            return hit[1]
+        key = (entry.key, row.index, conc)
+        if memo and key in self._points:
+            return self._points[key]
         path = self.recipe_path(entry, row)
         from .schema import normalise
 
@@ -155,7 +154,7 @@ class Workspace:
             normal, typed = self._last_typed[path] = normalise(recipe, self._last_typed.get(path))
         point = ResolvedPoint(entry, row, conc, normal, typed, self.shown(path))
         if memo:
-            self._points[key] = (row, point)
+            self._points[key] = point
         return point
 
     def selector(self, entry: ConfigEntry, row: Row, conc: int) -> str | None:
@@ -175,8 +174,8 @@ class Workspace:
         if len(hits) == 1:
             return hits[0]
         why = "no override" if not hits else f"{len(hits)} overrides ({', '.join(hits)})"
-        raise CookbookError([Problem(where.file, where.line, where.key_path,
-                                     f"{why} of {doc.file} match tp={row.tp} and benchmark.env.CONC={conc}; name one with :override_<name>")])
+        raise CookbookError([replace(where, message=f"{why} of {doc.file} match tp={row.tp} and benchmark.env.CONC={conc}; "
+                                                    "name one with :override_<name>")])
 
     def bare_recipe(self, ref: str, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> ResolvedPoint:
         file, _, selector = ref.partition(":")

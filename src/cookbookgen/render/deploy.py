@@ -333,23 +333,15 @@ ENGINE_WORKERS: dict[str, Callable[[RawYaml, Recipe, RenderContext, str, RoleLay
 
 # --- infrastructure services ---------------------------------------------------------------------
 
-def _services(typed: Recipe) -> list[tuple[int, ServiceSpec]]:
-    return list(enumerate(typed.services or []))
-
-
 def dynamo_infra_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> list[Block]:
-    declared: dict[str, tuple[int, ServiceSpec]] = {s.type: (i, s) for i, s in _services(typed)}
+    declared: dict[str, tuple[int, ServiceSpec]] = {s.type: (i, s) for i, s in enumerate(typed.services or [])}
     etcd = Block(kind="etcd", title=tables().title("etcd"), cmd=tables().command("etcd"),
                  args=tuple(tuple(a) for a in tables().raw["etcd_args"]), count_nodes=1, where="on one CPU node (ETCD_IP)")
     nats = declared.get("nats")
     payload = (nats[1].options or {}).get("max_payload_mb") if nats else None
-    if payload:
-        conf = f"max_payload: {int(payload) * 1024 * 1024}\njetstream {{ store_dir: \"/tmp/nats\" }}\n"
-        nats_block = Block(kind="nats", title=tables().title("nats"), cmd=tables().command("nats_with_conf"),
-                           files={"nats.conf": conf}, count_nodes=1, where="on one CPU node (NATS_IP)")
-    else:
-        nats_block = Block(kind="nats", title=tables().title("nats"), cmd=tables().command("nats"), count_nodes=1,
-                           where="on one CPU node (NATS_IP)")
+    conf = {"nats.conf": f"max_payload: {int(payload) * 1024 * 1024}\njetstream {{ store_dir: \"/tmp/nats\" }}\n"} if payload else {}
+    nats_block = Block(kind="nats", title=tables().title("nats"), cmd=tables().command("nats_with_conf" if conf else "nats"),
+                       files=conf, count_nodes=1, where="on one CPU node (NATS_IP)")
     return [_with_service(block, declared.get(block.kind), ctx) for block in (etcd, nats_block)]
 
 
@@ -384,7 +376,7 @@ def _mooncake(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layout
     blocks = []
     endpoints = dynamo_env(typed) if kind == "dynamo" else {}
     endpoints.pop("DYN_REQUEST_PLANE", None)
-    for i, svc in _services(typed):
+    for i, svc in enumerate(typed.services or []):
         entry = _service_entry(ctx, i, svc)
         env, own = entry.env, entry.args
         if svc.type == "mooncake-master":

@@ -6,10 +6,9 @@ import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from operator import itemgetter
-from importlib import resources
-from typing import Any, cast
+from typing import Any, Iterable, Sequence, TypeVar, cast
 
-from ..recipes.load import parse_yaml
+from ..recipes.load import package_yaml
 
 
 @dataclass(frozen=True)
@@ -43,26 +42,36 @@ class Tables:
         return cast(str, value[role] if isinstance(value, dict) else value)
 
     def describe_placeholder(self, name: str) -> str | None:
-        fixed: str | None = self.raw["placeholders"].get(name)
-        if fixed:
-            return fixed
-        for item in self.raw["placeholder_patterns"]:
-            m = re.fullmatch(item["pattern"], name)
-            if m:
-                groups = m.groups()
-                role = groups[0].lower() if len(groups) == 2 else ""
-                return cast(str, item["description"].format(role=role, n=groups[-1]))
-        return None
+        return describe_placeholder(self.raw, name)
+
+
+def describe_placeholder(table: dict[str, Any], name: str) -> str | None:
+    """What `$name` stands for, by a table's `placeholders` (name -> description) and then its
+    `placeholder_patterns` (`{role}`: the lower-cased first of two groups, `{n}`: the last group)."""
+    fixed: str | None = table["placeholders"].get(name)
+    if fixed:
+        return fixed
+    for item in table["placeholder_patterns"]:
+        m = re.fullmatch(item["pattern"], name)
+        if m:
+            groups = m.groups()
+            role = groups[0].lower() if len(groups) == 2 else ""
+            return cast(str, item["description"].format(role=role, n=groups[-1]))
+    return None
 
 
 @lru_cache(maxsize=1)
 def tables() -> Tables:
-    text = resources.files("cookbookgen").joinpath("rules/render.yaml").read_text(encoding="utf-8")
-    return Tables(parse_yaml(text, "cookbookgen/rules/render.yaml").data)
+    return Tables(package_yaml("rules/render.yaml"))
 
 
-def order_worker_args(args: list[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
-    """Lead flags first in table order, then the rest alphabetically; stable for repeated flags."""
-    lead = tables().lead_flags
+Arg = TypeVar("Arg", bound=Sequence[Any])   # `(flag, *values)`, a tuple or (in AgentX block dicts) a list
+
+
+def order_worker_args(args: Iterable[Arg], lead_flags: Sequence[str] | None = None) -> tuple[Arg, ...]:
+    """Lead flags first in their order (`lead_flags`, by default this table's), then the rest
+    alphabetically; stable for repeated flags."""
+    lead = tables().lead_flags if lead_flags is None else {flag: i for i, flag in enumerate(lead_flags)}
+    args = list(args)
     first = sorted([a for a in args if a[0] in lead], key=lambda a: lead[a[0]])
     return (*first, *sorted([a for a in args if a[0] not in lead], key=itemgetter(0)))

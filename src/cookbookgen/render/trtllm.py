@@ -11,7 +11,6 @@ command names. No I/O but reading the package table `rules/engines.yaml` once (r
 from __future__ import annotations
 
 import shlex
-from operator import itemgetter
 from typing import Any
 
 import yaml
@@ -19,6 +18,7 @@ import yaml
 from ..policy.rules import Policy
 from ..recipes.schema import EngineSpec, OptionsRoleSpec, Recipe, RoleSpec
 from .layout import RoleLayout, Slot
+from .tables import order_worker_args
 from .values import kept, kept_env, word
 from .vllm import engine_tables
 
@@ -38,9 +38,7 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, layout: RoleLayou
         args.append(("--request-plane", word(typed.dynamo.request_plane)))
     engine = (typed.engine.model_extra or {}) if isinstance(typed.engine, EngineSpec) else {}
     args += [(flag,) for key, flag in table["switches"].items() if engine.get(key) is True]
-    order = {f: i for i, f in enumerate(table["lead_flags"])}
-    ordered = (*sorted([a for a in args if a[0] in order], key=lambda a: order[a[0]]),
-               *sorted([a for a in args if a[0] not in order], key=itemgetter(0)))
+    ordered = order_worker_args(args, table["lead_flags"])
     own = spec.options if isinstance(spec, OptionsRoleSpec) else {}
     options = {key: value for key, value in own.items() if kept(policy, ("roles", role, "options", key), value)[0]}
     env = {**kept_env(policy, ("roles", role, "env"), spec.env), "DYN_SYSTEM_PORT": str(table["system_port"] + slot.index)}

@@ -60,7 +60,7 @@ most values (the same objects)."""
 def kept_args(policy: Policy, prefix: KeyPath, args: dict[str, RawYaml], memo: ValuesMemo | None = None) -> list[tuple[str, ...]]:
     """The args at `prefix` as the command shows them (dropped ones and `null`s left out)."""
     base = tuple(map(str, prefix))
-    shown = (_shown(policy, base, name, value, memo, _as_arg) for name, value in args.items())
+    shown = (_shown(policy, base, name, value, memo, arg_tuple) for name, value in args.items())
     return [a for a in shown if a is not None]
 
 
@@ -69,10 +69,6 @@ def kept_env(policy: Policy, prefix: KeyPath, env: dict[str, RawYaml], memo: Val
     base = tuple(map(str, prefix))
     shown = ((name, _shown(policy, base, name, value, memo, _as_env)) for name, value in env.items())
     return {name: text for name, text in shown if text is not None}
-
-
-def _as_arg(name: str, value: RawYaml) -> tuple[str, ...] | None:
-    return arg_tuple(name, value)
 
 
 def _as_env(name: str, value: RawYaml) -> str | None:

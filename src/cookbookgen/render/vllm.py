@@ -12,25 +12,21 @@ from __future__ import annotations
 
 import json
 import shlex
-from functools import lru_cache
-from importlib import resources
-from operator import itemgetter
 from typing import Any, cast
 
 from ..policy.rules import Policy
-from ..recipes.load import parse_yaml
+from ..recipes.load import package_yaml
 from ..recipes.schema import EngineSpec, Recipe, RoleSpec
 from .layout import RoleLayout, Slot
+from .tables import order_worker_args
 from .model import Block, BlockKind
 from .values import kept_args, kept_env, replace_args
 
 Args = list[tuple[str, ...]]
 
 
-@lru_cache(maxsize=1)
 def engine_tables() -> dict[str, Any]:
-    text = resources.files("cookbookgen").joinpath("rules/engines.yaml").read_text(encoding="utf-8")
-    return cast(dict[str, Any], parse_yaml(text, "cookbookgen/rules/engines.yaml").data)
+    return cast(dict[str, Any], package_yaml("rules/engines.yaml"))
 
 
 def worker_port(slot: int) -> int:
@@ -60,9 +56,7 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
     if role != "agg" and "NixlConnector" in " ".join(a[-1] for a in args if a[0] == "--kv-transfer-config"):
         env.update(table["nixl_env"])
         env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(ports["nixl_side_channel"] + slot.index)
-    order = {f: i for i, f in enumerate(table["lead_flags"])}
-    first = sorted([a for a in args if a[0] in order], key=lambda a: order[a[0]])
-    ordered = (*first, *sorted([a for a in args if a[0] not in order], key=itemgetter(0)))
+    ordered = order_worker_args(args, table["lead_flags"])
     cmd = table["commands"]["dynamo"] if kind == "dynamo" else f"{table['commands']['serve']} {shlex.quote(model_id)}"
     return cmd, ordered, env
 
