@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from cookbookgen.cells.assemble import load_cookbook
 from cookbookgen.cells.model import Cell, Cookbook, Exclusion, Variant
@@ -71,8 +72,8 @@ def hostile_cookbook(cookbook: Cookbook) -> Cookbook:
     return _replace_cell(cookbook, cell, new_cell)
 
 
-def _outside_fences(markdown: str) -> str:
-    return re.sub(r"(?ms)^( *)(`{3,})\{ \.bash .*?^\1\2$", "", markdown)
+def _outside_commands(markdown: str) -> str:
+    return re.sub(r"(?s)<pre><code>.*?</code></pre>", "", markdown)
 
 
 def _bash_n(text: str) -> subprocess.CompletedProcess[str]:
@@ -142,18 +143,18 @@ def test_model_page_links_each_deployment_and_its_points(cookbook: Cookbook, fil
         assert all(f'href="{cell.slug}/index.html#{pages.point_anchor(cell, p)}"' in html.unescape(md) for p in cell.points)
 
 
-def test_deployment_page_has_one_fenced_block_per_process_in_launch_order(cookbook: Cookbook, files: dict[str, str]) -> None:
+def test_deployment_page_has_one_command_block_per_process_in_launch_order(cookbook: Cookbook, files: dict[str, str]) -> None:
     page = cookbook.pages[0]
     for cell in page.cells:
         md = files[pages.cell_path(page, cell)]
         assert f"{{ #{cell.slug} }}" in md
         for point in cell.points:
             anchor = pages.point_anchor(cell, point)
-            positions = [md.index(f"#{anchor}-{i} ") for i in range(len(point.deployment.blocks))]
+            positions = [md.index(f'<div id="{anchor}-{i}" class="highlight"') for i in range(len(point.deployment.blocks))]
             assert positions == sorted(positions)
-            assert f"#{anchor}-all " in md
+            assert f'<div id="{anchor}-all" class="highlight"' in md
             for block in point.deployment.blocks:
-                assert all(line in md for line in format_block(block).splitlines())
+                assert all(f"{line}\n" in html.unescape(md) for line in format_block(block).splitlines())
 
 
 def test_cookbook_json_holds_every_resolved_command(cookbook: Cookbook, files: dict[str, str]) -> None:
@@ -215,16 +216,17 @@ def test_md_filter_writes_markup_and_pipes_as_references() -> None:
     assert out.startswith("&#60;script&#62;")
 
 
-def test_fence_is_longer_than_any_backtick_run() -> None:
-    text = "echo ```` done"
-    fenced = str(pages.fence(text, "a", "t"))
-    assert fenced.startswith("`````{ .bash #a") and fenced.endswith("\n`````")
+def test_command_block_is_escaped_html_holding_the_text_exactly() -> None:
+    text = "echo ```` '<b>' && x=\"$Y\""
+    block = str(pages.command(text, "a", "t <i>", data={"point": 'p"1'}))
+    assert block.startswith('<div id="a" class="highlight" data-point="p&#34;1" data-search-exclude><span class="filename">t &lt;i&gt;</span>')
+    assert "<b>" not in block and html.unescape(re.search(r"<code>(.*)</code>", block, re.S).group(1)) == text + "\n"
 
 
 @pytest.mark.parametrize("text", ["a\tb", "a\x1bb", "a\n  \nb"])
-def test_fence_refuses_text_markdown_would_change(text: str) -> None:
+def test_command_block_refuses_text_markdown_would_change(text: str) -> None:
     with pytest.raises(CookbookError):
-        pages.fence(text, "a", "t")
+        pages.command(text, "a", "t")
 
 
 def test_hostile_values_are_escaped_in_markdown_and_exact_in_scripts(cookbook: Cookbook, templates: dict[str, str]) -> None:
@@ -233,13 +235,12 @@ def test_hostile_values_are_escaped_in_markdown_and_exact_in_scripts(cookbook: C
     cell = _cells(evil)[-1]
     page = next(p for p in evil.pages if cell in p.cells)
     md = files[pages.page_path(page)] + files[pages.cell_path(page, cell)]
-    outside = _outside_fences(md)
+    outside = _outside_commands(md)
     assert "<script" not in outside and "a|b" not in outside
     script = files[f"{page.slug}/{pages.script_name(cell, cell.points[0])}"]
     assert f"--chat-template '{HOSTILE}'" in script and "--sep 'a|b'" in script
     assert _bash_n(script).returncode == 0
-    indent = " " * 4
-    assert indent + format_block(cell.points[0].deployment.blocks[-1]).replace("\n", "\n" + indent) in md
+    assert f"<code>{escape(format_block(cell.points[0].deployment.blocks[-1]))}\n</code>" in md
 
 
 def test_template_error_is_a_located_problem(cookbook: Cookbook, templates: dict[str, str]) -> None:

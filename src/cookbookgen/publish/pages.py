@@ -10,9 +10,10 @@
 
 Escaping: templates autoescape HTML; text placed in Markdown goes through the `md` filter, which also
 writes Markdown's own punctuation as character references, so a value such as `<script>` or `a|b`
-can neither open a tag nor split a table. Commands go in fenced blocks whose fence is longer than any
-backtick run in them; text a fenced block cannot carry exactly (tabs, control characters, lines of
-only spaces) is an error rather than a silently different command.
+can neither open a tag nor split a table. The commands section of a deployment page is raw HTML the
+generator writes (MkDocs passes it through: no Markdown, no highlighting), commands escaped; text
+Markdown's whitespace normalisation would still change (tabs, control characters, lines of only
+spaces) is an error rather than a silently different command.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from pymdownx.slugs import slugify as _pymdownx_slugify
 
 from ..cells.model import Cell, Cookbook, Page, Point, Variant
@@ -83,7 +84,7 @@ _MD_SPECIAL = frozenset("\\`*_{}[]()#+!|<>&\"'~^=$:")
 _tab_slug = _pymdownx_slugify(case="lower")
 
 
-# --- filters: text for Markdown, fenced code, links -------------------------------------------------
+# --- filters: text for Markdown, command blocks, links ------------------------------------------
 
 # MkDocs' theme templates print site_name, nav and page titles without escaping them everywhere.
 _TITLE_SAFE = str.maketrans({"<": "‹", ">": "›", "&": "+", '"': "”", "'": "’"})
@@ -101,21 +102,17 @@ def md(value: object) -> Markup:
     return Markup("".join(f"&#{ord(c)};" if c in _MD_SPECIAL else c for c in text))
 
 
-def fence(text: str, anchor: str, title: str, where: str = "", data: Mapping[str, str] | None = None) -> Markup:
-    """A fenced ```bash block with a stable id, a title and `data-*` attributes, carrying `text`
-    byte for byte (one final newline aside: the code element always ends with one). Commands stay
-    out of the search index (`data-search-exclude`): every page repeats them per point and variant,
-    which made the index tens of megabytes; flags are found through the flag index page."""
+def command(text: str, anchor: str, title: str, where: str = "", data: Mapping[str, str] | None = None) -> Markup:
+    """A command as the HTML the site shows, written here once: a titled code block with a stable id
+    and `data-*` attributes, `text` escaped and byte for byte (one final newline aside: the code
+    element always ends with one), no syntax highlighting (MkDocs passes raw HTML through untouched).
+    Commands stay out of the search index (`data-search-exclude`): every page repeats them per point
+    and variant; flags are found through the flag index page."""
     check_code(text, where or anchor)
-    ticks = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
-    attrs = "".join(f' data-{k}="{_attr(v)}"' for k, v in (data or {}).items())
+    attrs = "".join(f' data-{k}="{escape(v)}"' for k, v in (data or {}).items())
     body = text[:-1] if text.endswith("\n") else text
-    return Markup(f'{ticks}{{ .bash #{anchor} title="{_attr(title)}"{attrs} data-search-exclude }}\n{body}\n{ticks}')
-
-
-def _attr(value: str) -> str:
-    """A value for the fence's brace attributes, which cannot carry quotes, braces or line breaks."""
-    return re.sub(r'["{}\r\n]+', " ", value).strip()
+    return Markup(f'<div id="{escape(anchor)}" class="highlight"{attrs} data-search-exclude><span class="filename">'
+                  f'{escape(title)}</span><pre><code>{escape(body)}\n</code></pre></div>')
 
 
 def check_code(text: str, where: str) -> None:
@@ -578,7 +575,7 @@ def cookbook_json(cookbook: Cookbook, views: list[PageView], generated_on: dt.da
 def environment(templates: Mapping[str, str]) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.DictLoader(dict(templates)), autoescape=True, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    env.filters.update(md=md, code=code, badge=badge, fence=fence, safe_title=lambda t: Markup(json.dumps(safe_title(one_line(t)))))
+    env.filters.update(md=md, code=code, badge=badge, command=command, safe_title=lambda t: Markup(json.dumps(safe_title(one_line(t)))))
     env.globals.update(link=link, STATUS_TEXT=STATUS_TEXT, hardware_title=hardware_title, cell_title=cell_title, series_name=series_name,
                        hardware_anchor=hardware_anchor, page_path=page_path)
     return env

@@ -17,7 +17,7 @@ Incremental builds (`cache`, the folder of `cells.cache`; `cookbookgen build` pa
 `.cookbookgen-cache/` beside `--out` unless `--no-cache`):
 - the state of the last successful build is kept in `<cache>/site/state.json`: the sha256 of every
   docs file, where MkDocs wrote it, the build context (mkdocs.yml, nav, site name, the versions of
-  MkDocs, Material, Markdown, pymdown-extensions and Pygments, cookbookgen's own code), each page's
+  MkDocs, Material, Markdown and pymdown-extensions, cookbookgen's own code), each page's
   anchors and its links into other pages, and a fingerprint (path, size, mtime, inode) of `--out`;
 - a build whose context, docs file set and `--out` all match that state is incremental: the output
   of every unchanged docs file is hard-linked from `--out` into the scratch site, the unchanged
@@ -338,7 +338,7 @@ def build_context(root: Path, cookbook: Cookbook) -> str:
 
     parts = [str(STATE_FORMAT), code_fingerprint(), (root / "mkdocs.yml").read_text(encoding="utf-8"),
              json.dumps(nav(cookbook)), safe_title(cookbook.title)]
-    parts += [f"{dist}={version(dist)}" for dist in ("mkdocs", "mkdocs-material", "Markdown", "pymdown-extensions", "Pygments")]
+    parts += [f"{dist}={version(dist)}" for dist in ("mkdocs", "mkdocs-material", "Markdown", "pymdown-extensions")]
     return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
 
 
