@@ -533,15 +533,15 @@ def flag_rows(cookbook: Cookbook, max_values: int = 4) -> tuple[FlagRow, ...]:
 
 # --- cookbook.json ----------------------------------------------------------------------------------
 
-def _blocks_json(dep: Deployment) -> list[dict[str, object]]:
-    return [{**b.to_json(), "text": format_block(b)} for b in dep.blocks]
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))   # compact: the C encoder
 
 
 def _run_json(page: Page, cell: Cell, run: RunView, dep: Deployment) -> dict[str, object]:
     base = f"{page.slug}/"
     return {"anchor": run.anchor, "url": f"{base}{cell.slug}/index.html#{run.anchor}", "script": base + run.script,
             "gpus": dep.gpus, "nodes": dep.nodes, "image": dep.image,
-            "blocks": _blocks_json(dep), "copy_all": run.copy_all}
+            "blocks": [{**b.to_json(), "text": shown.text} for b, shown in zip(dep.blocks, run.blocks)], "copy_all": run.copy_all}
 
 
 def _cell_json(page: Page, view: CellView) -> dict[str, object]:
@@ -562,12 +562,18 @@ def _cell_json(page: Page, view: CellView) -> dict[str, object]:
             "disclosures": list(cell.disclosures), "notes": list(cell.notes)}
 
 
-def cookbook_json(cookbook: Cookbook, views: list[PageView], generated_on: dt.date) -> str:
-    doc = {"schema": 1, "title": cookbook.title, "repo": cookbook.repo, "generated_on": generated_on.isoformat(),
-           "warnings": list(cookbook.warnings),
-           "pages": [{"model": v.page.model, "slug": v.page.slug, "title": v.page.title, "url": f"{v.page.slug}/index.html",
-                      "cells": [_cell_json(v.page, c) for hw in v.hardware for c in hw.cells]} for v in views]}
-    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+def page_json(view: PageView) -> str:
+    """The model page's entry of `cookbook.json`, as JSON text."""
+    page = view.page
+    return _json({"model": page.model, "slug": page.slug, "title": page.title, "url": f"{page.slug}/index.html",
+                  "cells": [_cell_json(page, c) for hw in view.hardware for c in hw.cells]})
+
+
+def cookbook_json(cookbook: Cookbook, pages: list[str], generated_on: dt.date) -> str:
+    """The whole `cookbook.json`, from the pages' entries (`page_json`)."""
+    head = _json({"schema": 1, "title": cookbook.title, "repo": cookbook.repo, "generated_on": generated_on.isoformat(),
+                  "warnings": list(cookbook.warnings)})
+    return f'{head[:-1]},"pages":[{",".join(pages)}]}}\n'
 
 
 # --- templates and the whole site -------------------------------------------------------------------
@@ -591,25 +597,42 @@ def render_template(env: jinja2.Environment, name: str, **context: object) -> st
         raise CookbookError.at(f"templates/{name}", 0, "", str(exc)) from None
 
 
-def site_files(cookbook: Cookbook, templates: Mapping[str, str], generated_on: dt.date) -> dict[str, str]:
-    """Every file of the docs folder, by relative path (see the module docstring)."""
+@dataclass(frozen=True)
+class PageFiles:
+    """What one model page contributes to the site: its files (its Markdown, its deployment pages,
+    their launch scripts, its charts) and its entry of `cookbook.json`."""
+
+    files: dict[str, str]
+    json: str
+
+
+def page_files(cookbook: Cookbook, page: Page, env: jinja2.Environment, generated_on: dt.date) -> PageFiles:
+    """A function of the page, the cookbook's title and repo, the date, the templates and nothing else."""
+    view, svgs = page_view(cookbook, page, generated_on)
+    files = {f"{page.slug}/{name}": svg for name, svg in svgs.items()}
+    files[page_path(page)] = render_template(env, MODEL_TEMPLATE, cookbook=cookbook, view=view, generated_on=generated_on)
+    for hw in view.hardware:
+        for cell in hw.cells:
+            files[cell_path(page, cell.cell)] = render_template(env, CELL_TEMPLATE, view=view, c=cell)
+            derived = tuple(r for g in cell.variants for r in g.runs)
+            files.update({f"{page.slug}/{r.script}": r.copy_all for r in cell.runs + derived})
+    return PageFiles(files, page_json(view))
+
+
+def site_files(cookbook: Cookbook, templates: Mapping[str, str], generated_on: dt.date,
+               done: Mapping[str, PageFiles] | None = None) -> dict[str, str]:
+    """Every file of the docs folder, by relative path (see the module docstring). `done`: the model
+    pages already generated (`page_files`), by slug."""
     env = environment(templates)
     files = {name[len(ASSETS):]: text for name, text in templates.items() if name.startswith(ASSETS)}
-    views = []
+    entries = []
     for page in cookbook.pages:
-        view, svgs = page_view(cookbook, page, generated_on)
-        views.append(view)
-        files.update({f"{page.slug}/{name}": svg for name, svg in svgs.items()})
-        files[page_path(page)] = render_template(env, MODEL_TEMPLATE, cookbook=cookbook, view=view, generated_on=generated_on)
-        for hw in view.hardware:
-            for cell in hw.cells:
-                files[cell_path(page, cell.cell)] = render_template(env, CELL_TEMPLATE, view=view, c=cell)
-                derived = tuple(r for g in cell.variants for r in g.runs)
-                files.update({f"{page.slug}/{r.script}": r.copy_all for r in cell.runs + derived})
-    context = {"cookbook": cookbook, "views": views, "generated_on": generated_on, "hardware": all_hardware(cookbook),
+        made = (done or {}).get(page.slug) or page_files(cookbook, page, env, generated_on)
+        files.update(made.files)
+        entries.append(made.json)
+    context = {"cookbook": cookbook, "pages": cookbook.pages, "generated_on": generated_on, "hardware": all_hardware(cookbook),
                "home_cell": home_cell, "flags": flag_rows(cookbook)}
     for path, name in TEMPLATES.items():
         files[path] = render_template(env, name, **context)
-    files["cookbook.json"] = cookbook_json(cookbook, views, generated_on)
+    files["cookbook.json"] = cookbook_json(cookbook, entries, generated_on)
     return files
-

@@ -67,7 +67,7 @@ from ..errors import CookbookError, Problem
 from ..files import write_atomic
 from ..project import project_root
 from ..owned import check_apart, check_replaceable, files_under, write_marker
-from .pages import MODEL_TEMPLATE, page_path, safe_title, site_files
+from .pages import PageFiles, environment, page_files, page_path, safe_title, site_files
 
 SITE_MARKER = ".cookbookgen-site"   # in --out: the files of the site `cookbookgen build` wrote there
 DOCS_MARKER = ".cookbookgen-docs"   # in --keep-docs: the same for the docs and mkdocs.yml it kept there
@@ -268,35 +268,29 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
 
 
 def generate_docs(cookbook: Cookbook, templates: dict[str, str], generated_on: dt.date, cache: RenderCache | None) -> dict[str, str]:
-    """`pages.site_files`, reusing the Markdown of model pages whose data is unchanged.
+    """`pages.site_files`, reusing the files of model pages whose data is unchanged.
 
-    A model page is a function of its own cells (with variants), the cookbook title, the date, the
-    templates and cookbookgen's code, nothing else; its key (`RenderCache.page_key`) covers all of
-    them. When some page is cached, the other files come from `site_files` with an empty model
-    template (no other file uses it), and each changed page from `site_files` of a cookbook holding
-    just that page. `tests/test_incremental.py` pins the result to the plain `site_files`.
+    A model page's files (`pages.page_files`) are a function of its own cells (with variants), the
+    cookbook's title and repo, the date, the templates and cookbookgen's code, nothing else; its key
+    (`RenderCache.page_key`) covers all of them. `tests/test_incremental.py` pins the result to the
+    plain `site_files`.
     """
-    keys: dict[str, str] = {}
-    if cache is not None:
-        common = hashlib.sha256("\0".join([code_fingerprint(), json.dumps(templates, sort_keys=True), cookbook.title,
-                                            generated_on.isoformat()]).encode()).hexdigest()
-        for page in cookbook.pages:
-            key = cache.page_key(page)
-            if key is not None:
-                keys[page_path(page)] = hashlib.sha256(f"{common}\0{key}".encode()).hexdigest()
-    hits = {path: text for path, key in keys.items() if isinstance(text := cache.get("pages", key) if cache else None, str)}
-    if not hits:
-        files = site_files(cookbook, templates, generated_on)
-    else:
-        files = site_files(cookbook, {**templates, MODEL_TEMPLATE: ""}, generated_on)
-        for page in cookbook.pages:
-            path = page_path(page)
-            files[path] = hits[path] if path in hits else site_files(cookbook.model_copy(update={"pages": (page,)}), templates, generated_on)[path]
-    if cache is not None:
-        for path, key in keys.items():
-            if path not in hits:
-                cache.put("pages", key, files[path])
-    return files
+    if cache is None:
+        return site_files(cookbook, templates, generated_on)
+    env = environment(templates)
+    common = "\0".join([code_fingerprint(), json.dumps(templates, sort_keys=True), cookbook.title, cookbook.repo,
+                        generated_on.isoformat()])
+    done: dict[str, PageFiles] = {}
+    for page in cookbook.pages:
+        key = cache.page_key(page)
+        key = key and hashlib.sha256(f"{common}\0{key}".encode()).hexdigest()
+        made = cache.get("pages", key) if key else None
+        if not isinstance(made, PageFiles):
+            made = page_files(cookbook, page, env, generated_on)
+            if key:
+                cache.put("pages", key, made)
+        done[page.slug] = made
+    return site_files(cookbook, templates, generated_on, done)
 
 
 def _save_state(state_dir: Path, state: "SiteState") -> None:
