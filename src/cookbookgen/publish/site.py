@@ -3,7 +3,8 @@
 - Reads the manifest (through `cells.assemble`), `templates/` and `mkdocs.yml` (repository root).
 - Writes everything into a scratch folder next to `--out` (same file system), builds there, and only
   when MkDocs finished without a warning renames the old site away and the new one in. On any
-  failure the old `--out` is untouched and the scratch folder is removed.
+  failure the old `--out` is untouched and the scratch folder is removed. Launch scripts are not
+  Markdown: they are written beside the docs and moved into the built site (MkDocs would only copy them).
 - Writes, replaces or deletes only what it wrote itself (`owned`): `--out` must be missing, empty or a
   site it built (its `.cookbookgen-site` lists every file there), `--keep-docs` the same for its
   `docs/` and `mkdocs.yml` (`.cookbookgen-docs`), `--cache` missing, empty or a cookbookgen cache; all
@@ -234,10 +235,11 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
         step("generating pages")
         files = generate_docs(cookbook, read_templates(root / "templates"), generated_on, pages)
         step(f"writing {len(files)} files")
+        counts = (len(cookbook.pages), sum(f.endswith(".sh") for f in files), len(files))
+        write_docs({rel: files.pop(rel) for rel in [rel for rel in files if rel.endswith(".sh")]}, scratch / "scripts")
         write_docs(files, scratch / "docs")
         state_dir = cache / "site" if cache is not None else None
         hashes = {rel: hashlib.sha256(text.encode("utf-8")).hexdigest() for rel, text in files.items()}
-        counts = (len(cookbook.pages), sum(f.endswith(".sh") for f in files), len(files))
         title, pages_nav = safe_title(cookbook.title), nav(cookbook)
         context = build_context(root, cookbook)
         del files, cookbook                    # the docs are on disk: free the memory before MkDocs needs its own
@@ -246,17 +248,19 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
         with _mkdocs_problems(str(root / "mkdocs.yml")):
             recorder = None
             if unchanged:
-                step(f"building {counts[2] - len(unchanged)} changed files with MkDocs (strict, incremental)")
+                step(f"building {len(hashes) - len(unchanged)} changed files with MkDocs (strict, incremental)")
                 assert previous is not None
                 config = _config(root, scratch / "docs", scratch / "site", title, pages_nav)
                 recorder = _incremental(config, previous, unchanged, out, scratch)
-                rebuilt = counts[2] - len(unchanged) if recorder is not None else None
+                rebuilt = len(hashes) - len(unchanged) if recorder is not None else None
             if recorder is None:
                 step("building the site with MkDocs (strict)")
                 recorder = _full(_config(root, scratch / "docs", scratch / "site", title, pages_nav))
-        write_marker(scratch / "site", SITE_MARKER, files_under(scratch / "site"))
         if keep_docs is not None:
-            _keep_docs(scratch / "docs", keep_docs, root, title, pages_nav)
+            _keep_docs([scratch / "docs", scratch / "scripts"], keep_docs, root, title, pages_nav)
+        for rel in files_under(scratch / "scripts"):
+            os.renames(scratch / "scripts" / rel, scratch / "site" / rel)
+        write_marker(scratch / "site", SITE_MARKER, files_under(scratch / "site"))
         step("moving the site into place")
         swap_in(scratch / "site", out, scratch)
         if state_dir is not None:
@@ -303,20 +307,29 @@ def _save_state(state_dir: Path, state: "SiteState") -> None:
         pass
 
 
-def _keep_docs(docs: Path, keep: Path, root: Path, title: str, pages_nav: list[dict[str, object]]) -> None:
-    """Copy the docs to `keep/docs` with a `keep/mkdocs.yml` that builds them as `cookbookgen build` does
-    (`check_paths` has made sure that what they replace was written by an earlier build)."""
+def _keep_docs(folders: list[Path], keep: Path, root: Path, title: str, pages_nav: list[dict[str, object]]) -> None:
+    """Copy the docs (and the launch scripts) to `keep/docs` with a `keep/mkdocs.yml` that builds them as
+    `cookbookgen build` does (`check_paths` has made sure that what they replace was written by an
+    earlier build). Files are hard-linked where the file system allows: the scratch copies go."""
     import yaml
 
     keep = keep.absolute()
     if (keep / "docs").exists():
         shutil.rmtree(keep / "docs")
     keep.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(docs, keep / "docs")
+    for folder in folders:
+        shutil.copytree(folder, keep / "docs", copy_function=_link_or_copy, dirs_exist_ok=True)
     config = {"INHERIT": str(root / "mkdocs.yml"), "docs_dir": "docs", "site_dir": "site", "site_name": title, "nav": pages_nav}
     (keep / "mkdocs.yml").write_text("# Written by cookbookgen build --keep-docs: the same build, with plain MkDocs.\n"
                                      + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
     write_marker(keep, DOCS_MARKER, ["mkdocs.yml", *(f"docs/{rel}" for rel in files_under(keep / "docs"))])
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:                        # no hard links here: a copy with the same mtime does as well
+        shutil.copy2(src, dst)
 
 
 # --- incremental builds ---------------------------------------------------------------------------
@@ -404,10 +417,7 @@ def _incremental(config: MkDocsConfig, previous: "SiteState", unchanged: set[str
             return None
         target = site / dest
         target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(out / dest, target)
-        except OSError:                        # no hard links here: a copy with the same mtime does as well
-            shutil.copy2(out / dest, target)
+        _link_or_copy(str(out / dest), str(target))
         linked[target] = target.stat().st_mtime_ns
         os.utime(docs / rel, ns=(_OLD_NS, _OLD_NS))
     recorder = _Recorder(previous.anchors)
