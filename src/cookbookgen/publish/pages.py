@@ -541,7 +541,7 @@ def _run_json(page: Page, cell: Cell, run: RunView, dep: Deployment) -> dict[str
     base = f"{page.slug}/"
     return {"anchor": run.anchor, "url": f"{base}{cell.slug}/index.html#{run.anchor}", "script": base + run.script,
             "gpus": dep.gpus, "nodes": dep.nodes, "image": dep.image,
-            "blocks": [{**b.to_json(), "text": shown.text} for b, shown in zip(dep.blocks, run.blocks)], "copy_all": run.copy_all}
+            "blocks": [{**b.to_json(), "text": shown.text} for b, shown in zip(dep.blocks, run.blocks)]}   # the launch script is at "script"
 
 
 def _cell_json(page: Page, view: CellView) -> dict[str, object]:
