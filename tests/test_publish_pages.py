@@ -16,6 +16,7 @@ from markupsafe import escape
 
 from cookbookgen.cells.assemble import load_cookbook
 from cookbookgen.cells.model import Cell, Cookbook, Exclusion, Variant
+from cookbookgen.cells.variants import with_variants
 from cookbookgen.errors import CookbookError
 from cookbookgen.publish import pages
 from cookbookgen.publish.chart import Axis, ChartPoint, frontier, pareto_svg
@@ -253,6 +254,17 @@ def test_template_error_is_a_located_problem(cookbook: Cookbook, templates: dict
 
 # --- derived variants -------------------------------------------------------------------------------
 
+def test_variant_data_holds_each_command_once(cookbook: Cookbook, templates: dict[str, str]) -> None:
+    derived = with_variants(cookbook)
+    cell = next(c for c in _cells(derived) if len(c.variants) > 5)
+    page = next(p for p in derived.pages if cell in p.cells)
+    md = pages.site_files(derived, templates, DATE)[pages.cell_path(page, cell)]
+    data = json.loads(re.search(r'<script type="application/json" class="cb-variants">(.*)</script>', md).group(1))  # type: ignore[union-attr]
+    drawn = {v["anchor"]: [data["texts"][b["text"]] for b in v["blocks"]] for v in data["variants"]}
+    assert drawn == {pages.variant_anchor(cell, v): [format_block(b) for b in v.deployment.blocks] for v in cell.variants}
+    assert len(data["texts"]) == len({t for blocks in drawn.values() for t in blocks}) < sum(map(len, drawn.values()))
+
+
 def test_derived_variants_are_marked_and_kept_apart(cookbook: Cookbook, templates: dict[str, str]) -> None:
     cell = next(c for c in _cells(cookbook) if c.router == "dynamo")
     point = cell.points[0]
@@ -267,8 +279,8 @@ def test_derived_variants_are_marked_and_kept_apart(cookbook: Cookbook, template
     assert f"{{ #{cell.slug}-derived }}" in md and anchor == f"{cell.slug}-derived-sglang-hicache-c1"
     assert f'<a id="{anchor}" href="../launch-{anchor}.sh" download>' in md and 'cb-badge cb-status-derived"' in md
     data = json.loads(re.search(r'<script type="application/json" class="cb-variants">(.*)</script>', md).group(1))  # type: ignore[union-attr]
-    assert [(v["router"], v["kv"], v["anchor"]) for v in data] == [("sglang", "hicache", anchor)]
-    assert [b["text"] for b in data[0]["blocks"]] == [format_block(b) for b in dep.blocks]      # drawn by cookbook.js
+    assert [(v["router"], v["kv"], v["anchor"]) for v in data["variants"]] == [("sglang", "hicache", anchor)]
+    assert [data["texts"][b["text"]] for b in data["variants"][0]["blocks"]] == [format_block(b) for b in dep.blocks]  # drawn by cookbook.js
     metrics = md[md.index(f"#{cell.slug}-metrics"):md.index(f"#{cell.slug}-settings")]
     assert anchor not in metrics                                         # never in the metrics table
     script = files[f"{cb.pages[0].slug}/launch-{anchor}.sh"]

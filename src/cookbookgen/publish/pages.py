@@ -192,7 +192,7 @@ class CellView:
     disclosures: tuple[str, ...]
     overrides: tuple[str, ...]
     flags: CellCheck
-    variant_data: tuple[dict[str, object], ...]   # derived variants, drawn in the browser (cookbook.js)
+    variant_data: dict[str, object]   # derived variants, drawn in the browser (cookbook.js)
 
 
 @dataclass(frozen=True)
@@ -461,12 +461,20 @@ def cell_view(cookbook: Cookbook, cell: Cell, generated_on: dt.date, on_front: s
     keys = metric_keys(cell.points)
     overrides = tuple(dict.fromkeys(p.override for p in cell.points if p.override))
     flags = check_cell(cell.id, cell.image, (b for p in cell.points for b in p.deployment.blocks))
-    of = {variant_anchor(cell, v): v for v in cell.variants}
-    data: tuple[dict[str, object], ...] = tuple({"router": of[r.anchor].router, "kv": of[r.anchor].kv, "point": r.tab, "anchor": r.anchor, "script": r.script,
-                  "blocks": [{"title": b.title, "where": b.where, "text": b.text} for b in r.blocks]}
-                 for g in variants for r in g.runs)
     return CellView(cell, runs, variants, tuple(metric_title(k) for k in keys),
-                    _metric_rows(cell, keys, on_front), _disclosures(cell), overrides, flags, data)
+                    _metric_rows(cell, keys, on_front), _disclosures(cell), overrides, flags, _variant_data(cell, variants))
+
+
+def _variant_data(cell: Cell, groups: tuple[VariantGroup, ...]) -> dict[str, object]:
+    """The derived variants as cookbook.js draws them: `variants` (router, kv, point tab, anchor, script,
+    blocks) whose block `text` is an index into `texts`, each distinct command once (the variants of
+    a cell repeat most of their blocks)."""
+    of = {variant_anchor(cell, v): v for v in cell.variants}
+    texts: dict[str, int] = {}
+    variants = [{"router": of[r.anchor].router, "kv": of[r.anchor].kv, "point": r.tab, "anchor": r.anchor, "script": r.script,
+                 "blocks": [{"title": b.title, "where": b.where, "text": texts.setdefault(b.text, len(texts))} for b in r.blocks]}
+                for g in groups for r in g.runs]
+    return {"texts": list(texts), "variants": variants}
 
 
 def page_view(cookbook: Cookbook, page: Page, generated_on: dt.date) -> tuple[PageView, dict[str, str]]:

@@ -20,7 +20,7 @@
     if (router !== set.dataset.router || kv !== set.dataset.kv) {
       var tab = set.querySelector('label[for="' + input.id + '"]').textContent;
       var data = document.querySelector("script.cb-variants");
-      var pick = (data ? JSON.parse(data.textContent) : []).filter(function (v) {
+      var pick = (data ? JSON.parse(data.textContent).variants : []).filter(function (v) {
         return v.router === router && v.kv === kv && v.point === tab;
       })[0];
       if (!pick) return;
@@ -92,7 +92,7 @@
 
   function unique(list) { return list.filter(function (v, i) { return list.indexOf(v) === i; }); }
 
-  function draw(data, view) {
+  function draw(data, texts, view) {
     var keys = ["router", "kv", "point"], sels = {};
     var bar = el("div", {class: "cb-selectors"}), out = el("div", {});
     function show() {
@@ -100,11 +100,12 @@
       out.textContent = "";
       if (!pick) { out.appendChild(el("p", {}, "No derived variant for this combination.")); return; }
       pick.blocks.forEach(function (b, i) {
+        var text = texts[b.text];
         if (b.where) out.appendChild(el("p", {class: "cb-where"}, b.where));
         var pre = el("pre", {class: "cb-derived-code"}), title = el("span", {class: "filename"}, (i + 1) + ". " + b.title);
         var copy = el("button", {class: "cb-copy", type: "button", title: "Copy this command"}, "Copy");
-        copy.addEventListener("click", function () { navigator.clipboard.writeText(b.text); });
-        pre.appendChild(el("code", {"data-variant-block": pick.anchor + "-" + i}, b.text));
+        copy.addEventListener("click", function () { navigator.clipboard.writeText(text); });
+        pre.appendChild(el("code", {"data-variant-block": pick.anchor + "-" + i}, text));
         out.appendChild(title); out.appendChild(copy); out.appendChild(pre);
       });
       var link = el("a", {href: "../" + pick.script, download: ""}, "Download " + pick.script);
@@ -129,7 +130,8 @@
   function init() {
     document.querySelectorAll("script.cb-variants").forEach(function (script) {
       var view = document.querySelector(".cb-variant-view");
-      if (view && !view.firstChild) draw(JSON.parse(script.textContent), view);
+      var data = JSON.parse(script.textContent);
+      if (view && !view.firstChild) draw(data.variants, data.texts, view);
     });
   }
 
