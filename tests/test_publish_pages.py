@@ -206,7 +206,7 @@ def test_flag_index_lists_flags_and_env_with_cells(cookbook: Cookbook, files: di
     cli_flag_cells = [c for c in _cells(cookbook) if c.config_key not in bundled_keys("trt")]     # TRT-LLM takes an options file
     assert len(rows["--tensor-parallel-size"].cells) == len(cli_flag_cells)
     assert rows["NCCL_CUMEM_ENABLE"].kind == "env"
-    assert "(deepseek-v4-1-flash/dsv41flash-fp4-gb300-sglang-agentic-dspark-0/index.md)" in files["flags.md"]
+    assert '<a href="deepseek-v4-1-flash/dsv41flash-fp4-gb300-sglang-agentic-dspark-0/index.html">' in files["flags.md"]
 
 
 # --- escaping ---------------------------------------------------------------------------------------

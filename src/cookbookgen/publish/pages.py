@@ -238,7 +238,7 @@ class FlagRow:
     kind: str            # flag | env
     values: tuple[str, ...]
     more_values: int
-    cells: tuple[tuple[str, str, bool], ...]   # (text, page-relative .md link with anchor, derived)
+    cells: tuple[tuple[str, str, bool], ...]   # (text, link to the deployment page from the site root, derived)
 
 
 # --- names and anchors ----------------------------------------------------------------------------
@@ -524,7 +524,7 @@ def flag_rows(cookbook: Cookbook, max_values: int = 4) -> tuple[FlagRow, ...]:
     seen: dict[tuple[str, str], tuple[dict[str, None], dict[tuple[str, str], bool]]] = {}
     for page in cookbook.pages:
         for cell in page.cells:
-            where = (cell_title(cell), cell_path(page, cell))
+            where = (cell_title(cell), f"{page.slug}/{cell.slug}/index.html")
             runs = [(p.deployment, False) for p in cell.points] + [(v.deployment, True) for v in cell.variants]
             for dep, derived in runs:
                 for name, kind, value in _settings_of(dep):
