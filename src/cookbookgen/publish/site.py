@@ -257,7 +257,7 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
                 step("building the site with MkDocs (strict)")
                 recorder = _full(_config(root, scratch / "docs", scratch / "site", title, pages_nav))
         if keep_docs is not None:
-            _keep_docs([scratch / "docs", scratch / "scripts"], keep_docs, root, title, pages_nav)
+            _keep_docs(scratch / "docs", scratch / "scripts", keep_docs, root, title, pages_nav)
         for rel in files_under(scratch / "scripts"):
             os.renames(scratch / "scripts" / rel, scratch / "site" / rel)
         write_marker(scratch / "site", SITE_MARKER, files_under(scratch / "site"))
@@ -307,18 +307,19 @@ def _save_state(state_dir: Path, state: "SiteState") -> None:
         pass
 
 
-def _keep_docs(folders: list[Path], keep: Path, root: Path, title: str, pages_nav: list[dict[str, object]]) -> None:
-    """Copy the docs (and the launch scripts) to `keep/docs` with a `keep/mkdocs.yml` that builds them as
+def _keep_docs(docs: Path, scripts: Path, keep: Path, root: Path, title: str, pages_nav: list[dict[str, object]]) -> None:
+    """Copy the docs and the launch scripts to `keep/docs` with a `keep/mkdocs.yml` that builds them as
     `cookbookgen build` does (`check_paths` has made sure that what they replace was written by an
-    earlier build). Files are hard-linked where the file system allows: the scratch copies go."""
+    earlier build). The docs are hard-linked where the file system allows (the scratch copies go);
+    the scripts are copied, as they also go into the site."""
     import yaml
 
     keep = keep.absolute()
     if (keep / "docs").exists():
         shutil.rmtree(keep / "docs")
     keep.mkdir(parents=True, exist_ok=True)
-    for folder in folders:
-        shutil.copytree(folder, keep / "docs", copy_function=_link_or_copy, dirs_exist_ok=True)
+    shutil.copytree(docs, keep / "docs", copy_function=_link_or_copy)
+    shutil.copytree(scripts, keep / "docs", dirs_exist_ok=True)
     config = {"INHERIT": str(root / "mkdocs.yml"), "docs_dir": "docs", "site_dir": "site", "site_name": title, "nav": pages_nav}
     (keep / "mkdocs.yml").write_text("# Written by cookbookgen build --keep-docs: the same build, with plain MkDocs.\n"
                                      + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
