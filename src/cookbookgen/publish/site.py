@@ -258,8 +258,7 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
                 recorder = _full(_config(root, scratch / "docs", scratch / "site", title, pages_nav))
         if keep_docs is not None:
             _keep_docs(scratch / "docs", scratch / "scripts", keep_docs, root, title, pages_nav)
-        for rel in files_under(scratch / "scripts"):
-            os.renames(scratch / "scripts" / rel, scratch / "site" / rel)
+        _move_into(scratch / "scripts", scratch / "site")
         write_marker(scratch / "site", SITE_MARKER, files_under(scratch / "site"))
         step("moving the site into place")
         swap_in(scratch / "site", out, scratch)
@@ -324,6 +323,15 @@ def _keep_docs(docs: Path, scripts: Path, keep: Path, root: Path, title: str, pa
     (keep / "mkdocs.yml").write_text("# Written by cookbookgen build --keep-docs: the same build, with plain MkDocs.\n"
                                      + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
     write_marker(keep, DOCS_MARKER, ["mkdocs.yml", *(f"docs/{rel}" for rel in files_under(keep / "docs"))])
+
+
+def _move_into(src: Path, dst: Path) -> None:
+    """Move every file under `src` to the same path under `dst` (renames: one file system)."""
+    for folder, _dirs, names in os.walk(src):
+        target = dst / Path(folder).relative_to(src)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            os.replace(os.path.join(folder, name), target / name)
 
 
 def _link_or_copy(src: str, dst: str) -> None:
