@@ -201,7 +201,7 @@ def test_identical_commands_across_concurrencies_are_explained(cookbook: Cookboo
 
 
 def test_flag_index_lists_flags_and_env_with_cells(cookbook: Cookbook, files: dict[str, str]) -> None:
-    rows = {r.name: r for r in pages.flag_rows(cookbook)}
+    rows = {r.name: r for r in pages.flag_rows(pages.page_flags(p) for p in cookbook.pages)}
     assert rows["--tensor-parallel-size"].kind == "flag"
     cli_flag_cells = [c for c in _cells(cookbook) if c.config_key not in bundled_keys("trt")]     # TRT-LLM takes an options file
     assert len(rows["--tensor-parallel-size"].cells) == len(cli_flag_cells)
@@ -289,7 +289,7 @@ def test_derived_variants_are_marked_and_kept_apart(cookbook: Cookbook, template
     jcell = next(c for p in doc["pages"] for c in p["cells"] if c["id"] == cell.id)
     assert [v["status"] for v in jcell["derived_variants"]] == ["derived"]
     assert len(jcell["points"]) == len(cell.points)
-    rows = {r.name: r for r in pages.flag_rows(cb)}
+    rows = {r.name: r for r in pages.flag_rows(pages.page_flags(p) for p in cb.pages)}
     assert [derived for _, _, derived in rows["ONLY_IN_DERIVED"].cells] == [True]      # only a variant sets it
     assert all(not derived for _, _, derived in rows["--tensor-parallel-size"].cells)
 

@@ -22,7 +22,7 @@ import datetime as dt
 import json
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import jinja2
 from markupsafe import Markup, escape
@@ -518,19 +518,35 @@ def _settings_of(dep: Deployment) -> list[tuple[str, str, str]]:
     return out
 
 
-def flag_rows(cookbook: Cookbook, max_values: int = 4) -> tuple[FlagRow, ...]:
-    """Every flag and env variable of every published command, with its values and the cells setting
-    it; a cell whose measured commands never set it, only its derived variants, is marked derived."""
-    seen: dict[tuple[str, str], tuple[dict[str, None], dict[tuple[str, str], bool]]] = {}
-    for page in cookbook.pages:
-        for cell in page.cells:
-            where = (cell_title(cell), f"{page.slug}/{cell.slug}/index.html")
-            runs = [(p.deployment, False) for p in cell.points] + [(v.deployment, True) for v in cell.variants]
-            for dep, derived in runs:
-                for name, kind, value in _settings_of(dep):
-                    values, cells = seen.setdefault((name, kind), ({}, {}))
-                    values.setdefault(value, None)
-                    cells[where] = cells.get(where, True) and derived
+# (flag or env name, "flag" | "env") -> its values in first-use order, and the cells setting it as
+# (title, link) -> True when only derived variants set it
+FlagSettings = dict[tuple[str, str], tuple[dict[str, None], dict[tuple[str, str], bool]]]
+
+
+def page_flags(page: Page) -> FlagSettings:
+    """Every flag and env variable a model page's published commands set (`FlagSettings`)."""
+    seen: FlagSettings = {}
+    for cell in page.cells:
+        where = (cell_title(cell), f"{page.slug}/{cell.slug}/index.html")
+        runs = [(p.deployment, False) for p in cell.points] + [(v.deployment, True) for v in cell.variants]
+        for dep, derived in runs:
+            for name, kind, value in _settings_of(dep):
+                values, cells = seen.setdefault((name, kind), ({}, {}))
+                values.setdefault(value, None)
+                cells[where] = cells.get(where, True) and derived
+    return seen
+
+
+def flag_rows(pages: Iterable[FlagSettings], max_values: int = 4) -> tuple[FlagRow, ...]:
+    """Every flag and env variable of every published command (the model pages' `page_flags`, in page
+    order), with its values and the cells setting it; a cell whose measured commands never set it,
+    only its derived variants, is marked derived."""
+    seen: FlagSettings = {}
+    for part in pages:
+        for key, (values, cells) in part.items():
+            all_values, all_cells = seen.setdefault(key, ({}, {}))
+            all_values.update(values)
+            all_cells.update(cells)
     rows = []
     for (name, kind), (values, cells) in sorted(seen.items(), key=lambda kv: (kv[0][1] == "env", kv[0][0].lstrip("-").lower())):
         shown = [v for v in values if v][:max_values]
@@ -608,10 +624,11 @@ def render_template(env: jinja2.Environment, name: str, **context: object) -> st
 @dataclass(frozen=True)
 class PageFiles:
     """What one model page contributes to the site: its files (its Markdown, its deployment pages,
-    their launch scripts, its charts) and its entry of `cookbook.json`."""
+    their launch scripts, its charts), its entry of `cookbook.json` and its part of the flag index."""
 
     files: dict[str, str]
     json: str
+    flags: FlagSettings
 
 
 def page_files(cookbook: Cookbook, page: Page, env: jinja2.Environment, generated_on: dt.date) -> PageFiles:
@@ -624,7 +641,7 @@ def page_files(cookbook: Cookbook, page: Page, env: jinja2.Environment, generate
             files[cell_path(page, cell.cell)] = render_template(env, CELL_TEMPLATE, view=view, c=cell)
             derived = tuple(r for g in cell.variants for r in g.runs)
             files.update({f"{page.slug}/{r.script}": r.copy_all for r in cell.runs + derived})
-    return PageFiles(files, page_json(view))
+    return PageFiles(files, page_json(view), page_flags(page))
 
 
 def site_files(cookbook: Cookbook, templates: Mapping[str, str], generated_on: dt.date,
@@ -633,14 +650,12 @@ def site_files(cookbook: Cookbook, templates: Mapping[str, str], generated_on: d
     pages already generated (`page_files`), by slug."""
     env = environment(templates)
     files = {name[len(ASSETS):]: text for name, text in templates.items() if name.startswith(ASSETS)}
-    entries = []
-    for page in cookbook.pages:
-        made = (done or {}).get(page.slug) or page_files(cookbook, page, env, generated_on)
-        files.update(made.files)
-        entries.append(made.json)
+    made = [(done or {}).get(page.slug) or page_files(cookbook, page, env, generated_on) for page in cookbook.pages]
+    for each in made:
+        files.update(each.files)
     context = {"cookbook": cookbook, "pages": cookbook.pages, "generated_on": generated_on, "hardware": all_hardware(cookbook),
-               "home_cell": home_cell, "flags": flag_rows(cookbook)}
+               "home_cell": home_cell, "flags": flag_rows(each.flags for each in made)}
     for path, name in TEMPLATES.items():
         files[path] = render_template(env, name, **context)
-    files["cookbook.json"] = cookbook_json(cookbook, entries, generated_on)
+    files["cookbook.json"] = cookbook_json(cookbook, [each.json for each in made], generated_on)
     return files
