@@ -49,9 +49,9 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from mkdocs.commands.build import build as mkdocs_build
 from mkdocs.config import load_config
@@ -232,18 +232,23 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
     scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent))
     rebuilt: int | None = None
     try:
-        step("generating pages")
-        files = generate_docs(cookbook, read_templates(root / "templates"), generated_on, pages)
-        step(f"writing {len(files)} files")
-        counts = (len(cookbook.pages), sum(f.endswith(".sh") for f in files), len(files))
-        write_docs({rel: files.pop(rel) for rel in [rel for rel in files if rel.endswith(".sh")]}, scratch / "scripts")
-        write_docs(files, scratch / "docs")
         state_dir = cache / "site" if cache is not None else None
+        previous = SiteState.load(state_dir) if state_dir is not None else None
+        step("generating pages")
+        made = generate_docs(cookbook, read_templates(root / "templates"), generated_on, pages,
+                             previous.pages if previous is not None and previous.holds(out) else {})
+        files = made.files
+        step(f"writing {len(files) + len(made.kept)} files")
+        counts = (len(cookbook.pages), sum(map(_is_script, files)) + len(made.kept), len(files) + len(made.kept))
+        write_docs({rel: files.pop(rel) for rel in [rel for rel in files if _is_script(rel)]}, scratch / "scripts")
+        for rel in made.kept:
+            (scratch / "scripts" / rel).parent.mkdir(parents=True, exist_ok=True)
+            _link_or_copy(str(out / rel), str(scratch / "scripts" / rel))
+        write_docs(files, scratch / "docs")
         hashes = {rel: hashlib.sha256(text.encode("utf-8")).hexdigest() for rel, text in files.items()}
         title, pages_nav = safe_title(cookbook.title), nav(cookbook)
         context = build_context(root, cookbook)
         del files, cookbook                    # the docs are on disk: free the memory before MkDocs needs its own
-        previous = SiteState.load(state_dir) if state_dir is not None else None
         unchanged = previous.unchanged(context, hashes, out) if previous is not None else None
         with _mkdocs_problems(str(root / "mkdocs.yml")):
             recorder = None
@@ -264,36 +269,62 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
         swap_in(scratch / "site", out, scratch)
         if state_dir is not None:
             with _signals_wait():
-                _save_state(state_dir, SiteState.after(context, hashes, recorder, previous if rebuilt is not None else None, out))
+                _save_state(state_dir, SiteState.after(context, hashes, made.scripts, recorder, previous if rebuilt is not None else None, out))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return BuildResult(out, *counts, time.perf_counter() - started, rebuilt)
 
 
-def generate_docs(cookbook: Cookbook, templates: dict[str, str], generated_on: dt.date, cache: RenderCache | None) -> dict[str, str]:
+def _is_script(rel: str) -> bool:
+    return rel.endswith(".sh")
+
+
+@dataclass(frozen=True)
+class Generated:
+    files: dict[str, str]            # the docs files and launch scripts to write
+    kept: list[str]                  # launch scripts of unchanged pages, taken from the site in `--out`
+    scripts: dict[str, list[str]]    # page key -> its launch scripts (the next build's `kept`)
+
+
+def generate_docs(cookbook: Cookbook, templates: dict[str, str], generated_on: dt.date, cache: RenderCache | None,
+                  in_site: Mapping[str, list[str]]) -> Generated:
     """`pages.site_files`, reusing the files of model pages whose data is unchanged.
 
     A model page's files (`pages.page_files`) are a function of its own cells (with variants), the
     cookbook's title and repo, the date, the templates and cookbookgen's code, nothing else; its key
-    (`RenderCache.page_key`) covers all of them. `tests/test_incremental.py` pins the result to the
-    plain `site_files`.
+    (`RenderCache.page_key`) covers all of them. The cache keeps a page's launch scripts apart from
+    its other files: those of a page whose key is in `in_site` (it is built into the unchanged site
+    in `--out`) are not read, but taken from that site. `tests/test_incremental.py` pins the result
+    to the plain `site_files`.
     """
     if cache is None:
-        return site_files(cookbook, templates, generated_on)
+        return Generated(site_files(cookbook, templates, generated_on), [], {})
     env = environment(templates)
     common = "\0".join([code_fingerprint(), json.dumps(templates, sort_keys=True), cookbook.title, cookbook.repo,
                         generated_on.isoformat()])
     done: dict[str, PageFiles] = {}
+    kept: list[str] = []
+    scripts: dict[str, list[str]] = {}
     for page in cookbook.pages:
-        key = cache.page_key(page)
-        key = key and hashlib.sha256(f"{common}\0{key}".encode()).hexdigest()
+        data = cache.page_key(page)
+        key = hashlib.sha256(f"{common}\0{data}".encode()).hexdigest() if data else ""
         made = cache.get("pages", key) if key else None
-        if not isinstance(made, PageFiles):
-            made = page_files(cookbook, page, env, generated_on)
+        if isinstance(made, PageFiles) and key in in_site:
+            kept += in_site[key]                       # its launch scripts are in the site already
+            scripts[key] = in_site[key]
+        else:
+            texts = cache.get("scripts", key) if isinstance(made, PageFiles) else None
+            if isinstance(made, PageFiles) and isinstance(texts, dict):
+                made = replace(made, files={**made.files, **texts})
+            else:
+                made = page_files(cookbook, page, env, generated_on)
+                if key:
+                    cache.put("pages", key, replace(made, files={r: t for r, t in made.files.items() if not _is_script(r)}))
+                    cache.put("scripts", key, {r: t for r, t in made.files.items() if _is_script(r)})
             if key:
-                cache.put("pages", key, made)
+                scripts[key] = [r for r in made.files if _is_script(r)]
         done[page.slug] = made
-    return site_files(cookbook, templates, generated_on, done)
+    return Generated(site_files(cookbook, templates, generated_on, done), kept, scripts)
 
 
 def _save_state(state_dir: Path, state: "SiteState") -> None:
@@ -498,6 +529,7 @@ class SiteState:
     anchors: dict[str, list[str]]
     links: dict[str, dict[str, dict[str, str]]]
     site: dict[str, list[int]]
+    pages: dict[str, list[str]]     # page key (`generate_docs`) -> its launch scripts
 
     @classmethod
     def load(cls, folder: Path) -> "SiteState | None":
@@ -510,18 +542,23 @@ class SiteState:
     def save(self, folder: Path) -> None:
         write_atomic(folder / "state.json", json.dumps(self.__dict__, separators=(",", ":")))
 
+    def holds(self, out: Path) -> bool:
+        """Whether `out` is still the site this state describes."""
+        return out.is_dir() and site_fingerprint(out) == self.site
+
     def unchanged(self, context: str, docs: dict[str, str], out: Path) -> set[str] | None:
         """The docs files whose output can be kept, or None when only a full build will do."""
-        if context != self.context or set(docs) != set(self.docs) or not out.is_dir() or site_fingerprint(out) != self.site:
+        if context != self.context or set(docs) != set(self.docs) or not self.holds(out):
             return None
         return {rel for rel, digest in docs.items() if self.docs[rel] == digest} or None
 
     @classmethod
-    def after(cls, context: str, docs: dict[str, str], recorder: _Recorder, previous: "SiteState | None", out: Path) -> "SiteState":
+    def after(cls, context: str, docs: dict[str, str], pages: dict[str, list[str]], recorder: _Recorder, previous: "SiteState | None",
+              out: Path) -> "SiteState":
         """The state of the site just swapped into `out` (`previous` fills in the unchanged pages)."""
         anchors = {**(previous.anchors if previous else {}), **recorder.anchors}
         links = {**(previous.links if previous else {}), **recorder.links}
-        return cls(context, docs, recorder.dest, recorder.order, recorder.urls, anchors, links, site_fingerprint(out))
+        return cls(context, docs, recorder.dest, recorder.order, recorder.urls, anchors, links, site_fingerprint(out), pages)
 
 
 @contextmanager
