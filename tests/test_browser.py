@@ -208,6 +208,32 @@ def test_deep_links_open_the_combination(two_hw: tuple[Cookbook, Path], server: 
     context.close()
 
 
+def test_query_links_open_the_combination(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
+    """?conc=&router=&kv= opens a measured tab, or a derived variant drawn from the page's data."""
+    cookbook, _ = two_hw
+    cell = next(c for c in cookbook.pages[0].cells if len(c.points) > 2 and c.variants)
+    point = cell.points[1]
+    conc = point.concs[0]
+    page = browser.new_context().new_page()  # type: ignore[attr-defined]
+    url = _cell_url(server, cookbook, cell)
+    for query in (f"conc={conc}", f"conc={conc}&router={cell.router}&kv={cell.kv}"):     # the measured combination
+        page.goto(f"{url}?{query}")
+        anchor = pages.point_anchor(cell, point)
+        assert page.locator(f'input[id="{anchor}"]').is_checked(), query
+        assert page.locator(f"#{anchor}-0").is_visible(), query
+        assert page.evaluate("location.hash") == f"#{anchor}"
+    variant = next(v for v in cell.variants if v.point in (point.id, point.label) and (v.router, v.kv) != (cell.router, cell.kv))
+    page.goto(f"{url}?conc={conc}&router={variant.router}&kv={variant.kv}")
+    shown = page.locator("[data-variant-block]")
+    assert [shown.nth(i).inner_text() for i in range(shown.count())] == [format_block(b) for b in variant.deployment.blocks]
+    assert shown.first.get_attribute("data-variant-block") == f"{pages.variant_anchor(cell, variant)}-0"
+    selected = [page.locator(f".cb-selectors select >> nth={i}").input_value() for i in range(3)]
+    assert selected == [variant.router, variant.kv, pages.variant_tab(cell, variant)]
+    page.goto(f"{url}?conc=999999&router={variant.router}")                               # not on this page: left as it is
+    assert page.evaluate("location.hash") == "" and page.locator(f'input[id="{pages.point_anchor(cell, cell.points[0])}"]').is_checked()
+    page.context.close()
+
+
 # per visible block title: how often its text (without the "N. ") appears in its tab or section
 _TITLE_COUNTS = """[...document.querySelectorAll('.md-content .filename')].filter(t => t.checkVisibility()).map(t => {
   const title = t.textContent.trim().replace(/^[0-9]+[.] /, '');

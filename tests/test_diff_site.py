@@ -110,7 +110,7 @@ def test_the_built_site_is_read_back_from_its_html(tmp_path: Path, cookbook: Coo
     status, doc = _run(site)
     assert (status, doc["summary"]["cookbooks"][0]["kind"], doc["notes"]) == (0, "site", [])
     page = site / "deepseek-v4-1-flash" / "dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg-0" / "index.html"
-    shown = 'hicache-ratio<span class="w"> </span><span class="m">1</span>.02'
+    shown = "--hicache-ratio 1.02 \\\n"
     text = page.read_text(encoding="utf-8")
     assert text.count(shown) == 4  # c1228's two prefill blocks, then both again in its "copy all" block
     page.write_text(text.replace(shown, shown.replace(".02", ".20"), 1), encoding="utf-8")

@@ -12,9 +12,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from cookbookgen.cells.assemble import load_cookbook
 from cookbookgen.cells.model import Cell, Cookbook, Exclusion, Variant
+from cookbookgen.cells.variants import with_variants
 from cookbookgen.errors import CookbookError
 from cookbookgen.publish import pages
 from cookbookgen.publish.chart import Axis, ChartPoint, frontier, pareto_svg
@@ -71,8 +73,8 @@ def hostile_cookbook(cookbook: Cookbook) -> Cookbook:
     return _replace_cell(cookbook, cell, new_cell)
 
 
-def _outside_fences(markdown: str) -> str:
-    return re.sub(r"(?ms)^( *)(`{3,})\{ \.bash .*?^\1\2$", "", markdown)
+def _outside_commands(markdown: str) -> str:
+    return re.sub(r"(?s)<pre><code>.*?</code></pre>", "", markdown)
 
 
 def _bash_n(text: str) -> subprocess.CompletedProcess[str]:
@@ -142,18 +144,18 @@ def test_model_page_links_each_deployment_and_its_points(cookbook: Cookbook, fil
         assert all(f'href="{cell.slug}/index.html#{pages.point_anchor(cell, p)}"' in html.unescape(md) for p in cell.points)
 
 
-def test_deployment_page_has_one_fenced_block_per_process_in_launch_order(cookbook: Cookbook, files: dict[str, str]) -> None:
+def test_deployment_page_has_one_command_block_per_process_in_launch_order(cookbook: Cookbook, files: dict[str, str]) -> None:
     page = cookbook.pages[0]
     for cell in page.cells:
         md = files[pages.cell_path(page, cell)]
         assert f"{{ #{cell.slug} }}" in md
         for point in cell.points:
             anchor = pages.point_anchor(cell, point)
-            positions = [md.index(f"#{anchor}-{i} ") for i in range(len(point.deployment.blocks))]
+            positions = [md.index(f'<div id="{anchor}-{i}" class="highlight"') for i in range(len(point.deployment.blocks))]
             assert positions == sorted(positions)
-            assert f"#{anchor}-all " in md
+            assert f'<div id="{anchor}-all" class="highlight"' in md
             for block in point.deployment.blocks:
-                assert all(line in md for line in format_block(block).splitlines())
+                assert all(f"{line}\n" in html.unescape(md) for line in format_block(block).splitlines())
 
 
 def test_cookbook_json_holds_every_resolved_command(cookbook: Cookbook, files: dict[str, str]) -> None:
@@ -165,7 +167,7 @@ def test_cookbook_json_holds_every_resolved_command(cookbook: Cookbook, files: d
         assert got["provenance"]["commit"] == cell.provenance.commit
         for point, jp in zip(cell.points, got["points"]):
             assert [b["text"] for b in jp["blocks"]] == [format_block(b) for b in point.deployment.blocks]
-            assert files[jp["script"]] == jp["copy_all"]
+            assert "copy_all" not in jp and files[jp["script"]] == pages.point_script(cookbook, cell, point, DATE)   # not repeated
 
 
 def test_home_page_shows_models_by_hardware_with_status_and_date(files: dict[str, str]) -> None:
@@ -199,12 +201,12 @@ def test_identical_commands_across_concurrencies_are_explained(cookbook: Cookboo
 
 
 def test_flag_index_lists_flags_and_env_with_cells(cookbook: Cookbook, files: dict[str, str]) -> None:
-    rows = {r.name: r for r in pages.flag_rows(cookbook)}
+    rows = {r.name: r for r in pages.flag_rows(pages.page_flags(p) for p in cookbook.pages)}
     assert rows["--tensor-parallel-size"].kind == "flag"
     cli_flag_cells = [c for c in _cells(cookbook) if c.config_key not in bundled_keys("trt")]     # TRT-LLM takes an options file
     assert len(rows["--tensor-parallel-size"].cells) == len(cli_flag_cells)
     assert rows["NCCL_CUMEM_ENABLE"].kind == "env"
-    assert "(deepseek-v4-1-flash/dsv41flash-fp4-gb300-sglang-agentic-dspark-0/index.md)" in files["flags.md"]
+    assert '<a href="deepseek-v4-1-flash/dsv41flash-fp4-gb300-sglang-agentic-dspark-0/index.html">' in files["flags.md"]
 
 
 # --- escaping ---------------------------------------------------------------------------------------
@@ -215,16 +217,17 @@ def test_md_filter_writes_markup_and_pipes_as_references() -> None:
     assert out.startswith("&#60;script&#62;")
 
 
-def test_fence_is_longer_than_any_backtick_run() -> None:
-    text = "echo ```` done"
-    fenced = str(pages.fence(text, "a", "t"))
-    assert fenced.startswith("`````{ .bash #a") and fenced.endswith("\n`````")
+def test_command_block_is_escaped_html_holding_the_text_exactly() -> None:
+    text = "echo ```` '<b>' && x=\"$Y\""
+    block = str(pages.command(text, "a", "t <i>", data={"point": 'p"1'}))
+    assert block.startswith('<div id="a" class="highlight" data-point="p&#34;1" data-search-exclude><span class="filename">t &lt;i&gt;</span>')
+    assert "<b>" not in block and html.unescape(re.search(r"<code>(.*)</code>", block, re.S).group(1)) == text + "\n"
 
 
 @pytest.mark.parametrize("text", ["a\tb", "a\x1bb", "a\n  \nb"])
-def test_fence_refuses_text_markdown_would_change(text: str) -> None:
+def test_command_block_refuses_text_markdown_would_change(text: str) -> None:
     with pytest.raises(CookbookError):
-        pages.fence(text, "a", "t")
+        pages.command(text, "a", "t")
 
 
 def test_hostile_values_are_escaped_in_markdown_and_exact_in_scripts(cookbook: Cookbook, templates: dict[str, str]) -> None:
@@ -233,13 +236,12 @@ def test_hostile_values_are_escaped_in_markdown_and_exact_in_scripts(cookbook: C
     cell = _cells(evil)[-1]
     page = next(p for p in evil.pages if cell in p.cells)
     md = files[pages.page_path(page)] + files[pages.cell_path(page, cell)]
-    outside = _outside_fences(md)
+    outside = _outside_commands(md)
     assert "<script" not in outside and "a|b" not in outside
     script = files[f"{page.slug}/{pages.script_name(cell, cell.points[0])}"]
     assert f"--chat-template '{HOSTILE}'" in script and "--sep 'a|b'" in script
     assert _bash_n(script).returncode == 0
-    indent = " " * 4
-    assert indent + format_block(cell.points[0].deployment.blocks[-1]).replace("\n", "\n" + indent) in md
+    assert f"<code>{escape(format_block(cell.points[0].deployment.blocks[-1]))}\n</code>" in md
 
 
 def test_template_error_is_a_located_problem(cookbook: Cookbook, templates: dict[str, str]) -> None:
@@ -251,6 +253,17 @@ def test_template_error_is_a_located_problem(cookbook: Cookbook, templates: dict
 
 
 # --- derived variants -------------------------------------------------------------------------------
+
+def test_variant_data_holds_each_command_once(cookbook: Cookbook, templates: dict[str, str]) -> None:
+    derived = with_variants(cookbook)
+    cell = next(c for c in _cells(derived) if len(c.variants) > 5)
+    page = next(p for p in derived.pages if cell in p.cells)
+    md = pages.site_files(derived, templates, DATE)[pages.cell_path(page, cell)]
+    data = json.loads(re.search(r'<script type="application/json" class="cb-variants">(.*)</script>', md).group(1))  # type: ignore[union-attr]
+    drawn = {v["anchor"]: [data["texts"][b["text"]] for b in v["blocks"]] for v in data["variants"]}
+    assert drawn == {pages.variant_anchor(cell, v): [format_block(b) for b in v.deployment.blocks] for v in cell.variants}
+    assert len(data["texts"]) == len({t for blocks in drawn.values() for t in blocks}) < sum(map(len, drawn.values()))
+
 
 def test_derived_variants_are_marked_and_kept_apart(cookbook: Cookbook, templates: dict[str, str]) -> None:
     cell = next(c for c in _cells(cookbook) if c.router == "dynamo")
@@ -266,8 +279,8 @@ def test_derived_variants_are_marked_and_kept_apart(cookbook: Cookbook, template
     assert f"{{ #{cell.slug}-derived }}" in md and anchor == f"{cell.slug}-derived-sglang-hicache-c1"
     assert f'<a id="{anchor}" href="../launch-{anchor}.sh" download>' in md and 'cb-badge cb-status-derived"' in md
     data = json.loads(re.search(r'<script type="application/json" class="cb-variants">(.*)</script>', md).group(1))  # type: ignore[union-attr]
-    assert [(v["router"], v["kv"], v["anchor"]) for v in data] == [("sglang", "hicache", anchor)]
-    assert [b["text"] for b in data[0]["blocks"]] == [format_block(b) for b in dep.blocks]      # drawn by cookbook.js
+    assert [(v["router"], v["kv"], v["anchor"]) for v in data["variants"]] == [("sglang", "hicache", anchor)]
+    assert [data["texts"][b["text"]] for b in data["variants"][0]["blocks"]] == [format_block(b) for b in dep.blocks]  # drawn by cookbook.js
     metrics = md[md.index(f"#{cell.slug}-metrics"):md.index(f"#{cell.slug}-settings")]
     assert anchor not in metrics                                         # never in the metrics table
     script = files[f"{cb.pages[0].slug}/launch-{anchor}.sh"]
@@ -276,7 +289,7 @@ def test_derived_variants_are_marked_and_kept_apart(cookbook: Cookbook, template
     jcell = next(c for p in doc["pages"] for c in p["cells"] if c["id"] == cell.id)
     assert [v["status"] for v in jcell["derived_variants"]] == ["derived"]
     assert len(jcell["points"]) == len(cell.points)
-    rows = {r.name: r for r in pages.flag_rows(cb)}
+    rows = {r.name: r for r in pages.flag_rows(pages.page_flags(p) for p in cb.pages)}
     assert [derived for _, _, derived in rows["ONLY_IN_DERIVED"].cells] == [True]      # only a variant sets it
     assert all(not derived for _, _, derived in rows["--tensor-parallel-size"].cells)
 

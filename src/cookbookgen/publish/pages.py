@@ -10,9 +10,10 @@
 
 Escaping: templates autoescape HTML; text placed in Markdown goes through the `md` filter, which also
 writes Markdown's own punctuation as character references, so a value such as `<script>` or `a|b`
-can neither open a tag nor split a table. Commands go in fenced blocks whose fence is longer than any
-backtick run in them; text a fenced block cannot carry exactly (tabs, control characters, lines of
-only spaces) is an error rather than a silently different command.
+can neither open a tag nor split a table. The commands section of a deployment page is raw HTML the
+generator writes (MkDocs passes it through: no Markdown, no highlighting), commands escaped; text
+Markdown's whitespace normalisation would still change (tabs, control characters, lines of only
+spaces) is an error rather than a silently different command.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ import datetime as dt
 import json
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from pymdownx.slugs import slugify as _pymdownx_slugify
 
 from ..cells.model import Cell, Cookbook, Page, Point, Variant
@@ -83,7 +84,7 @@ _MD_SPECIAL = frozenset("\\`*_{}[]()#+!|<>&\"'~^=$:")
 _tab_slug = _pymdownx_slugify(case="lower")
 
 
-# --- filters: text for Markdown, fenced code, links -------------------------------------------------
+# --- filters: text for Markdown, command blocks, links ------------------------------------------
 
 # MkDocs' theme templates print site_name, nav and page titles without escaping them everywhere.
 _TITLE_SAFE = str.maketrans({"<": "‹", ">": "›", "&": "+", '"': "”", "'": "’"})
@@ -101,21 +102,17 @@ def md(value: object) -> Markup:
     return Markup("".join(f"&#{ord(c)};" if c in _MD_SPECIAL else c for c in text))
 
 
-def fence(text: str, anchor: str, title: str, where: str = "", data: Mapping[str, str] | None = None) -> Markup:
-    """A fenced ```bash block with a stable id, a title and `data-*` attributes, carrying `text`
-    byte for byte (one final newline aside: the code element always ends with one). Commands stay
-    out of the search index (`data-search-exclude`): every page repeats them per point and variant,
-    which made the index tens of megabytes; flags are found through the flag index page."""
+def command(text: str, anchor: str, title: str, where: str = "", data: Mapping[str, str] | None = None) -> Markup:
+    """A command as the HTML the site shows, written here once: a titled code block with a stable id
+    and `data-*` attributes, `text` escaped and byte for byte (one final newline aside: the code
+    element always ends with one), no syntax highlighting (MkDocs passes raw HTML through untouched).
+    Commands stay out of the search index (`data-search-exclude`): every page repeats them per point
+    and variant; flags are found through the flag index page."""
     check_code(text, where or anchor)
-    ticks = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
-    attrs = "".join(f' data-{k}="{_attr(v)}"' for k, v in (data or {}).items())
+    attrs = "".join(f' data-{k}="{escape(v)}"' for k, v in (data or {}).items())
     body = text[:-1] if text.endswith("\n") else text
-    return Markup(f'{ticks}{{ .bash #{anchor} title="{_attr(title)}"{attrs} data-search-exclude }}\n{body}\n{ticks}')
-
-
-def _attr(value: str) -> str:
-    """A value for the fence's brace attributes, which cannot carry quotes, braces or line breaks."""
-    return re.sub(r'["{}\r\n]+', " ", value).strip()
+    return Markup(f'<div id="{escape(anchor)}" class="highlight"{attrs} data-search-exclude><span class="filename">'
+                  f'{escape(title)}</span><pre><code>{escape(body)}\n</code></pre></div>')
 
 
 def check_code(text: str, where: str) -> None:
@@ -195,7 +192,7 @@ class CellView:
     disclosures: tuple[str, ...]
     overrides: tuple[str, ...]
     flags: CellCheck
-    variant_data: tuple[dict[str, object], ...]   # derived variants, drawn in the browser (cookbook.js)
+    variant_data: dict[str, object]   # derived variants, drawn in the browser (cookbook.js)
 
 
 @dataclass(frozen=True)
@@ -241,7 +238,7 @@ class FlagRow:
     kind: str            # flag | env
     values: tuple[str, ...]
     more_values: int
-    cells: tuple[tuple[str, str, bool], ...]   # (text, page-relative .md link with anchor, derived)
+    cells: tuple[tuple[str, str, bool], ...]   # (text, link to the deployment page from the site root, derived)
 
 
 # --- names and anchors ----------------------------------------------------------------------------
@@ -464,12 +461,20 @@ def cell_view(cookbook: Cookbook, cell: Cell, generated_on: dt.date, on_front: s
     keys = metric_keys(cell.points)
     overrides = tuple(dict.fromkeys(p.override for p in cell.points if p.override))
     flags = check_cell(cell.id, cell.image, (b for p in cell.points for b in p.deployment.blocks))
-    of = {variant_anchor(cell, v): v for v in cell.variants}
-    data: tuple[dict[str, object], ...] = tuple({"router": of[r.anchor].router, "kv": of[r.anchor].kv, "point": r.tab, "anchor": r.anchor, "script": r.script,
-                  "blocks": [{"title": b.title, "where": b.where, "text": b.text} for b in r.blocks]}
-                 for g in variants for r in g.runs)
     return CellView(cell, runs, variants, tuple(metric_title(k) for k in keys),
-                    _metric_rows(cell, keys, on_front), _disclosures(cell), overrides, flags, data)
+                    _metric_rows(cell, keys, on_front), _disclosures(cell), overrides, flags, _variant_data(cell, variants))
+
+
+def _variant_data(cell: Cell, groups: tuple[VariantGroup, ...]) -> dict[str, object]:
+    """The derived variants as cookbook.js draws them: `variants` (router, kv, point tab, anchor, script,
+    blocks) whose block `text` is an index into `texts`, each distinct command once (the variants of
+    a cell repeat most of their blocks)."""
+    of = {variant_anchor(cell, v): v for v in cell.variants}
+    texts: dict[str, int] = {}
+    variants = [{"router": of[r.anchor].router, "kv": of[r.anchor].kv, "point": r.tab, "anchor": r.anchor, "script": r.script,
+                 "blocks": [{"title": b.title, "where": b.where, "text": texts.setdefault(b.text, len(texts))} for b in r.blocks]}
+                for g in groups for r in g.runs]
+    return {"texts": list(texts), "variants": variants}
 
 
 def page_view(cookbook: Cookbook, page: Page, generated_on: dt.date) -> tuple[PageView, dict[str, str]]:
@@ -513,19 +518,35 @@ def _settings_of(dep: Deployment) -> list[tuple[str, str, str]]:
     return out
 
 
-def flag_rows(cookbook: Cookbook, max_values: int = 4) -> tuple[FlagRow, ...]:
-    """Every flag and env variable of every published command, with its values and the cells setting
-    it; a cell whose measured commands never set it, only its derived variants, is marked derived."""
-    seen: dict[tuple[str, str], tuple[dict[str, None], dict[tuple[str, str], bool]]] = {}
-    for page in cookbook.pages:
-        for cell in page.cells:
-            where = (cell_title(cell), cell_path(page, cell))
-            runs = [(p.deployment, False) for p in cell.points] + [(v.deployment, True) for v in cell.variants]
-            for dep, derived in runs:
-                for name, kind, value in _settings_of(dep):
-                    values, cells = seen.setdefault((name, kind), ({}, {}))
-                    values.setdefault(value, None)
-                    cells[where] = cells.get(where, True) and derived
+# (flag or env name, "flag" | "env") -> its values in first-use order, and the cells setting it as
+# (title, link) -> True when only derived variants set it
+FlagSettings = dict[tuple[str, str], tuple[dict[str, None], dict[tuple[str, str], bool]]]
+
+
+def page_flags(page: Page) -> FlagSettings:
+    """Every flag and env variable a model page's published commands set (`FlagSettings`)."""
+    seen: FlagSettings = {}
+    for cell in page.cells:
+        where = (cell_title(cell), f"{page.slug}/{cell.slug}/index.html")
+        runs = [(p.deployment, False) for p in cell.points] + [(v.deployment, True) for v in cell.variants]
+        for dep, derived in runs:
+            for name, kind, value in _settings_of(dep):
+                values, cells = seen.setdefault((name, kind), ({}, {}))
+                values.setdefault(value, None)
+                cells[where] = cells.get(where, True) and derived
+    return seen
+
+
+def flag_rows(pages: Iterable[FlagSettings], max_values: int = 4) -> tuple[FlagRow, ...]:
+    """Every flag and env variable of every published command (the model pages' `page_flags`, in page
+    order), with its values and the cells setting it; a cell whose measured commands never set it,
+    only its derived variants, is marked derived."""
+    seen: FlagSettings = {}
+    for part in pages:
+        for key, (values, cells) in part.items():
+            all_values, all_cells = seen.setdefault(key, ({}, {}))
+            all_values.update(values)
+            all_cells.update(cells)
     rows = []
     for (name, kind), (values, cells) in sorted(seen.items(), key=lambda kv: (kv[0][1] == "env", kv[0][0].lstrip("-").lower())):
         shown = [v for v in values if v][:max_values]
@@ -536,15 +557,15 @@ def flag_rows(cookbook: Cookbook, max_values: int = 4) -> tuple[FlagRow, ...]:
 
 # --- cookbook.json ----------------------------------------------------------------------------------
 
-def _blocks_json(dep: Deployment) -> list[dict[str, object]]:
-    return [{**b.to_json(), "text": format_block(b)} for b in dep.blocks]
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))   # compact: the C encoder
 
 
 def _run_json(page: Page, cell: Cell, run: RunView, dep: Deployment) -> dict[str, object]:
     base = f"{page.slug}/"
     return {"anchor": run.anchor, "url": f"{base}{cell.slug}/index.html#{run.anchor}", "script": base + run.script,
             "gpus": dep.gpus, "nodes": dep.nodes, "image": dep.image,
-            "blocks": _blocks_json(dep), "copy_all": run.copy_all}
+            "blocks": [{**b.to_json(), "text": shown.text} for b, shown in zip(dep.blocks, run.blocks)]}   # the launch script is at "script"
 
 
 def _cell_json(page: Page, view: CellView) -> dict[str, object]:
@@ -565,12 +586,18 @@ def _cell_json(page: Page, view: CellView) -> dict[str, object]:
             "disclosures": list(cell.disclosures), "notes": list(cell.notes)}
 
 
-def cookbook_json(cookbook: Cookbook, views: list[PageView], generated_on: dt.date) -> str:
-    doc = {"schema": 1, "title": cookbook.title, "repo": cookbook.repo, "generated_on": generated_on.isoformat(),
-           "warnings": list(cookbook.warnings),
-           "pages": [{"model": v.page.model, "slug": v.page.slug, "title": v.page.title, "url": f"{v.page.slug}/index.html",
-                      "cells": [_cell_json(v.page, c) for hw in v.hardware for c in hw.cells]} for v in views]}
-    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+def page_json(view: PageView) -> str:
+    """The model page's entry of `cookbook.json`, as JSON text."""
+    page = view.page
+    return _json({"model": page.model, "slug": page.slug, "title": page.title, "url": f"{page.slug}/index.html",
+                  "cells": [_cell_json(page, c) for hw in view.hardware for c in hw.cells]})
+
+
+def cookbook_json(cookbook: Cookbook, pages: list[str], generated_on: dt.date) -> str:
+    """The whole `cookbook.json`, from the pages' entries (`page_json`)."""
+    head = _json({"schema": 1, "title": cookbook.title, "repo": cookbook.repo, "generated_on": generated_on.isoformat(),
+                  "warnings": list(cookbook.warnings)})
+    return f'{head[:-1]},"pages":[{",".join(pages)}]}}\n'
 
 
 # --- templates and the whole site -------------------------------------------------------------------
@@ -578,7 +605,7 @@ def cookbook_json(cookbook: Cookbook, views: list[PageView], generated_on: dt.da
 def environment(templates: Mapping[str, str]) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.DictLoader(dict(templates)), autoescape=True, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    env.filters.update(md=md, code=code, badge=badge, fence=fence, safe_title=lambda t: Markup(json.dumps(safe_title(one_line(t)))))
+    env.filters.update(md=md, code=code, badge=badge, command=command, safe_title=lambda t: Markup(json.dumps(safe_title(one_line(t)))))
     env.globals.update(link=link, STATUS_TEXT=STATUS_TEXT, hardware_title=hardware_title, cell_title=cell_title, series_name=series_name,
                        hardware_anchor=hardware_anchor, page_path=page_path)
     return env
@@ -594,25 +621,41 @@ def render_template(env: jinja2.Environment, name: str, **context: object) -> st
         raise CookbookError.at(f"templates/{name}", 0, "", str(exc)) from None
 
 
-def site_files(cookbook: Cookbook, templates: Mapping[str, str], generated_on: dt.date) -> dict[str, str]:
-    """Every file of the docs folder, by relative path (see the module docstring)."""
+@dataclass(frozen=True)
+class PageFiles:
+    """What one model page contributes to the site: its files (its Markdown, its deployment pages,
+    their launch scripts, its charts), its entry of `cookbook.json` and its part of the flag index."""
+
+    files: dict[str, str]
+    json: str
+    flags: FlagSettings
+
+
+def page_files(cookbook: Cookbook, page: Page, env: jinja2.Environment, generated_on: dt.date) -> PageFiles:
+    """A function of the page, the cookbook's title and repo, the date, the templates and nothing else."""
+    view, svgs = page_view(cookbook, page, generated_on)
+    files = {f"{page.slug}/{name}": svg for name, svg in svgs.items()}
+    files[page_path(page)] = render_template(env, MODEL_TEMPLATE, cookbook=cookbook, view=view, generated_on=generated_on)
+    for hw in view.hardware:
+        for cell in hw.cells:
+            files[cell_path(page, cell.cell)] = render_template(env, CELL_TEMPLATE, view=view, c=cell)
+            derived = tuple(r for g in cell.variants for r in g.runs)
+            files.update({f"{page.slug}/{r.script}": r.copy_all for r in cell.runs + derived})
+    return PageFiles(files, page_json(view), page_flags(page))
+
+
+def site_files(cookbook: Cookbook, templates: Mapping[str, str], generated_on: dt.date,
+               done: Mapping[str, PageFiles] | None = None) -> dict[str, str]:
+    """Every file of the docs folder, by relative path (see the module docstring). `done`: the model
+    pages already generated (`page_files`), by slug."""
     env = environment(templates)
     files = {name[len(ASSETS):]: text for name, text in templates.items() if name.startswith(ASSETS)}
-    views = []
-    for page in cookbook.pages:
-        view, svgs = page_view(cookbook, page, generated_on)
-        views.append(view)
-        files.update({f"{page.slug}/{name}": svg for name, svg in svgs.items()})
-        files[page_path(page)] = render_template(env, MODEL_TEMPLATE, cookbook=cookbook, view=view, generated_on=generated_on)
-        for hw in view.hardware:
-            for cell in hw.cells:
-                files[cell_path(page, cell.cell)] = render_template(env, CELL_TEMPLATE, view=view, c=cell)
-                derived = tuple(r for g in cell.variants for r in g.runs)
-                files.update({f"{page.slug}/{r.script}": r.copy_all for r in cell.runs + derived})
-    context = {"cookbook": cookbook, "views": views, "generated_on": generated_on, "hardware": all_hardware(cookbook),
-               "home_cell": home_cell, "flags": flag_rows(cookbook)}
+    made = [(done or {}).get(page.slug) or page_files(cookbook, page, env, generated_on) for page in cookbook.pages]
+    for each in made:
+        files.update(each.files)
+    context = {"cookbook": cookbook, "pages": cookbook.pages, "generated_on": generated_on, "hardware": all_hardware(cookbook),
+               "home_cell": home_cell, "flags": flag_rows(each.flags for each in made)}
     for path, name in TEMPLATES.items():
         files[path] = render_template(env, name, **context)
-    files["cookbook.json"] = cookbook_json(cookbook, views, generated_on)
+    files["cookbook.json"] = cookbook_json(cookbook, [each.json for each in made], generated_on)
     return files
-

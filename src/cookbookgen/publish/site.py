@@ -3,7 +3,8 @@
 - Reads the manifest (through `cells.assemble`), `templates/` and `mkdocs.yml` (repository root).
 - Writes everything into a scratch folder next to `--out` (same file system), builds there, and only
   when MkDocs finished without a warning renames the old site away and the new one in. On any
-  failure the old `--out` is untouched and the scratch folder is removed.
+  failure the old `--out` is untouched and the scratch folder is removed. Launch scripts are not
+  Markdown: they are written beside the docs and moved into the built site (MkDocs would only copy them).
 - Writes, replaces or deletes only what it wrote itself (`owned`): `--out` must be missing, empty or a
   site it built (its `.cookbookgen-site` lists every file there), `--keep-docs` the same for its
   `docs/` and `mkdocs.yml` (`.cookbookgen-docs`), `--cache` missing, empty or a cookbookgen cache; all
@@ -17,7 +18,7 @@ Incremental builds (`cache`, the folder of `cells.cache`; `cookbookgen build` pa
 `.cookbookgen-cache/` beside `--out` unless `--no-cache`):
 - the state of the last successful build is kept in `<cache>/site/state.json`: the sha256 of every
   docs file, where MkDocs wrote it, the build context (mkdocs.yml, nav, site name, the versions of
-  MkDocs, Material, Markdown, pymdown-extensions and Pygments, cookbookgen's own code), each page's
+  MkDocs, Material, Markdown and pymdown-extensions, cookbookgen's own code), each page's
   anchors and its links into other pages, and a fingerprint (path, size, mtime, inode) of `--out`;
 - a build whose context, docs file set and `--out` all match that state is incremental: the output
   of every unchanged docs file is hard-linked from `--out` into the scratch site, the unchanged
@@ -48,9 +49,9 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from mkdocs.commands.build import build as mkdocs_build
 from mkdocs.config import load_config
@@ -67,7 +68,7 @@ from ..errors import CookbookError, Problem
 from ..files import write_atomic
 from ..project import project_root
 from ..owned import check_apart, check_replaceable, files_under, write_marker
-from .pages import MODEL_TEMPLATE, page_path, safe_title, site_files
+from .pages import PageFiles, environment, page_files, page_path, safe_title, site_files
 
 SITE_MARKER = ".cookbookgen-site"   # in --out: the files of the site `cookbookgen build` wrote there
 DOCS_MARKER = ".cookbookgen-docs"   # in --keep-docs: the same for the docs and mkdocs.yml it kept there
@@ -231,72 +232,99 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
     scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent))
     rebuilt: int | None = None
     try:
-        step("generating pages")
-        files = generate_docs(cookbook, read_templates(root / "templates"), generated_on, pages)
-        step(f"writing {len(files)} files")
-        write_docs(files, scratch / "docs")
         state_dir = cache / "site" if cache is not None else None
+        previous = SiteState.load(state_dir) if state_dir is not None else None
+        step("generating pages")
+        made = generate_docs(cookbook, read_templates(root / "templates"), generated_on, pages,
+                             previous.pages if previous is not None and previous.holds(out) else {})
+        files = made.files
+        step(f"writing {len(files) + len(made.kept)} files")
+        counts = (len(cookbook.pages), sum(map(_is_script, files)) + len(made.kept), len(files) + len(made.kept))
+        write_docs({rel: files.pop(rel) for rel in [rel for rel in files if _is_script(rel)]}, scratch / "scripts")
+        for rel in made.kept:
+            (scratch / "scripts" / rel).parent.mkdir(parents=True, exist_ok=True)
+            _link_or_copy(str(out / rel), str(scratch / "scripts" / rel))
+        write_docs(files, scratch / "docs")
         hashes = {rel: hashlib.sha256(text.encode("utf-8")).hexdigest() for rel, text in files.items()}
-        counts = (len(cookbook.pages), sum(f.endswith(".sh") for f in files), len(files))
         title, pages_nav = safe_title(cookbook.title), nav(cookbook)
         context = build_context(root, cookbook)
         del files, cookbook                    # the docs are on disk: free the memory before MkDocs needs its own
-        previous = SiteState.load(state_dir) if state_dir is not None else None
         unchanged = previous.unchanged(context, hashes, out) if previous is not None else None
         with _mkdocs_problems(str(root / "mkdocs.yml")):
             recorder = None
             if unchanged:
-                step(f"building {counts[2] - len(unchanged)} changed files with MkDocs (strict, incremental)")
+                step(f"building {len(hashes) - len(unchanged)} changed files with MkDocs (strict, incremental)")
                 assert previous is not None
                 config = _config(root, scratch / "docs", scratch / "site", title, pages_nav)
                 recorder = _incremental(config, previous, unchanged, out, scratch)
-                rebuilt = counts[2] - len(unchanged) if recorder is not None else None
+                rebuilt = len(hashes) - len(unchanged) if recorder is not None else None
             if recorder is None:
                 step("building the site with MkDocs (strict)")
                 recorder = _full(_config(root, scratch / "docs", scratch / "site", title, pages_nav))
-        write_marker(scratch / "site", SITE_MARKER, files_under(scratch / "site"))
         if keep_docs is not None:
-            _keep_docs(scratch / "docs", keep_docs, root, title, pages_nav)
+            _keep_docs(scratch / "docs", scratch / "scripts", keep_docs, root, title, pages_nav)
+        _move_into(scratch / "scripts", scratch / "site")
+        write_marker(scratch / "site", SITE_MARKER, files_under(scratch / "site"))
         step("moving the site into place")
         swap_in(scratch / "site", out, scratch)
         if state_dir is not None:
             with _signals_wait():
-                _save_state(state_dir, SiteState.after(context, hashes, recorder, previous if rebuilt is not None else None, out))
+                _save_state(state_dir, SiteState.after(context, hashes, made.scripts, recorder, previous if rebuilt is not None else None, out))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return BuildResult(out, *counts, time.perf_counter() - started, rebuilt)
 
 
-def generate_docs(cookbook: Cookbook, templates: dict[str, str], generated_on: dt.date, cache: RenderCache | None) -> dict[str, str]:
-    """`pages.site_files`, reusing the Markdown of model pages whose data is unchanged.
+def _is_script(rel: str) -> bool:
+    return rel.endswith(".sh")
 
-    A model page is a function of its own cells (with variants), the cookbook title, the date, the
-    templates and cookbookgen's code, nothing else; its key (`RenderCache.page_key`) covers all of
-    them. When some page is cached, the other files come from `site_files` with an empty model
-    template (no other file uses it), and each changed page from `site_files` of a cookbook holding
-    just that page. `tests/test_incremental.py` pins the result to the plain `site_files`.
+
+@dataclass(frozen=True)
+class Generated:
+    files: dict[str, str]            # the docs files and launch scripts to write
+    kept: list[str]                  # launch scripts of unchanged pages, taken from the site in `--out`
+    scripts: dict[str, list[str]]    # page key -> its launch scripts (the next build's `kept`)
+
+
+def generate_docs(cookbook: Cookbook, templates: dict[str, str], generated_on: dt.date, cache: RenderCache | None,
+                  in_site: Mapping[str, list[str]]) -> Generated:
+    """`pages.site_files`, reusing the files of model pages whose data is unchanged.
+
+    A model page's files (`pages.page_files`) are a function of its own cells (with variants), the
+    cookbook's title and repo, the date, the templates and cookbookgen's code, nothing else; its key
+    (`RenderCache.page_key`) covers all of them. The cache keeps a page's launch scripts apart from
+    its other files: those of a page whose key is in `in_site` (it is built into the unchanged site
+    in `--out`) are not read, but taken from that site. `tests/test_incremental.py` pins the result
+    to the plain `site_files`.
     """
-    keys: dict[str, str] = {}
-    if cache is not None:
-        common = hashlib.sha256("\0".join([code_fingerprint(), json.dumps(templates, sort_keys=True), cookbook.title,
-                                            generated_on.isoformat()]).encode()).hexdigest()
-        for page in cookbook.pages:
-            key = cache.page_key(page)
-            if key is not None:
-                keys[page_path(page)] = hashlib.sha256(f"{common}\0{key}".encode()).hexdigest()
-    hits = {path: text for path, key in keys.items() if isinstance(text := cache.get("pages", key) if cache else None, str)}
-    if not hits:
-        files = site_files(cookbook, templates, generated_on)
-    else:
-        files = site_files(cookbook, {**templates, MODEL_TEMPLATE: ""}, generated_on)
-        for page in cookbook.pages:
-            path = page_path(page)
-            files[path] = hits[path] if path in hits else site_files(cookbook.model_copy(update={"pages": (page,)}), templates, generated_on)[path]
-    if cache is not None:
-        for path, key in keys.items():
-            if path not in hits:
-                cache.put("pages", key, files[path])
-    return files
+    if cache is None:
+        return Generated(site_files(cookbook, templates, generated_on), [], {})
+    env = environment(templates)
+    common = "\0".join([code_fingerprint(), json.dumps(templates, sort_keys=True), cookbook.title, cookbook.repo,
+                        generated_on.isoformat()])
+    done: dict[str, PageFiles] = {}
+    kept: list[str] = []
+    scripts: dict[str, list[str]] = {}
+    for page in cookbook.pages:
+        data = cache.page_key(page)
+        key = hashlib.sha256(f"{common}\0{data}".encode()).hexdigest() if data else ""
+        made = cache.get("pages", key) if key else None
+        if isinstance(made, PageFiles) and key in in_site:
+            kept += in_site[key]                       # its launch scripts are in the site already
+            scripts[key] = in_site[key]
+        else:
+            texts = cache.get("scripts", key) if isinstance(made, PageFiles) else None
+            if isinstance(made, PageFiles) and isinstance(texts, dict):
+                made = replace(made, files={**made.files, **texts})
+            else:
+                made = page_files(cookbook, page, env, generated_on)
+                if key:
+                    cache.put("pages", key, replace(made, files={r: t for r, t in made.files.items() if not _is_script(r)}))
+                    cache.put("scripts", key, {r: t for r, t in made.files.items() if _is_script(r)})
+            if key:
+                scripts[key] = [r for r in made.files if _is_script(r)]
+        done[page.slug] = made
+    return Generated(site_files(cookbook, templates, generated_on, done), kept, scripts)
 
 
 def _save_state(state_dir: Path, state: "SiteState") -> None:
@@ -309,20 +337,39 @@ def _save_state(state_dir: Path, state: "SiteState") -> None:
         pass
 
 
-def _keep_docs(docs: Path, keep: Path, root: Path, title: str, pages_nav: list[dict[str, object]]) -> None:
-    """Copy the docs to `keep/docs` with a `keep/mkdocs.yml` that builds them as `cookbookgen build` does
-    (`check_paths` has made sure that what they replace was written by an earlier build)."""
+def _keep_docs(docs: Path, scripts: Path, keep: Path, root: Path, title: str, pages_nav: list[dict[str, object]]) -> None:
+    """Copy the docs and the launch scripts to `keep/docs` with a `keep/mkdocs.yml` that builds them as
+    `cookbookgen build` does (`check_paths` has made sure that what they replace was written by an
+    earlier build). The docs are hard-linked where the file system allows (the scratch copies go);
+    the scripts are copied, as they also go into the site."""
     import yaml
 
     keep = keep.absolute()
     if (keep / "docs").exists():
         shutil.rmtree(keep / "docs")
     keep.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(docs, keep / "docs")
+    shutil.copytree(docs, keep / "docs", copy_function=_link_or_copy)
+    shutil.copytree(scripts, keep / "docs", dirs_exist_ok=True)
     config = {"INHERIT": str(root / "mkdocs.yml"), "docs_dir": "docs", "site_dir": "site", "site_name": title, "nav": pages_nav}
     (keep / "mkdocs.yml").write_text("# Written by cookbookgen build --keep-docs: the same build, with plain MkDocs.\n"
                                      + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
     write_marker(keep, DOCS_MARKER, ["mkdocs.yml", *(f"docs/{rel}" for rel in files_under(keep / "docs"))])
+
+
+def _move_into(src: Path, dst: Path) -> None:
+    """Move every file under `src` to the same path under `dst` (renames: one file system)."""
+    for folder, _dirs, names in os.walk(src):
+        target = dst / Path(folder).relative_to(src)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            os.replace(os.path.join(folder, name), target / name)
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:                        # no hard links here: a copy with the same mtime does as well
+        shutil.copy2(src, dst)
 
 
 # --- incremental builds ---------------------------------------------------------------------------
@@ -338,7 +385,7 @@ def build_context(root: Path, cookbook: Cookbook) -> str:
 
     parts = [str(STATE_FORMAT), code_fingerprint(), (root / "mkdocs.yml").read_text(encoding="utf-8"),
              json.dumps(nav(cookbook)), safe_title(cookbook.title)]
-    parts += [f"{dist}={version(dist)}" for dist in ("mkdocs", "mkdocs-material", "Markdown", "pymdown-extensions", "Pygments")]
+    parts += [f"{dist}={version(dist)}" for dist in ("mkdocs", "mkdocs-material", "Markdown", "pymdown-extensions")]
     return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
 
 
@@ -410,10 +457,7 @@ def _incremental(config: MkDocsConfig, previous: "SiteState", unchanged: set[str
             return None
         target = site / dest
         target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(out / dest, target)
-        except OSError:                        # no hard links here: a copy with the same mtime does as well
-            shutil.copy2(out / dest, target)
+        _link_or_copy(str(out / dest), str(target))
         linked[target] = target.stat().st_mtime_ns
         os.utime(docs / rel, ns=(_OLD_NS, _OLD_NS))
     recorder = _Recorder(previous.anchors)
@@ -485,6 +529,7 @@ class SiteState:
     anchors: dict[str, list[str]]
     links: dict[str, dict[str, dict[str, str]]]
     site: dict[str, list[int]]
+    pages: dict[str, list[str]]     # page key (`generate_docs`) -> its launch scripts
 
     @classmethod
     def load(cls, folder: Path) -> "SiteState | None":
@@ -497,18 +542,23 @@ class SiteState:
     def save(self, folder: Path) -> None:
         write_atomic(folder / "state.json", json.dumps(self.__dict__, separators=(",", ":")))
 
+    def holds(self, out: Path) -> bool:
+        """Whether `out` is still the site this state describes."""
+        return out.is_dir() and site_fingerprint(out) == self.site
+
     def unchanged(self, context: str, docs: dict[str, str], out: Path) -> set[str] | None:
         """The docs files whose output can be kept, or None when only a full build will do."""
-        if context != self.context or set(docs) != set(self.docs) or not out.is_dir() or site_fingerprint(out) != self.site:
+        if context != self.context or set(docs) != set(self.docs) or not self.holds(out):
             return None
         return {rel for rel, digest in docs.items() if self.docs[rel] == digest} or None
 
     @classmethod
-    def after(cls, context: str, docs: dict[str, str], recorder: _Recorder, previous: "SiteState | None", out: Path) -> "SiteState":
+    def after(cls, context: str, docs: dict[str, str], pages: dict[str, list[str]], recorder: _Recorder, previous: "SiteState | None",
+              out: Path) -> "SiteState":
         """The state of the site just swapped into `out` (`previous` fills in the unchanged pages)."""
         anchors = {**(previous.anchors if previous else {}), **recorder.anchors}
         links = {**(previous.links if previous else {}), **recorder.links}
-        return cls(context, docs, recorder.dest, recorder.order, recorder.urls, anchors, links, site_fingerprint(out))
+        return cls(context, docs, recorder.dest, recorder.order, recorder.urls, anchors, links, site_fingerprint(out), pages)
 
 
 @contextmanager

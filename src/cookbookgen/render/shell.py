@@ -121,18 +121,18 @@ def copy_all(blocks: list[Block], heading: list[str], describe: Callable[[str], 
     NODE_RANK for its rank, writes its config files and `exec`s its command with the block's env."""
     procs = processes(blocks)
     width = max(len(n) for n, *_ in procs)
+    bodies = [[*(line for name, content in block.files.items() for line in heredoc(name, content)),
+               *block.preamble, *command_lines(block, "exec ")] for block in blocks]
     lines = ["#!/usr/bin/env bash", *(comment_line(h) for h in heading),
              *(comment_line(u) for u in _USAGE.format(script="./launch.sh").splitlines()),
              *(comment_line(f"Placeholders: {n} is {describe(n)}") for n in placeholders_in("\n".join(
-                 format_block(b) for b in blocks)) if describe(n)),
+                 line for body in bodies for line in body)) if describe(n)),
              "", "_list() {", "  cat <<'COOKBOOK_LIST'", *(f"{n:<{width}}  {_safe(w)}" for n, _, _, w in procs),
              "COOKBOOK_LIST", "}", "", "_wait() {", '  local end=$((SECONDS + ${WAIT_TIMEOUT:-600})) target',
              '  for target in "$@"; do', '    until (exec 3<>"/dev/tcp/${target%:*}/${target##*:}") 2>/dev/null; do',
              '      if ((SECONDS >= end)); then echo "timed out waiting for $target" >&2; exit 1; fi',
              "      sleep 2", "    done", "  done", "}"]
-    for index, block in enumerate(blocks):
-        body = [*(line for name, content in block.files.items() for line in heredoc(name, content)),
-                *block.preamble, *command_lines(block, "exec ")]
+    for index, (block, body) in enumerate(zip(blocks, bodies)):
         names = [n for n in placeholders_in("\n".join(body)) if describe(n)]
         lines += ["", block_comment(block), f"_block_{index}() {{",
                   *(f'  : "${{{n}:?{_safe(describe(n) or n)}}}"' for n in names), *body, "}"]

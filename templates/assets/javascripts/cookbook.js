@@ -1,3 +1,38 @@
+// Query links: ?conc=16&router=dynamo&kv=hicache on a deployment page opens that combination: the
+// measured tab when router and KV tier are the measured ones, else the derived variant, found in the
+// page's own data. A parameter left out keeps the measured router or KV tier, or the first tab; a
+// combination the page does not have leaves the page as it is. A #anchor in the URL wins over the query.
+// The query becomes the combination's #anchor (without a reload), which the code below follows.
+(function () {
+  "use strict";
+
+  var query = new URLSearchParams(location.search);
+
+  function resolve() {
+    var set = document.querySelector(".tabbed-set[data-router]");
+    if (!set || location.hash) return;
+    var conc = query.get("conc"), router = query.get("router") || set.dataset.router, kv = query.get("kv") || set.dataset.kv;
+    var input = Array.prototype.filter.call(set.querySelectorAll(":scope > input"), function (i) {
+      return conc === null || i.dataset.concs.split(" ").indexOf(conc) >= 0;
+    })[0];
+    if (!input) return;
+    var anchor = input.id;
+    if (router !== set.dataset.router || kv !== set.dataset.kv) {
+      var tab = set.querySelector('label[for="' + input.id + '"]').textContent;
+      var data = document.querySelector("script.cb-variants");
+      var pick = (data ? JSON.parse(data.textContent).variants : []).filter(function (v) {
+        return v.router === router && v.kv === kv && v.point === tab;
+      })[0];
+      if (!pick) return;
+      anchor = pick.anchor;
+    }
+    history.replaceState(null, "", "#" + anchor);
+  }
+
+  if (!["conc", "router", "kv"].some(function (k) { return query.has(k); })) return;
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", resolve); else resolve();
+})();
+
 // Deep links into tabs: open every tab and collapsed section that holds the element the URL hash
 // names (a cell, a point, a command block), then scroll to it. Without JavaScript the page still
 // works: tabs are CSS radio buttons and every command is in the HTML.
@@ -57,7 +92,7 @@
 
   function unique(list) { return list.filter(function (v, i) { return list.indexOf(v) === i; }); }
 
-  function draw(data, view) {
+  function draw(data, texts, view) {
     var keys = ["router", "kv", "point"], sels = {};
     var bar = el("div", {class: "cb-selectors"}), out = el("div", {});
     function show() {
@@ -65,11 +100,12 @@
       out.textContent = "";
       if (!pick) { out.appendChild(el("p", {}, "No derived variant for this combination.")); return; }
       pick.blocks.forEach(function (b, i) {
+        var text = texts[b.text];
         if (b.where) out.appendChild(el("p", {class: "cb-where"}, b.where));
         var pre = el("pre", {class: "cb-derived-code"}), title = el("span", {class: "filename"}, (i + 1) + ". " + b.title);
         var copy = el("button", {class: "cb-copy", type: "button", title: "Copy this command"}, "Copy");
-        copy.addEventListener("click", function () { navigator.clipboard.writeText(b.text); });
-        pre.appendChild(el("code", {"data-variant-block": pick.anchor + "-" + i}, b.text));
+        copy.addEventListener("click", function () { navigator.clipboard.writeText(text); });
+        pre.appendChild(el("code", {"data-variant-block": pick.anchor + "-" + i}, text));
         out.appendChild(title); out.appendChild(copy); out.appendChild(pre);
       });
       var link = el("a", {href: "../" + pick.script, download: ""}, "Download " + pick.script);
@@ -94,7 +130,8 @@
   function init() {
     document.querySelectorAll("script.cb-variants").forEach(function (script) {
       var view = document.querySelector(".cb-variant-view");
-      if (view && !view.firstChild) draw(JSON.parse(script.textContent), view);
+      var data = JSON.parse(script.textContent);
+      if (view && !view.firstChild) draw(data.variants, data.texts, view);
     });
   }
 
