@@ -26,11 +26,11 @@ from typing import Iterable, Literal
 
 from ..errors import CookbookError, Problem, key_join
 from ..recipes.load import Document, KeyPath, parse_yaml, read_yaml_file
-from .aliases import derived_field, alias_table, flag_for_field, is_server_arg_flag, normal_flag
+from .aliases import derived_field, alias_table, is_server_arg_flag, normal_flag
 
 MAX_NESTING = 64
 
-DifferenceKind = Literal["different", "missing-in-log", "not-a-server-arg", "not-in-command"]
+DifferenceKind = Literal["different", "missing-in-log", "not-a-server-arg"]
 ServerArgsDict = dict[str, object]
 
 
@@ -398,18 +398,6 @@ def compare_with_args(server_args: ServerArgsDict, args: Iterable[tuple[str, ...
             kind: DifferenceKind = "missing-in-log" if is_server_arg_flag(normal) else "not-a-server-arg"
             out.append(LogDifference(field, flag, meant, None, kind))
     return out
-
-
-def logged_but_not_in_command(
-    server_args: ServerArgsDict, args: Iterable[tuple[str, ...]], defaults: dict[str, object]
-) -> list[LogDifference]:
-    """Logged fields the command does not set whose value differs from `defaults` (fields absent there are skipped)."""
-    covered = {_target(n, v, server_args)[0] for n, (_, v) in _command_flags(args).items()}
-    return [
-        LogDifference(field, flag_for_field(field), None, logged, "not-in-command")
-        for field, logged in server_args.items()
-        if field not in covered and field in defaults and not values_equal(defaults[field], logged)
-    ]
 
 
 _NO_VALUE = object()
