@@ -119,9 +119,6 @@ class Published:
     variants: tuple[Variant, ...] = ()
     notes: tuple[str, ...] = ()
 
-    def configs(self) -> list[str]:
-        return list(dict.fromkeys(p.config for p in self.points))
-
 
 @dataclass(frozen=True)
 class CellState:
