@@ -34,9 +34,7 @@ DifferenceKind = Literal["different", "missing-in-log", "not-a-server-arg"]
 ServerArgsDict = dict[str, object]
 
 
-# ---------------------------------------------------------------------------------------------
-# Reading the `ServerArgs(...)` repr
-# ---------------------------------------------------------------------------------------------
+# --- Reading the `ServerArgs(...)` repr -----------------------------------------------------------
 
 _SERVER_ARGS = re.compile(r"(?<!\w)ServerArgs\(")
 _NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
@@ -343,9 +341,7 @@ def enum_value(logged: object) -> object:
     return value if reader.peek() == "" else logged
 
 
-# ---------------------------------------------------------------------------------------------
-# Comparing a command with a log
-# ---------------------------------------------------------------------------------------------
+# --- Comparing a command with a log ---------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -491,9 +487,7 @@ def _plain(value: object) -> object:
     return value
 
 
-# ---------------------------------------------------------------------------------------------
-# srt-slurm resolved job config (`config_*.yaml`)
-# ---------------------------------------------------------------------------------------------
+# --- srt-slurm resolved job config (`config_*.yaml`) ----------------------------------------------
 
 RoleSettings = dict[str, dict[str, object]]
 V1_MODES = {"prefill": "prefill", "decode": "decode", "aggregated": "agg"}
@@ -595,9 +589,7 @@ def _env(doc: Document, path: KeyPath) -> dict[str, object]:
     return dict(env)
 
 
-# ---------------------------------------------------------------------------------------------
-# The only I/O: reading a log or a config file
-# ---------------------------------------------------------------------------------------------
+# --- The only I/O: reading a log or a config file -------------------------------------------------
 
 
 def read_server_args_log_file(path: Path, shown_as: str | None = None) -> list[tuple[int, ServerArgsDict]]:
