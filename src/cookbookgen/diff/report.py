@@ -66,12 +66,11 @@ def json_doc(results: list[DiffResult], allow_unpaired: bool) -> dict[str, objec
 
 def verdict(checked: list[Checked], tally: Tally, allow_unpaired: bool, markdown: bool, color: bool) -> str:
     """The summary block every report starts with (at most 5 lines, plus one per extra cookbook)."""
-    doc = summary(checked, tally, allow_unpaired)
-    code = doc["exit"]
+    code, why = tally.verdict(allow_unpaired)
     cells = f"{len(tally.cells) - len(tally.unpaired)} checked, {len(tally.unpaired)} unpaired"
     reasons = ", ".join(f"{n} {r}" for r, n in Counter(c.reason for c in tally.unpaired).items())
     counts = " · ".join(f"{tally.classes[c]} {c}" for c in CLASSES if tally.classes[c]) or "none"
-    head = f"cookbookgen diff: {'FAIL' if code else 'PASS'} (exit {code}): {doc['why']}"
+    head = f"cookbookgen diff: {'FAIL' if code else 'PASS'} (exit {code}): {why}"
     rows = [("cookbook", f"{c} ({k}) against {t}") for c, k, t in checked] + [
         ("cells", cells + (f" ({reasons})" if reasons else "")), ("points", f"{tally.points} paired and compared"), ("findings", counts)]
     if markdown:
