@@ -272,7 +272,7 @@ def test_a_recipe_setting_no_check_knows_is_not_passed_silently(tmp_path: Path) 
     cookbook = load_cookbook(ROOT / "data" / "cookbook.yaml")
     published = published_from_cookbook_json(cookbook.model_dump(mode="json"), "cookbook.json", "cookbook JSON")
     result = check(whole(published), Workspace(tmp_path / "inferencex"), load_policy(), AGG)
-    assert {(f.item, f.detail) for f in result.mismatches} == {("frontend.warmup_requests", "no check compares it with the cookbook")}
+    assert {(f.item, f.detail) for f in result.findings if f.is_mismatch} == {("frontend.warmup_requests", "no check compares it with the cookbook")}
 
 
 def test_text_report_is_coloured_only_for_terminals(c1228: tuple) -> None:

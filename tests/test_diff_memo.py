@@ -40,7 +40,7 @@ def _pairs(manifest: Path) -> list[list[Pair]]:
     published = published_from_cookbook(load_cookbook(manifest), str(manifest), "test")
     ws = Workspace(manifest.parent / "inferencex")
     out = []
-    for config in published.configs():
+    for config in dict.fromkeys(p.config for p in published.points):
         points = [p for p in published.points if p.config == config]
         pairs, _ = pair_config(config, points, resolve_config(ws, config))
         out.append(pairs)

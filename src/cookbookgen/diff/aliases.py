@@ -15,12 +15,10 @@ from ..recipes.load import Document, KeyPath, parse_yaml
 ALIASES_RESOURCE = "server_args_aliases.yaml"
 
 
-
 @dataclass(frozen=True)
 class AliasTable:
     """The packaged alias table, checked: every flag names exactly one field."""
 
-    flags: dict[str, tuple[str, ...]]
     field_of: dict[str, str]
     constants: dict[str, tuple[str, object]]
     not_server_args: frozenset[str]
@@ -42,15 +40,12 @@ def _add_flag(doc: Document, field_of: dict[str, str], path: KeyPath, flag: obje
     field_of[flag] = field
 
 
-def _alias_flags(doc: Document, field_of: dict[str, str]) -> dict[str, tuple[str, ...]]:
-    flags: dict[str, tuple[str, ...]] = {}
+def _alias_flags(doc: Document, field_of: dict[str, str]) -> None:
     for field, spellings in _table_part(doc, "fields", dict).items():
         if not isinstance(spellings, list) or not spellings:
             raise doc.error(("fields", field), "expected a non-empty list of flags")
         for i, flag in enumerate(spellings):
             _add_flag(doc, field_of, ("fields", field, i), flag, field)
-        flags[field] = tuple(spellings)
-    return flags
 
 
 def _alias_constants(doc: Document, field_of: dict[str, str]) -> dict[str, tuple[str, object]]:
@@ -67,13 +62,13 @@ def _alias_constants(doc: Document, field_of: dict[str, str]) -> dict[str, tuple
 def load_alias_table(doc: Document) -> AliasTable:
     """Check and index an alias table document (the packaged one, or a test's)."""
     field_of: dict[str, str] = {}
-    flags = _alias_flags(doc, field_of)
+    _alias_flags(doc, field_of)
     for flag, field in _table_part(doc, "deprecated", dict).items():
         _add_flag(doc, field_of, ("deprecated", flag), flag, str(field))
     constants = _alias_constants(doc, field_of)
     others = _table_part(doc, "not_server_args", list)
     prefixes = _table_part(doc, "not_server_arg_prefixes", list)
-    return AliasTable(flags, field_of, constants, frozenset(others), tuple(prefixes))
+    return AliasTable(field_of, constants, frozenset(others), tuple(prefixes))
 
 
 @lru_cache(maxsize=1)
@@ -83,12 +78,6 @@ def alias_table() -> AliasTable:
     return load_alias_table(parse_yaml(text, f"cookbookgen/diff/{ALIASES_RESOURCE}"))
 
 
-def __getattr__(name: str) -> object:
-    if name == "FIELD_TO_FLAG":  # field -> the flag SGLang documents, for fields that have aliases
-        return {field: flags[0] for field, flags in alias_table().flags.items()}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def normal_flag(flag: str) -> str:
     """`--mem_fraction_static` / `mem-fraction-static` -> `--mem-fraction-static`."""
     return "--" + flag.strip().lstrip("-").replace("_", "-")
@@ -96,17 +85,6 @@ def normal_flag(flag: str) -> str:
 
 def derived_field(flag: str) -> str:
     return normal_flag(flag)[2:].replace("-", "_")
-
-
-def flag_for_field(name: str) -> str:
-    """The CLI flag for a field: `tp_size` -> `--tp-size`, `fp8_gemm_runner_backend` -> `--fp8-gemm-backend`."""
-    spellings = alias_table().flags.get(name)
-    return spellings[0] if spellings else "--" + name.replace("_", "-")
-
-
-def flags_for_field(name: str) -> tuple[str, ...]:
-    """Every spelling SGLang accepts for a field, the documented one first."""
-    return alias_table().flags.get(name) or (flag_for_field(name),)
 
 
 def field_for_flag(flag: str) -> str:

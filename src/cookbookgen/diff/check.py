@@ -76,10 +76,6 @@ class DiffResult:
     pairs: tuple[Pair, ...] = field(default=(), compare=False, repr=False)
 
     @property
-    def mismatches(self) -> list[Finding]:
-        return [f for f in self.findings if f.is_mismatch]
-
-    @property
     def tally(self) -> Tally:
         return Tally(self.cells, len(self.pairs), Counter(f.cls for f in self.findings))
 

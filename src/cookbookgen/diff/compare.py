@@ -31,7 +31,8 @@ from . import structure
 from .expect import PointExpect
 from .explain import Explanation, Miss, Scope, check_arg, explain, recipe_check
 from .model import DIFFERENT, EXTRA, MISSING, Finding, PublishedPoint
-from .words import Words, flag_key, recipe_words, shown, word, words_equal
+from .structure import role_label
+from .words import Words, as_flag, flag_key, recipe_words, shown, word, words_equal
 
 RawYaml = Any
 
@@ -66,7 +67,7 @@ def path_facts(path: KeyPath) -> PathFacts:
 @lru_cache(maxsize=65536)
 def _path_facts(path: KeyPath, types: tuple[type, ...]) -> PathFacts:
     key = tuple(str(p) for p in path)
-    flag = _flag(key[-1])
+    flag = as_flag(key[-1])
     check = recipe_check(key)
     return PathFacts(key, dotted(path), check, flag, flag_key(flag, True), str(check["check"]) if check else "")
 
@@ -140,10 +141,6 @@ def _where_text(origin: tuple[str, int]) -> str:
     """`file:line` (the file alone without a line), one string per origin (report keys hash it once)."""
     file, line = origin
     return f"{file}:{line}" if line else file
-
-
-def role_label(block: Block) -> str:
-    return block.role if block.kind == "worker" and block.role else structure.KIND_LABEL.get(block.kind, block.kind)
 
 
 def compare_point(expect: PointExpect, recipe: EffectiveRecipe, published: PublishedPoint, policy: Policy,
@@ -224,14 +221,14 @@ def _unique(findings: Iterable[Finding]) -> list[Finding]:
     return list(dict.fromkeys(findings))
 
 
-def _group_findings(ctx: Ctx, prefix: KeyPath, value: RawYaml, memo: "PointMemo | None" = None) -> list[Finding]:
+def _group_findings(ctx: Ctx, prefix: KeyPath, value: RawYaml, memo: "PointMemo") -> list[Finding]:
     """The findings of every recipe leaf under `prefix` (each names its leaf's path, so only the
     findings of one leaf can repeat: one per co-located worker block)."""
     out: list[Finding] = []
     for path, leaf_value in leaves(value, prefix) if isinstance(value, (dict, list)) else ((prefix, value),):
         facts = path_facts(path)
-        shown_in = _shown_in(ctx, facts, leaf_value) if memo is not None else None
-        if shown_in is not None and memo is not None:
+        shown_in = _shown_in(ctx, facts, leaf_value)
+        if shown_in is not None:
             out.extend(memo.leaf(ctx, path, facts, leaf_value, shown_in))
         else:
             out.extend(_leaf_once(ctx, path, facts, leaf_value, ctx.where(path)))
@@ -239,7 +236,7 @@ def _group_findings(ctx: Ctx, prefix: KeyPath, value: RawYaml, memo: "PointMemo 
 
 
 def _scalar_leaf(ctx: Ctx, path: KeyPath, facts: PathFacts, value: RawYaml, where: str, shown_in: tuple[Any, ...] | None) -> list[Finding]:
-    """The findings of a scalar leaf, not shared through the memo (`PointMemo.args_section` keeps them)."""
+    """The findings of a scalar leaf: directly when it is shown as is, else by its check."""
     return (shown_in is not None and _shown_as_is(ctx, facts, value, where, shown_in)) or _leaf_once(ctx, path, facts, value, where)
 
 
@@ -409,7 +406,7 @@ class PointMemo:
         if hit is not None and hit[0] is value:
             return hit[1]
         used = len(ctx.scopes_used)
-        found = _shown_as_is(ctx, facts, value, where, shown_in) or _leaf_once(ctx, path, facts, value, where)
+        found = _scalar_leaf(ctx, path, facts, value, where, shown_in)
         if len(ctx.scopes_used) == used:
             self.leaves[mkey] = (value, found)
         return found
@@ -515,7 +512,7 @@ def _args_layout(path: KeyPath, names: tuple[str, ...]) -> _ArgsLayout:
     recipe family share their arg names (names are text: the YAML builder makes every key text)."""
     paths = tuple(path + (n,) for n in names)
     facts = tuple(map(path_facts, paths))
-    return _ArgsLayout(paths, tuple(flag_key(_flag(str(n)), True) for n in names), facts)
+    return _ArgsLayout(paths, tuple(flag_key(as_flag(str(n)), True) for n in names), facts)
 
 
 @dataclass(frozen=True)
@@ -600,7 +597,7 @@ def _targets(ctx: Ctx, leaf: Leaf) -> tuple[list[Block], bool, str]:
 
 def _arg_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     blocks, worker, role = _targets(ctx, leaf)
-    flag = _flag(leaf.name)
+    flag = as_flag(leaf.name)
     want = recipe_words(leaf.value)
     if not blocks:
         return _without_blocks(ctx, leaf, role, "arg", flag)
@@ -686,10 +683,6 @@ def _compare(ctx: Ctx, role: str, kind: str, item: str, ok: str, want: Words | N
     return ctx.finding(role, kind, item, cls, detail=detail, **base)
 
 
-def _flag(name: str) -> str:
-    return name if name.startswith("-") else f"--{name}"
-
-
 def _service_args_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     blocks, _, role = _targets(ctx, leaf)
     out: list[Finding] = []
@@ -715,8 +708,7 @@ def _preamble_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
 
 
 def _file_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
-    verdict = structure.file_setting(ctx.expect, leaf.path, leaf.value, ctx.blocks)
-    cls, detail, role = verdict
+    cls, detail, role = structure.file_setting(ctx.expect, leaf.path, leaf.value, ctx.blocks)
     return [ctx.finding(role, "file", leaf.name, cls, detail=detail, recipe=word(leaf.value), reason=detail, path=leaf.dotted, where=leaf.where)]
 
 
@@ -831,4 +823,4 @@ def _explained(ctx: Ctx, block: Block, kind: str, name: str, words: Words, verdi
                        path=verdict.path)
 
 
-__all__ = ["compare_point", "point_findings", "role_label", "stamped"]
+__all__ = ["compare_point", "point_findings", "stamped"]

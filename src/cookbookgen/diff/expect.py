@@ -156,6 +156,7 @@ def point_expect(point: ResolvedPoint, policy: Policy) -> PointExpect:
     cluster = point.entry.cluster if point.entry else None
     services = data.get("services") or []
     roles = topologies(data)
+    frontend_count, nginx = frontends(frontend, roles)
     return PointExpect(
         config=point.entry.key if point.entry else point.recipe.label,
         point=point.point_id,
@@ -163,8 +164,8 @@ def point_expect(point: ResolvedPoint, policy: Policy) -> PointExpect:
         image=point.entry.image if point.entry else str(point.typed.model.container or ""),
         image_where=_where(point),
         frontend=_frontend(str(frontend.get("type") or "dynamo"), data.get("engine")),
-        frontend_count=frontends(frontend, roles)[0],
-        nginx=frontends(frontend, roles)[1],
+        frontend_count=frontend_count,
+        nginx=nginx,
         request_plane=(data.get("dynamo") or {}).get("request_plane"),
         mooncake=any(isinstance(s, dict) and str(s.get("type", "")).startswith("mooncake") for s in services),
         roles=roles,

@@ -27,11 +27,16 @@ RawYaml = Any
 Words = tuple[str, ...]
 
 
+def _package_yaml(name: str) -> dict[str, RawYaml]:
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    data: dict[str, RawYaml] = parse_yaml(text, f"cookbookgen/diff/{name}").data
+    return data
+
+
 @lru_cache(maxsize=1)
 def table() -> dict[str, RawYaml]:
-    text = resources.files(__package__).joinpath("synthesized.yaml").read_text(encoding="utf-8")
-    data: dict[str, RawYaml] = parse_yaml(text, "cookbookgen/diff/synthesized.yaml").data
-    return data
+    """`synthesized.yaml`, read once."""
+    return _package_yaml("synthesized.yaml")
 
 
 @dataclass(frozen=True)
@@ -259,9 +264,7 @@ def recipe_check(path: tuple[str, ...]) -> RawYaml | None:
 @lru_cache(maxsize=1)
 def glossary() -> dict[str, dict[str, str]]:
     """`classes.yaml`: every finding class and unpaired reason with its meaning."""
-    text = resources.files(__package__).joinpath("classes.yaml").read_text(encoding="utf-8")
-    data: dict[str, dict[str, str]] = parse_yaml(text, "cookbookgen/diff/classes.yaml").data
-    return data
+    return _package_yaml("classes.yaml")
 
 
 def explain_class(name: str) -> str:

@@ -30,9 +30,6 @@ from .model import DIFFERENT, MISSING, Finding, PublishedPoint
 from .sources import RunLogs
 from .words import flag_key, recipe_words, shown, word, words_equal
 
-MODE_ROLE = {None: "agg", "null": "agg", "prefill": "prefill", "decode": "decode"}
-
-
 def _workers(point: PublishedPoint, role: str) -> list[Block]:
     return [b for b in point.blocks if b.kind == "worker" and b.role == role]
 
@@ -50,7 +47,7 @@ def check_logs(logs: RunLogs, points: Sequence[PublishedPoint], policy: Policy) 
     out: list[Finding] = []
     seen: set[tuple[str, str]] = set()
     for file, line, args in logs.server_args:
-        key = (MODE_ROLE.get(_mode(args), "agg"), repr(sorted(args.items(), key=lambda kv: kv[0])))
+        key = (_role(args), repr(sorted(args.items(), key=lambda kv: kv[0])))
         if key not in seen:
             seen.add(key)
             out.extend(_server_args(file, line, args, key[0], points))
@@ -59,9 +56,10 @@ def check_logs(logs: RunLogs, points: Sequence[PublishedPoint], policy: Policy) 
     return out
 
 
-def _mode(args: ServerArgsDict) -> str | None:
-    mode = args.get("disaggregation_mode")
-    return None if mode is None else str(mode)
+def _role(args: ServerArgsDict) -> str:
+    """The role a ServerArgs line belongs to: its `disaggregation_mode` (none or `null`: agg)."""
+    mode = str(args.get("disaggregation_mode"))
+    return mode if mode in ("prefill", "decode") else "agg"
 
 
 def _server_args(file: str, line: int, args: ServerArgsDict, role: str, points: Sequence[PublishedPoint]) -> list[Finding]:

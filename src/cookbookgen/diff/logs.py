@@ -26,17 +26,15 @@ from typing import Iterable, Literal
 
 from ..errors import CookbookError, Problem, key_join
 from ..recipes.load import Document, KeyPath, parse_yaml, read_yaml_file
-from .aliases import derived_field, alias_table, flag_for_field, is_server_arg_flag, normal_flag
+from .aliases import derived_field, alias_table, is_server_arg_flag, normal_flag
 
 MAX_NESTING = 64
 
-DifferenceKind = Literal["different", "missing-in-log", "not-a-server-arg", "not-in-command"]
+DifferenceKind = Literal["different", "missing-in-log", "not-a-server-arg"]
 ServerArgsDict = dict[str, object]
 
 
-# ---------------------------------------------------------------------------------------------
-# Reading the `ServerArgs(...)` repr
-# ---------------------------------------------------------------------------------------------
+# --- Reading the `ServerArgs(...)` repr -----------------------------------------------------------
 
 _SERVER_ARGS = re.compile(r"(?<!\w)ServerArgs\(")
 _NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
@@ -343,9 +341,7 @@ def enum_value(logged: object) -> object:
     return value if reader.peek() == "" else logged
 
 
-# ---------------------------------------------------------------------------------------------
-# Comparing a command with a log
-# ---------------------------------------------------------------------------------------------
+# --- Comparing a command with a log ---------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -398,18 +394,6 @@ def compare_with_args(server_args: ServerArgsDict, args: Iterable[tuple[str, ...
             kind: DifferenceKind = "missing-in-log" if is_server_arg_flag(normal) else "not-a-server-arg"
             out.append(LogDifference(field, flag, meant, None, kind))
     return out
-
-
-def logged_but_not_in_command(
-    server_args: ServerArgsDict, args: Iterable[tuple[str, ...]], defaults: dict[str, object]
-) -> list[LogDifference]:
-    """Logged fields the command does not set whose value differs from `defaults` (fields absent there are skipped)."""
-    covered = {_target(n, v, server_args)[0] for n, (_, v) in _command_flags(args).items()}
-    return [
-        LogDifference(field, flag_for_field(field), None, logged, "not-in-command")
-        for field, logged in server_args.items()
-        if field not in covered and field in defaults and not values_equal(defaults[field], logged)
-    ]
 
 
 _NO_VALUE = object()
@@ -503,9 +487,7 @@ def _plain(value: object) -> object:
     return value
 
 
-# ---------------------------------------------------------------------------------------------
-# srt-slurm resolved job config (`config_*.yaml`)
-# ---------------------------------------------------------------------------------------------
+# --- srt-slurm resolved job config (`config_*.yaml`) ----------------------------------------------
 
 RoleSettings = dict[str, dict[str, object]]
 V1_MODES = {"prefill": "prefill", "decode": "decode", "aggregated": "agg"}
@@ -607,9 +589,7 @@ def _env(doc: Document, path: KeyPath) -> dict[str, object]:
     return dict(env)
 
 
-# ---------------------------------------------------------------------------------------------
-# The only I/O: reading a log or a config file
-# ---------------------------------------------------------------------------------------------
+# --- The only I/O: reading a log or a config file -------------------------------------------------
 
 
 def read_server_args_log_file(path: Path, shown_as: str | None = None) -> list[tuple[int, ServerArgsDict]]:

@@ -1,14 +1,6 @@
 """The values `cookbookgen diff` works with: published points read from a cookbook artifact, and
-findings (one compared setting each). No I/O.
-
-Classes of a finding:
-- `match`: the cookbook shows the recipe's value (or a value the recipe implies, with the reason);
-- `harness-only`, `default-equivalent`: the policy drops the setting, with its rule and reason;
-- `placeholder`: a site-specific value the cookbook writes as `$NAME` or chooses itself;
-- `cluster-provided`: not in the recipe, exported by the cluster the point ran on;
-- `derived`: a router or KV-tier variant that was never run, so not compared;
-- `unverified`: a recipe setting no command can show (e.g. a precision label), or a log that lacks a field;
-- `mismatch`: missing from the cookbook, extra in the cookbook, or a different value.
+findings (one compared setting each). No I/O. What each finding class and unpaired reason means is
+in one table, `classes.yaml` (`cookbookgen diff --explain CLASS`).
 """
 
 from __future__ import annotations
@@ -118,9 +110,6 @@ class Published:
     points: tuple[PublishedPoint, ...]
     variants: tuple[Variant, ...] = ()
     notes: tuple[str, ...] = ()
-
-    def configs(self) -> list[str]:
-        return list(dict.fromkeys(p.config for p in self.points))
 
 
 @dataclass(frozen=True)

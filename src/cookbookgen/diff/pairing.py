@@ -37,12 +37,10 @@ def _normal_recipe(path: str) -> str:
     return _RECIPES[1] + path[len(_RECIPES[0]):] if path.startswith(_RECIPES[0]) else path
 
 
-def candidates(point: PublishedPoint, resolved: Sequence[ResolvedPoint],
-               by_id: dict[str, list[ResolvedPoint]] | None = None) -> list[ResolvedPoint]:
+def candidates(point: PublishedPoint, resolved: Sequence[ResolvedPoint], by_id: dict[str, list[ResolvedPoint]]) -> list[ResolvedPoint]:
+    """The checkout points `point` may be, by the first rule above that applies (`by_id`: `resolved` by point id)."""
     if point.point_id:
-        if by_id is not None:
-            return by_id.get(point.point_id, [])
-        return [r for r in resolved if r.point_id == point.point_id]
+        return by_id.get(point.point_id, [])
     if point.override:
         hits = [r for r in resolved if r.recipe.selector == point.override]
         return [r for r in hits if same_recipe(r.recipe_path, point.recipe)] if point.recipe else hits

@@ -40,10 +40,6 @@ def _by(findings: Iterable[Finding], key: str) -> dict[str, list[Finding]]:
     return out
 
 
-def _points(findings: list[Finding]) -> list[str]:
-    return [f.point for f in findings if f.kind == "point" and f.cls == "match"]
-
-
 def _role_key(role: str) -> tuple[int, str]:
     return (_ROLE_ORDER.index(role) if role in _ROLE_ORDER else len(_ROLE_ORDER), role)
 
@@ -70,12 +66,11 @@ def json_doc(results: list[DiffResult], allow_unpaired: bool) -> dict[str, objec
 
 def verdict(checked: list[Checked], tally: Tally, allow_unpaired: bool, markdown: bool, color: bool) -> str:
     """The summary block every report starts with (at most 5 lines, plus one per extra cookbook)."""
-    doc = summary(checked, tally, allow_unpaired)
-    code = doc["exit"]
+    code, why = tally.verdict(allow_unpaired)
     cells = f"{len(tally.cells) - len(tally.unpaired)} checked, {len(tally.unpaired)} unpaired"
     reasons = ", ".join(f"{n} {r}" for r, n in Counter(c.reason for c in tally.unpaired).items())
     counts = " · ".join(f"{tally.classes[c]} {c}" for c in CLASSES if tally.classes[c]) or "none"
-    head = f"cookbookgen diff: {'FAIL' if code else 'PASS'} (exit {code}): {doc['why']}"
+    head = f"cookbookgen diff: {'FAIL' if code else 'PASS'} (exit {code}): {why}"
     rows = [("cookbook", f"{c} ({k}) against {t}") for c, k, t in checked] + [
         ("cells", cells + (f" ({reasons})" if reasons else "")), ("points", f"{tally.points} paired and compared"), ("findings", counts)]
     if markdown:
@@ -112,11 +107,7 @@ class _Lines:
         self.lines: list[list[Span]] = []
 
     def print(self, *spans: str | Span) -> None:
-        self.lines.append(_spans(spans))
-
-
-def _spans(spans: Iterable[str | Span]) -> list[Span]:
-    return [(s, "") if isinstance(s, str) else s for s in spans]
+        self.lines.append([(s, "") if isinstance(s, str) else s for s in spans])
 
 
 class TextRenderer:
@@ -189,13 +180,6 @@ _ROLE_AND_CLASS = attrgetter("role", "cls")
 _NOTED = frozenset(("mismatch", *EXCLUDED))
 
 
-def _point(points: dict[str, _Point], name: str) -> _Point:
-    point = points.get(name)
-    if point is None:
-        point = points[name] = _Point()
-    return point
-
-
 def _add(point: _Point, role: str, cls: str, n: int) -> None:
     counts = point.counts.setdefault(role, {})
     counts[cls] = counts.get(cls, 0) + n
@@ -208,10 +192,10 @@ def _text_config(out: _Lines, config: str, runs: Iterable[PointRun], verbose: bo
     for run_point, found in runs:
         if run_point is None:           # findings that each name their point
             for f in found:
-                _add(_point(points, f.point), f.role, f.cls, 1)
+                _add(points.setdefault(f.point, _Point()), f.role, f.cls, 1)
                 _note(points[f.point], f, f.point, excluded, checked)
         elif found:                     # one point's findings: counted, then the few to list
-            point = _point(points, run_point)
+            point = points.setdefault(run_point, _Point())
             for (role, cls), n in Counter(map(_ROLE_AND_CLASS, found)).items():
                 _add(point, role, cls, n)
             for f in [f for f in found if f.cls in _NOTED or f.kind == "point"]:
@@ -279,11 +263,7 @@ class _Groups:
         self.merged: dict[tuple[str, str], tuple[dict[str, None], dict[str, None]]] = {}
 
     def add(self, point: str, f: Finding) -> None:
-        key = (self.label(f), f.reason)
-        entry = self.merged.get(key)
-        if entry is None:
-            entry = self.merged[key] = ({}, {})
-        roles, points = entry
+        roles, points = self.merged.setdefault((self.label(f), f.reason), ({}, {}))
         roles[f.role] = None
         points[point] = None
 
@@ -336,7 +316,7 @@ def _differences(findings: list[Finding]) -> str:
 
 
 def _md_config(config: str, findings: list[Finding]) -> list[str]:
-    points = _points(findings)
+    points = [f.point for f in findings if f.kind == "point" and f.cls == "match"]
     cells = list(dict.fromkeys(f.item for f in findings if f.kind == "point" and f.cls == "match"))
     lines = [f"- **{config}**", f"  - Points checked: {', '.join(points) or 'none'}" + (f" (cells {', '.join(cells)})." if cells else ".")]
     bad = _group([(f.point, f) for f in findings if f.is_mismatch], _mismatch_label)

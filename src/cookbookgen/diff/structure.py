@@ -21,7 +21,7 @@ from ..render.model import Block
 from .expect import PointExpect, RoleTopology
 from .explain import Explanation, explain_block, table
 from .model import DIFFERENT, EXTRA, MISSING, Finding
-from .words import flag_key, recipe_words, split_words, word
+from .words import as_flag, flag_key, recipe_words, split_words, word
 
 if TYPE_CHECKING:
     from .compare import Ctx
@@ -33,16 +33,12 @@ KIND_LABEL = {"dynamo-frontend": "frontend", "sglang-router": "router", "vllm-ro
 
 # --- lookups shared with compare.py -----------------------------------------------------------------
 
-def _flag(name: str) -> str:
-    return name if name.startswith("-") else f"--{name}"
-
-
 def service_args(value: RawYaml) -> list[tuple[str, ...]]:
     """A service's `args` (argv list or flag mapping) as `(flag, *values)` tuples."""
     if isinstance(value, list):
         return split_words(value)
     if isinstance(value, dict):
-        return [(_flag(k), *words) for k, v in value.items() if (words := recipe_words(v)) is not None]
+        return [(as_flag(k), *words) for k, v in value.items() if (words := recipe_words(v)) is not None]
     return []
 
 
@@ -85,10 +81,10 @@ def covered(data: dict[str, RawYaml], block: Block, blocks: tuple[Block, ...]) -
     """Arg keys and env names of `block` that recipe leaves already compare."""
     if block.kind == "worker":
         spec = (data.get("roles") or {}).get(block.role) or {}
-        return {flag_key(_flag(k), True) for k in spec.get("args") or {}}, set(spec.get("env") or {})
+        return {flag_key(as_flag(k), True) for k in spec.get("args") or {}}, set(spec.get("env") or {})
     if block.kind in FRONTEND_KINDS:
         fe = data.get("frontend") or {}
-        return {flag_key(_flag(k), False) for k in fe.get("args") or {}}, set(fe.get("env") or {})
+        return {flag_key(as_flag(k), False) for k in fe.get("args") or {}}, set(fe.get("env") or {})
     args: set[str] = set()
     env: set[str] = set()
     for i, svc in enumerate(data.get("services") or []):
@@ -175,17 +171,26 @@ def recipe_shape(ctx: "Ctx") -> tuple[Any, ...]:
     return (tuple(str(s.get("type")) for s in data.get("services") or []), kv_own, tuple(map(ctx.where, paths)), ctx.published.image)
 
 
-def _label(block: Block) -> str:
+def role_label(block: Block) -> str:
+    """The role a block's findings name: a worker's role, else its kind (`router` for every router)."""
     return block.role if block.kind == "worker" and block.role else KIND_LABEL.get(block.kind, block.kind)
+
+
+def _frontend(ctx: "Ctx") -> dict[str, RawYaml]:
+    """The `frontends` entry of synthesized.yaml for the point's frontend type (empty for another type)."""
+    return table()["frontends"].get(ctx.expect.frontend, {})  # type: ignore[no-any-return]
+
+
+def _ports_item(name: str) -> str:
+    return "ports" if name == "--port" else f"ports {name}"
 
 
 def expected_blocks(ctx: "Ctx") -> dict[tuple[str, str | None], tuple[str, bool]]:
     """(kind, role) -> (recipe path that asks for it, required)."""
-    expect = ctx.expect
-    out: dict[tuple[str, str | None], tuple[str, bool]] = {("worker", r): (f"roles.{r}", True) for r in expect.roles}
-    fe = table()["frontends"].get(expect.frontend, {"kinds": []})
-    optional = bool(fe.get("direct")) and expect.single_worker
-    out.update({(k, None): ("frontend.type", not optional) for k in fe["kinds"]})
+    out: dict[tuple[str, str | None], tuple[str, bool]] = {("worker", r): (f"roles.{r}", True) for r in ctx.expect.roles}
+    fe = _frontend(ctx)
+    optional = bool(fe.get("direct")) and ctx.expect.single_worker
+    out.update({(k, None): ("frontend.type", not optional) for k in fe.get("kinds", [])})
     for i, svc in enumerate(ctx.recipe.data.get("services") or []):
         out[(str(svc.get("type")), None)] = (f"services[{i}].type", True)
     for kind, entry in table()["blocks"].items():
@@ -213,7 +218,7 @@ def _blocks(ctx: "Ctx") -> list[Finding]:
         if (kind, role) not in expected:
             verdict = explain_block(kind, ctx.scope(block))
             cls, detail, reason = ("match", "added by the cookbook", verdict.reason) if isinstance(verdict, Explanation) else ("mismatch", EXTRA, verdict.reason)
-            out.append(ctx.finding(_label(block), "block", kind, cls, detail=detail, reason=reason))
+            out.append(ctx.finding(role_label(block), "block", kind, cls, detail=detail, reason=reason))
     return out
 
 
@@ -227,7 +232,7 @@ def _topologies(ctx: "Ctx") -> list[Finding]:
     out: list[Finding] = []
     previous: list[Block] = []
     for role, topo in ctx.expect.roles.items():
-        blocks = [b for b in ctx.blocks if b.kind == "worker" and b.role == role]
+        blocks = ctx.role_blocks(role)
         if blocks:
             out.extend(_topology(ctx, topo, blocks))
             if topo.nodes == 0 and previous:           # on the node the previous role leaves room on
@@ -239,10 +244,9 @@ def _topologies(ctx: "Ctx") -> list[Finding]:
 def _ports_across_roles(ctx: "Ctx", role: str, before: Block, block: Block) -> list[Finding]:
     """A mismatch per port that a worker shares with the other role's worker on its node (both set it, or
     neither sets the one every worker needs of its own)."""
-    required = table()["frontends"].get(ctx.expect.frontend, {}).get("port_env", "--port")
     mine, theirs = dict(block_ports(block)), dict(block_ports(before))
-    names = sorted({required} | (set(mine) & set(theirs)))
-    return [ctx.finding(role, "topology", "ports" if name == "--port" else f"ports {name}", "mismatch",
+    names = sorted({_frontend(ctx).get("port_env", "--port")} | (set(mine) & set(theirs)))
+    return [ctx.finding(role, "topology", _ports_item(name), "mismatch",
                         detail=f"shares its node with a {before.role} worker but not a distinct {name}", recipe="a port of its own",
                         cookbook=mine.get(name, "default"), path=f"roles.{role}.nodes")
             for name in names if mine.get(name, "default") == theirs.get(name, "default")]
@@ -266,13 +270,12 @@ def _topology(ctx: "Ctx", topo: RoleTopology, blocks: list[Block]) -> list[Findi
 def _shared_ports(ctx: "Ctx", topo: RoleTopology, blocks: list[Block]) -> list[Finding]:
     """A mismatch per port setting that co-located workers share (a block without it uses the default, its own value)."""
     ports = [dict(block_ports(b)) for b in blocks]
-    required = table()["frontends"].get(ctx.expect.frontend, {}).get("port_env", "--port")   # the one every engine's workers differ in
     out = []
+    required = _frontend(ctx).get("port_env", "--port")   # the one every engine's workers differ in
     for name in sorted({required} | {name for found in ports for name in found}):
         values = {found.get(name, "default") for found in ports}
         if len(values) < min(topo.per_node, topo.workers):
-            item = "ports" if name == "--port" else f"ports {name}"
-            out.append(ctx.finding(topo.role, "topology", item, "mismatch", detail=f"{topo.per_node} workers share a node but not a distinct {name}{'' if name == '--port' else ' port'} each",
+            out.append(ctx.finding(topo.role, "topology", _ports_item(name), "mismatch", detail=f"{topo.per_node} workers share a node but not a distinct {name}{'' if name == '--port' else ' port'} each",
                                    recipe=f"{topo.per_node} per node", cookbook=" / ".join(sorted(values)), path=f"roles.{topo.role}.workers"))
     return out
 
@@ -293,11 +296,11 @@ def _frontend_count(ctx: "Ctx") -> list[Finding]:
 
 def _workers(ctx: "Ctx") -> list[Finding]:
     out: list[Finding] = []
-    want_cmd = table()["frontends"].get(ctx.expect.frontend, {}).get("worker_cmd", "sglang")
+    want_cmd = _frontend(ctx).get("worker_cmd", "sglang")
     for block in ctx.blocks:
         if block.kind == "worker":
             ok = want_cmd in block.cmd
-            out.append(ctx.finding(_label(block), "block", "cmd", "match" if ok else "mismatch", detail="same" if ok else DIFFERENT,
+            out.append(ctx.finding(role_label(block), "block", "cmd", "match" if ok else "mismatch", detail="same" if ok else DIFFERENT,
                                    recipe=want_cmd, cookbook=block.cmd, path="frontend.type"))
             out.extend(_worker_must_have(ctx, block))
         if block.kind in ("worker", "dynamo-frontend"):
@@ -313,7 +316,7 @@ def _has(ctx: "Ctx", block: Block, flag: str) -> bool:
 def _worker_must_have(ctx: "Ctx", block: Block) -> list[Finding]:
     role = block.role or "agg"
     out = []
-    in_cmd = table()["frontends"].get(ctx.expect.frontend, {}).get("model_in_cmd")
+    in_cmd = _frontend(ctx).get("model_in_cmd")
     if not (ctx.expect.model_id in shlex.split(block.cmd) if in_cmd else _has(ctx, block, "--model-path")):
         out.append(ctx.finding(role, "arg", "model" if in_cmd else "--model-path", "mismatch", detail=MISSING,
                                recipe=ctx.expect.model_id, path="model.path"))
@@ -331,7 +334,7 @@ def _request_plane(ctx: "Ctx", block: Block) -> list[Finding]:
     plane = ctx.expect.request_plane
     if not ctx.expect.dynamo or plane is None or _has(ctx, block, "--request-plane") or "DYN_REQUEST_PLANE" in block.env:
         return []
-    return [ctx.finding(_label(block), "arg", "--request-plane", "mismatch", detail=MISSING, recipe=str(plane),
+    return [ctx.finding(role_label(block), "arg", "--request-plane", "mismatch", detail=MISSING, recipe=str(plane),
                         path="dynamo.request_plane")]
 
 

@@ -40,6 +40,11 @@ def word(value: Any) -> str:
     return str(value)
 
 
+def as_flag(name: str) -> str:
+    """A recipe key as the flag it stands for: `tp-size` -> `--tp-size` (`-x` stays as it is)."""
+    return name if name.startswith("-") else f"--{name}"
+
+
 @lru_cache(maxsize=65536)
 def flag_key(name: str, worker: bool) -> str:
     """The key two spellings of one flag share."""
