@@ -234,9 +234,11 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
     try:
         state_dir = cache / "site" if cache is not None else None
         previous = SiteState.load(state_dir) if state_dir is not None else None
+        if previous is not None and not previous.holds(out):
+            previous = None                    # it describes another site than the one in `out`
         step("generating pages")
         made = generate_docs(cookbook, read_templates(root / "templates"), generated_on, pages,
-                             previous.pages if previous is not None and previous.holds(out) else {})
+                             previous.pages if previous is not None else {})
         files = made.files
         step(f"writing {len(files) + len(made.kept)} files")
         counts = (len(cookbook.pages), sum(map(_is_script, files)) + len(made.kept), len(files) + len(made.kept))
@@ -249,7 +251,7 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
         title, pages_nav = safe_title(cookbook.title), nav(cookbook)
         context = build_context(root, cookbook)
         del files, cookbook                    # the docs are on disk: free the memory before MkDocs needs its own
-        unchanged = previous.unchanged(context, hashes, out) if previous is not None else None
+        unchanged = previous.unchanged(context, hashes) if previous is not None else None
         with _mkdocs_problems(str(root / "mkdocs.yml")):
             recorder = None
             if unchanged:
@@ -392,11 +394,12 @@ def build_context(root: Path, cookbook: Cookbook) -> str:
 def site_fingerprint(out: Path) -> dict[str, list[int]]:
     """(size, mtime, inode) of every file of the site: the state applies only to the site it built."""
     found: dict[str, list[int]] = {}
+    top = os.path.join(out, "")               # os.walk's folders start with it: their relative path is the rest
     for folder, _dirs, names in os.walk(out):
+        rel = os.path.join(folder, "")[len(top):]
         for name in names:
-            path = os.path.join(folder, name)
-            st = os.stat(path)
-            found[os.path.relpath(path, out)] = [st.st_size, st.st_mtime_ns, st.st_ino]
+            st = os.stat(os.path.join(folder, name))
+            found[rel + name] = [st.st_size, st.st_mtime_ns, st.st_ino]
     return found
 
 
@@ -546,9 +549,10 @@ class SiteState:
         """Whether `out` is still the site this state describes."""
         return out.is_dir() and site_fingerprint(out) == self.site
 
-    def unchanged(self, context: str, docs: dict[str, str], out: Path) -> set[str] | None:
-        """The docs files whose output can be kept, or None when only a full build will do."""
-        if context != self.context or set(docs) != set(self.docs) or not self.holds(out):
+    def unchanged(self, context: str, docs: dict[str, str]) -> set[str] | None:
+        """The docs files whose output can be kept (from the site this state `holds`), or None when
+        only a full build will do."""
+        if context != self.context or set(docs) != set(self.docs):
             return None
         return {rel for rel, digest in docs.items() if self.docs[rel] == digest} or None
 
