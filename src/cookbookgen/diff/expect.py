@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..policy.rules import Policy
-from ..recipes.schema import FrontendSpec
 from ..recipes.workspace import ResolvedPoint, model_id
 from ..render.deploy import frontend_layout
 from .explain import table
@@ -137,9 +136,6 @@ def _frontend(kind: str, engine: RawYaml) -> str:
     return f"dynamo-{name}" if kind == "dynamo" and name not in (None, "sglang") else kind
 
 
-def frontends(frontend: dict[str, RawYaml], roles: dict[str, RoleTopology]) -> tuple[int, bool]:
-    """(frontends, nginx in front) the recipe runs on its nodes, by the renderer's rule (srtctl's)."""
-    return frontend_layout(FrontendSpec.model_validate(frontend), sum(t.expected_nodes for t in roles.values()))
 
 
 def _where(point: ResolvedPoint) -> str:
@@ -156,7 +152,8 @@ def point_expect(point: ResolvedPoint, policy: Policy) -> PointExpect:
     cluster = point.entry.cluster if point.entry else None
     services = data.get("services") or []
     roles = topologies(data)
-    frontend_count, nginx = frontends(frontend, roles)
+    # the frontends and nginx the recipe runs on its nodes, by the renderer's rule (srtctl's)
+    frontend_count, nginx = frontend_layout(point.typed.frontend, sum(t.expected_nodes for t in roles.values()))
     return PointExpect(
         config=point.entry.key if point.entry else point.recipe.label,
         point=point.point_id,
