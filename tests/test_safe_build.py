@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -162,6 +163,24 @@ def test_a_folder_that_cannot_be_written_is_refused_before_anything_is(tmp_path:
 
 # --- signals -----------------------------------------------------------------------------------------
 
+def _interrupt(argv: list[str], started: Callable[[], bool], stop: str, **popen: Any) -> tuple[int, str]:
+    """Run `argv`, send it signal `stop` once `started()` holds (it must still be running then), and
+    return its exit status and stderr. SIGINT is delivered as a terminal does, even when this test
+    runs where it is ignored (a background job)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **popen)
+    try:
+        for _ in range(3000):
+            if started() or proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, "the command ended before the signal could be sent"
+        proc.send_signal(getattr(signal, stop))
+    finally:
+        _, err = proc.communicate(timeout=60)
+    return proc.returncode, err
+
+
 def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.rglob("*") if p.name.endswith((".building", ".staging", ".tmp")))
 
@@ -173,19 +192,8 @@ def test_a_signal_during_build_keeps_the_old_site_and_leaves_nothing(stop: str, 
     command = [sys.executable, "-m", "cookbookgen.cli", "build", "--cookbook", str(MANIFEST), "--out", str(out), "--cache", str(cache)]
     subprocess.run(command, check=True, capture_output=True)
     before = _snapshot(out)
-    # SIGINT as a terminal delivers it, even when this test runs where it is ignored (a background job)
-    proc = subprocess.Popen([*command, "--date", "2027-01-01"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        for _ in range(3000):
-            if list(tmp_path.glob(".site.*.building")) or proc.poll() is not None:
-                break
-            time.sleep(0.01)
-        assert proc.poll() is None, "the build ended before the scratch folder was seen"
-        proc.send_signal(getattr(signal, stop))
-    finally:
-        _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 128 + getattr(signal, stop), err
+    code, err = _interrupt([*command, "--date", "2027-01-01"], lambda: bool(list(tmp_path.glob(".site.*.building"))), stop)
+    assert code == 128 + getattr(signal, stop), err
     assert err == "cookbookgen: interrupted\n"
     assert _snapshot(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "site"] and _leftovers(tmp_path) == []
@@ -280,18 +288,9 @@ def test_a_signal_before_serve_serves_stops_it_with_one_line_and_nothing_left(st
         port = s.getsockname()[1]
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "cookbookgen.cli", "serve", "--cookbook", str(MANIFEST), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(scratch)},
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        for _ in range(3000):                                        # MkDocs' first build of the preview has begun
-            if list(scratch.rglob("mkdocs_*")) or proc.poll() is not None:
-                break
-            time.sleep(0.01)
-        assert proc.poll() is None, "serve ended before it built"
-        proc.send_signal(getattr(signal, stop))
-    finally:
-        _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 128 + getattr(signal, stop), err
+    argv = [sys.executable, "-m", "cookbookgen.cli", "serve", "--cookbook", str(MANIFEST), "--port", str(port)]
+    # sent once MkDocs' first build of the preview has begun
+    code, err = _interrupt(argv, lambda: bool(list(scratch.rglob("mkdocs_*"))), stop, env={**os.environ, "TMPDIR": str(scratch)})
+    assert code == 128 + getattr(signal, stop), err
     assert "Traceback" not in err and err.splitlines()[-1] == "cookbookgen: interrupted", err
     assert list(scratch.iterdir()) == []
