@@ -28,7 +28,8 @@ from .logs import (
 )
 from .model import DIFFERENT, MISSING, Finding, PublishedPoint
 from .sources import RunLogs
-from .words import flag_key, recipe_words, shown, word, words_equal
+from ..render.values import word
+from .words import flag_key, recipe_words, shown, words_equal
 
 def _workers(point: PublishedPoint, role: str) -> list[Block]:
     return [b for b in point.blocks if b.kind == "worker" and b.role == role]

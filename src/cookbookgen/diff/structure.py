@@ -18,10 +18,11 @@ import re
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..render.model import Block
+from ..render.values import args_from_words, word
 from .expect import PointExpect, RoleTopology
 from .explain import Explanation, explain_block, table
 from .model import DIFFERENT, EXTRA, MISSING, Finding
-from .words import as_flag, flag_key, recipe_words, split_words, word
+from .words import as_flag, flag_key, recipe_words
 
 if TYPE_CHECKING:
     from .compare import Ctx
@@ -36,7 +37,7 @@ KIND_LABEL = {"dynamo-frontend": "frontend", "sglang-router": "router", "vllm-ro
 def service_args(value: RawYaml) -> list[tuple[str, ...]]:
     """A service's `args` (argv list or flag mapping) as `(flag, *values)` tuples."""
     if isinstance(value, list):
-        return split_words(value)
+        return args_from_words(value)
     if isinstance(value, dict):
         return [(as_flag(k), *words) for k, v in value.items() if (words := recipe_words(v)) is not None]
     return []

@@ -15,6 +15,7 @@ import json
 from functools import lru_cache
 from typing import Any, Sequence
 
+from ..render.values import word
 from .aliases import field_for_flag, normal_flag
 
 Words = tuple[str, ...]
@@ -30,14 +31,6 @@ def recipe_words(value: Any) -> Words | None:
     if isinstance(value, list):
         return tuple(word(v) for v in value)
     return (word(value),)
-
-
-def word(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, separators=(",", ":"))
-    return str(value)
 
 
 def as_flag(name: str) -> str:
@@ -95,18 +88,3 @@ def shown(words: Sequence[str] | None) -> str | None:
     if words is None:
         return None
     return " ".join(words) if words else "(switch)"
-
-
-def split_words(words: Sequence[Any]) -> list[tuple[str, ...]]:
-    """A service's argv list as `(flag, *values)`: `--x=y` splits; a flag takes the non-flag words after it."""
-    out: list[list[str]] = []
-    for raw in words:
-        text = word(raw)
-        if text.startswith("-"):
-            name, eq, value = text.partition("=")
-            out.append([name, value] if eq else [name])
-        elif out:
-            out[-1].append(text)
-        else:
-            out.append([text])
-    return [tuple(a) for a in out]
