@@ -9,6 +9,7 @@ from operator import itemgetter
 from typing import Sequence, cast
 
 from ..recipes.load import package_yaml
+from ..render.layout import PARALLEL_KEYS
 from ..render.model import Block, Deployment
 from .model import Exclusion
 
@@ -25,9 +26,7 @@ def flag_value(block: Block, *flags: str) -> str | None:
     return None
 
 
-# `--tp`: SGLang's argparse takes it for --tp-size (InferenceX's single-node scripts write it so)
-_PARALLEL_FLAGS = {"--tensor-parallel-size": "tp", "--tp-size": "tp", "--tp": "tp", "--data-parallel-size": "dp", "--dp-size": "dp",
-                   "--expert-parallel-size": "ep", "--ep-size": "ep"}
+_PARALLEL_FLAGS = {f"--{key}": size for size, keys in PARALLEL_KEYS.items() for key in keys}
 
 
 def _parallel_sizes(block: Block) -> tuple[dict[str, str], bool]:

@@ -19,9 +19,10 @@ from ..recipes.bundle import EffectiveRecipe
 from ..recipes.schema import EngineSpec, Recipe, RoleSpec
 from .model import ROLES, Role
 
-_TP_KEYS = ("tensor-parallel-size", "tp-size", "tp")
-_PP_KEYS = ("pipeline-parallel-size", "pp-size")
-_DP_KEYS = ("data-parallel-size", "dp-size", "dp")
+# The spellings of each parallel size among a role's args (`tp`: SGLang's argparse takes it for --tp-size)
+PARALLEL_KEYS = {"tp": ("tensor-parallel-size", "tp-size", "tp"), "pp": ("pipeline-parallel-size", "pp-size"),
+                 "dp": ("data-parallel-size", "dp-size", "dp"), "ep": ("expert-parallel-size", "ep-size")}
+_TP_KEYS, _PP_KEYS, _DP_KEYS = PARALLEL_KEYS["tp"], PARALLEL_KEYS["pp"], PARALLEL_KEYS["dp"]
 
 
 @dataclass(frozen=True)
