@@ -38,7 +38,7 @@ def points(draw: Any) -> list[tuple[str, list[Finding]]]:
 
 
 def _section(runs: list[tuple[str, list[Finding]]]) -> str:
-    return report.text_config(report.TextRenderer(False), "cfg", runs)
+    return report.text_config(False, "cfg", runs)
 
 
 @st.composite

@@ -266,7 +266,7 @@ def report_text(source: Source, ws: Workspace, policy: Policy, only: str | None,
 
 
 def _section(job: _Job, config: str) -> Section:
-    from .report import TextRenderer, md_config, text_config
+    from .report import md_config, text_config
 
     if job.only is not None and config != job.only:
         job.source.points(config)       # a manifest renders it all the same, so its errors surface
@@ -281,7 +281,7 @@ def _section(job: _Job, config: str) -> Section:
     elif not (classes["mismatch"] or job.verbose):
         text = ""
     else:
-        text = text_config(TextRenderer(job.color), config, runs, job.verbose)
+        text = text_config(job.color, config, runs, job.verbose)
     return Section(text, len(checked.pairs), classes, checked.cells)
 
 

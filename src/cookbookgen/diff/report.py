@@ -18,7 +18,7 @@ import io
 from collections import Counter
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..text import printable
 from .model import CLASSES, CellState, Finding, Tally
@@ -79,7 +79,7 @@ def verdict(checked: list[Checked], tally: Tally, allow_unpaired: bool, markdown
     out.print((head, "bold red" if code else "bold green"))
     for name, text in rows:
         out.print(f"  {name:<9} {text}")
-    return TextRenderer(color).render(out)
+    return render(out, color)
 
 
 MARKDOWN_LIMIT = 65_000
@@ -110,36 +110,24 @@ class _Lines:
         self.lines.append([(s, "") if isinstance(s, str) else s for s in spans])
 
 
-class TextRenderer:
-    """Renders sections: plain text without colour; with colour, rich `Text` (styles only, never
+def render(lines: _Lines, color: bool) -> str:
+    """The text of some lines: plain without colour; with colour, rich `Text` (styles only, never
     markup). A section is a function of its lines alone, so the report is the concatenation of its
     sections (which is what lets `diff.check` make them config by config, in workers)."""
+    if not color:
+        return "".join(printable("".join(text for text, _ in line)) + "\n" for line in lines.lines)
+    from rich.console import Console
+    from rich.text import Text
 
-    def __init__(self, color: bool) -> None:
-        self.color = color
-        self.console: Any = None
-        self.out = io.StringIO()
-
-    def render(self, lines: _Lines) -> str:
-        if not self.color:
-            return "".join(printable("".join(text for text, _ in line)) + "\n" for line in lines.lines)
-        if self.console is None:
-            from rich.console import Console
-
-            self.console = Console(file=self.out, force_terminal=True, width=160, highlight=False, soft_wrap=True, emoji=False)
-        from rich.text import Text
-
-        for line in lines.lines:
-            self.console.print(Text.assemble(*((printable(text), style) for text, style in line)))
-        text = self.out.getvalue()
-        self.out.seek(0)
-        self.out.truncate()
-        return text
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=160, highlight=False, soft_wrap=True, emoji=False)
+    for line in lines.lines:
+        console.print(Text.assemble(*((printable(text), style) for text, style in line)))
+    return out.getvalue()
 
 
 def as_text(result: DiffResult, color: bool = False, verbose: bool = False) -> str:
-    renderer = TextRenderer(color)
-    body = "".join(text_config(renderer, config, [(None, findings)], verbose) for config, findings in _by(result.findings, "config").items()
+    body = "".join(text_config(color, config, [(None, findings)], verbose) for config, findings in _by(result.findings, "config").items()
                    if verbose or any(f.is_mismatch for f in findings))
     return cookbook_part(result.cookbook, result.kind, result.checkout, body, result.tally.unpaired, result.notes, False, color)
 
@@ -150,22 +138,22 @@ def cookbook_part(cookbook: str, kind: str, checkout: str, body: str, unpaired: 
     if markdown:
         lines = [f"- Unpaired: `{c.cell}` ({c.config}): {c.reason}: {c.detail} [{c.tree}]" for c in unpaired] + [f"- Note: {n}" for n in notes]
         return f"#### `{cookbook}` ({kind}) against `{checkout}`\n" + METHOD + body + "".join(line + "\n" for line in lines)
-    renderer, title, tail = TextRenderer(color), _Lines(), _Lines()
+    title, tail = _Lines(), _Lines()
     title.lines.append([])
     title.print(("── ", "dim"), (cookbook, "bold"), f" ({kind}) against {checkout}")
     for c in unpaired:
         tail.print(("unpaired", "magenta"), f" {c.cell} ({c.config}): {c.reason}: {c.detail} [{c.tree}]")
     for note in notes:
         tail.print(("note", "magenta"), f" {note}")
-    return renderer.render(title) + body + renderer.render(tail)
+    return render(title, color) + body + render(tail, color)
 
 
-def text_config(renderer: TextRenderer, config: str, runs: Iterable[PointRun], verbose: bool = True) -> str:
+def text_config(color: bool, config: str, runs: Iterable[PointRun], verbose: bool = True) -> str:
     """The section of one config (its findings, variants included), from its point runs
     (`diff.check.PointRun`: the findings of a run are its point's, whatever point they name)."""
     lines = _Lines()
     _text_config(lines, config, runs, verbose)
-    return renderer.render(lines)
+    return render(lines, color)
 
 
 @dataclass
