@@ -165,13 +165,14 @@ def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: Publ
     same_point = memo.expect_id(expect)
     workers: dict[str, list[Block]] = {}
     others: list[Block] = []
+    labels: dict[str, list[Block]] = {}      # by the role their findings name (co-located workers share it)
     for block in published.blocks:
+        labels.setdefault(role_label(block), []).append(block)
         if block.kind == "worker":
             workers.setdefault(block.role or "", []).append(block)
         else:
             others.append(block)
     ctx = Ctx(expect, recipe, published, policy, memo.arg_index, workers=workers, others_key=(same_point, *memo.block_ids(others)))
-    labels = _by_label(ctx.blocks)
     out = memo.shape(ctx, same_point, len(labels) < len(ctx.blocks))
     for top, value in recipe.data.items():
         if top == "roles" and isinstance(value, dict) and value:
@@ -184,14 +185,6 @@ def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: Publ
             out += memo.extras(ctx, blocks[0], same_point)
         else:       # co-located workers of one role: each finding once
             out += _unique(stamped(chain.from_iterable(memo.extras(ctx, b, same_point) for b in blocks), expect.point))
-    return out
-
-
-def _by_label(blocks: Iterable[Block]) -> dict[str, list[Block]]:
-    """Blocks by the role their findings name (co-located workers of one role share it)."""
-    out: dict[str, list[Block]] = {}
-    for block in blocks:
-        out.setdefault(role_label(block), []).append(block)
     return out
 
 
@@ -605,13 +598,8 @@ def _arg_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     out = []
     for block in blocks:
         got = ctx.args_by_key(block, worker).get(flag_key(flag, worker), ())
-        out.append(_judge(ctx, leaf, role, "arg", flag, want, got, _synthesized_check(ctx, "worker" if worker else block.kind, flag, block)))
+        out.append(_judge(ctx, leaf, role, "arg", flag, want, got, block))
     return out
-
-
-def _synthesized_check(ctx: Ctx, kind: str, flag: str, block: Block) -> Callable[[Words], Miss | None]:
-    """The `synthesized.yaml` check of `flag` in this block, for a recipe placeholder the cookbook fills in."""
-    return lambda words: check_arg(kind, flag, words, ctx.scope(block))
 
 
 def _env_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
@@ -622,12 +610,8 @@ def _env_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     out = []
     for block in blocks:
         got: list[Words] = [(block.env[leaf.name],)] if leaf.name in block.env else []
-        out.append(_judge(ctx, leaf, role, "env", leaf.name, want, got, _no_check))
+        out.append(_judge(ctx, leaf, role, "env", leaf.name, want, got))
     return out
-
-
-def _no_check(words: Words) -> Miss | None:
-    return None
 
 
 def _without_blocks(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str) -> list[Finding]:
@@ -639,8 +623,9 @@ def _without_blocks(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str) -> li
 
 
 def _judge(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str, want: Words | None,
-           got: Sequence[Words], extra_check: Callable[[Words], Miss | None]) -> Finding:
-    """The class of one recipe arg/env in one block, from the policy and what the block shows."""
+           got: Sequence[Words], checked: Block | None = None) -> Finding:
+    """The class of one recipe arg/env in one block, from the policy and what the block shows; a
+    placeholder the cookbook fills in must pass the `synthesized.yaml` check of its flag in `checked`."""
     rule = leaf.rule
     cls = rule.cls if rule else "unclassified"
     base = dict(recipe=shown(want), cookbook=shown(got[0]) if got else None, path=leaf.dotted, where=leaf.where,
@@ -656,7 +641,7 @@ def _judge(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str, want: Words | 
         elif not got:
             return ctx.finding(role, kind, item, "placeholder", detail="left to the reader", **base)
         else:
-            problem = extra_check(got[0])
+            problem = check_arg(checked.kind, item, got[0], ctx.scope(checked)) if checked is not None else None
             if problem is None:
                 return ctx.finding(role, kind, item, "placeholder", detail="site-specific value", **base)
             return ctx.finding(role, kind, item, "mismatch", detail=f"{DIFFERENT}: {problem.reason}", **base)
@@ -692,7 +677,7 @@ def _service_args_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
             out.extend(_without_blocks(ctx, leaf, role, "arg", arg[0]))
         for block in blocks:
             got = structure.service_arg_values(block, arg[0])
-            out.append(_judge(ctx, leaf, role, "arg", arg[0], tuple(arg[1:]), got, _no_check))
+            out.append(_judge(ctx, leaf, role, "arg", arg[0], tuple(arg[1:]), got))
     return out
 
 
