@@ -17,7 +17,7 @@ recipe, so a renderer bug shows up as a mismatch.
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import chain
 from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
@@ -153,7 +153,7 @@ def compare_point(expect: PointExpect, recipe: EffectiveRecipe, published: Publi
 
 def stamped(findings: Iterable[Finding], point: str) -> list[Finding]:
     """`findings` of one point, each naming it (copies of those that name another point)."""
-    return [f if f.point == point else f.at_point(point) for f in findings]
+    return [f if f.point == point else replace(f, point=point) for f in findings]
 
 
 def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: PublishedPoint, policy: Policy,

@@ -6,7 +6,7 @@ in one table, `classes.yaml` (`cookbookgen diff --explain CLASS`).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ..render.model import Block
@@ -54,10 +54,6 @@ class Finding:
 
     def to_json(self) -> dict[str, object]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
-
-    def at_point(self, point: str) -> "Finding":
-        """This finding for another point."""
-        return replace(self, point=point)
 
 
 @dataclass(frozen=True)
