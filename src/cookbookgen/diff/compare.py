@@ -790,18 +790,14 @@ def _extras(ctx: Ctx, block: Block, covered: tuple[set[str], set[str]], addition
 
 def _explain_addition(ctx: Ctx, block: Block, section: str, name: str, words: Words, scope: Scope) -> Finding:
     """One arg or env entry the cookbook adds: the cluster's env (a worker's), or `synthesized.yaml`."""
+    verdict: Explanation | Miss
     if section == "env" and block.kind == "worker" and name in ctx.expect.cluster_env:
         want, reason = ctx.expect.cluster_env[name]
-        verdict: Explanation | Miss = (Explanation("cluster-provided", reason, "policy clusters")
-                                       if words_equal((want,), words) else Miss(DIFFERENT, f"the cluster exports {name}={want}"))
-        return _explained(ctx, block, "env", name, words, verdict)
-    kind = "worker" if block.kind == "worker" else block.kind
-    verdict = explain(section, kind, name, words, scope)
-    return _explained(ctx, block, "arg" if section == "args" else "env", name, words, verdict)
-
-
-def _explained(ctx: Ctx, block: Block, kind: str, name: str, words: Words, verdict: Explanation | Miss) -> Finding:
-    role = role_label(block)
+        verdict = (Explanation("cluster-provided", reason, "policy clusters")
+                   if words_equal((want,), words) else Miss(DIFFERENT, f"the cluster exports {name}={want}"))
+    else:
+        verdict = explain(section, block.kind, name, words, scope)
+    role, kind = role_label(block), "arg" if section == "args" else "env"
     if isinstance(verdict, Explanation):
         return ctx.finding(role, kind, name, verdict.cls, detail="added by the cookbook", cookbook=shown(words),
                            reason=verdict.reason, rule=verdict.rule, path=verdict.path)
