@@ -538,10 +538,8 @@ def _leaf(ctx: Ctx, leaf: Leaf, check: RawYaml | None) -> list[Finding]:
     name = str(check["check"]) if check else ""
     if name in ("arg", "env", "service_args"):
         return LEAF_HANDLERS[name](ctx, leaf, check)
-    if leaf.rule is not None and leaf.rule.cls in DROPPED:
-        return [_excluded(ctx, leaf, _leaf_role(ctx, leaf), "setting")]
-    if leaf.rule is not None and leaf.rule.cls == "prohibited":
-        return [_prohibited(ctx, leaf, _leaf_role(ctx, leaf), "setting", leaf.dotted)]
+    if leaf.rule is not None and (leaf.rule.cls in DROPPED or leaf.rule.cls == "prohibited"):
+        return [_ruled(ctx, leaf, _leaf_role(ctx, leaf), "setting", leaf.dotted)]
     if check is None:
         return [ctx.finding(_leaf_role(ctx, leaf), "setting", leaf.dotted, "mismatch", detail="no check compares it with the cookbook",
                             recipe=word(leaf.value), reason="add a recipe_checks entry to diff/synthesized.yaml or a policy rule",
@@ -558,17 +556,13 @@ def _leaf_role(ctx: Ctx, leaf: Leaf) -> str:
     return "frontend" if head == "frontend" else "job"
 
 
-def _excluded(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str | None = None) -> Finding:
+def _ruled(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str) -> Finding:
+    """A leaf the policy drops (its class, `excluded`) or prohibits (a mismatch)."""
     rule = leaf.rule
     assert rule is not None
-    return ctx.finding(role, kind, item or leaf.dotted, rule.cls, detail="excluded", recipe=_show_value(leaf.value),
-                       reason=rule.reason, rule=rule.text, path=leaf.dotted, where=leaf.where)
-
-
-def _prohibited(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str) -> Finding:
-    reason = leaf.rule.reason if leaf.rule else ""
-    return ctx.finding(role, kind, item, "mismatch", detail="prohibited by the policy", recipe=_show_value(leaf.value),
-                       reason=reason, rule=leaf.rule.text if leaf.rule else "", path=leaf.dotted, where=leaf.where)
+    prohibited = rule.cls == "prohibited"
+    return ctx.finding(role, kind, item, "mismatch" if prohibited else rule.cls, detail="prohibited by the policy" if prohibited else "excluded",
+                       recipe=_show_value(leaf.value), reason=rule.reason, rule=rule.text, path=leaf.dotted, where=leaf.where)
 
 
 def _show_value(value: RawYaml) -> str:
@@ -617,7 +611,7 @@ def _env_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
 def _without_blocks(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str) -> list[Finding]:
     """A leaf whose process the cookbook does not show: the block-level finding says so already."""
     if leaf.rule is not None and leaf.rule.cls in DROPPED:
-        return [_excluded(ctx, leaf, role, kind, item)]
+        return [_ruled(ctx, leaf, role, kind, item)]
     return [ctx.finding(role, kind, item, "mismatch", detail=MISSING, recipe=_show_value(leaf.value),
                         reason=f"the cookbook has no {role} process", path=leaf.dotted, where=leaf.where)]
 
@@ -631,7 +625,7 @@ def _judge(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str, want: Words | 
     base = dict(recipe=shown(want), cookbook=shown(got[0]) if got else None, path=leaf.dotted, where=leaf.where,
                 rule=rule.text if rule else "", reason=rule.reason if rule else "no policy rule: published")
     if cls == "prohibited":
-        return _prohibited(ctx, leaf, role, kind, item)
+        return _ruled(ctx, leaf, role, kind, item)
     if cls in DROPPED:
         return _dropped(ctx, role, kind, item, cls, want, got, base)
     if cls == "placeholder":
