@@ -7,16 +7,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from ..render.model import Block
 
 FindingClass = Literal[
-    "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "derived", "unverified", "mismatch"
-]
-CLASSES: tuple[FindingClass, ...] = (
     "mismatch", "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "unverified", "derived"
-)
+]
+CLASSES: tuple[FindingClass, ...] = get_args(FindingClass)     # in the order reports count them
 UnpairedReason = Literal["commit-missing", "no-master-entry", "recipe-missing", "framework-unsupported", "selector-missing"]
 """Why a published cell was not checked (meanings in `classes.yaml`, `cookbookgen diff --explain`)."""
 MISSING = "missing from the cookbook"
