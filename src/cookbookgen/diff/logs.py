@@ -185,19 +185,9 @@ class _Reader:
         if self.peek() != "(":
             return match.group()
         self.pos += 1
-        self.arguments()
+        self.items(")", keywords=True)       # checked; the caller keeps the text
         call = self.text[match.start() : self.pos]
         return set() if call == "set()" else call
-
-    def arguments(self) -> None:
-        """After `Name(`: check `a, b=c, ...)` and step past it; the caller keeps the text."""
-        while self.peek() != ")":
-            keyword = _KEYWORD.match(self.text, self.pos)
-            if keyword:
-                self.pos = keyword.end()
-            self.value()
-            self.separator(")")
-        self.pos += 1
 
     def separator(self, close: str) -> None:
         if self.peek() == ",":
@@ -205,9 +195,13 @@ class _Reader:
         elif self.peek() != close:
             raise self.fail(f"expected ',' or {close!r}, {self.found()}")
 
-    def items(self, close: str) -> list[object]:
+    def items(self, close: str, keywords: bool = False) -> list[object]:
+        """The values up to `close` and past it; with `keywords`, a call's arguments (`a, b=c`)."""
         out: list[object] = []
         while self.peek() != close:
+            keyword = _KEYWORD.match(self.text, self.pos) if keywords else None
+            if keyword:
+                self.pos = keyword.end()
             out.append(self.value())
             self.separator(close)
         self.pos += 1
