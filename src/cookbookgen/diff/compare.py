@@ -126,14 +126,12 @@ ArgIndexes = dict[tuple[int, bool], tuple[Block, ArgIndex]]                # by 
 
 
 def _index_args(block: Block, worker: bool) -> ArgIndex:
-    """`Ctx.args_by_key` of `block`: its args' words by flag key, in the args' order (`_extras` reads
-    them so); a flag given more than once keeps all its values, in order."""
-    keys = [flag_key(arg[0], worker) for arg in block.args]
-    index: ArgIndex = dict(zip(keys, zip(arg[1:] for arg in block.args)))   # each flag once: the usual case
-    if len(index) < len(keys):
-        index = {}
-        for key, arg in zip(keys, block.args):
-            index[key] = (*index.get(key, ()), arg[1:])
+    """`Ctx.args_by_key` of `block`: its args' words by flag key, in the args' order; a flag given
+    more than once keeps all its values, in order."""
+    index: ArgIndex = {}
+    for arg in block.args:
+        key = flag_key(arg[0], worker)
+        index[key] = (*index.get(key, ()), arg[1:])
     return index
 
 
@@ -771,10 +769,8 @@ def _extras(ctx: Ctx, block: Block, covered: tuple[set[str], set[str]], addition
     out: list[Finding] = []
     covered_args, covered_env = covered
     worker = block.kind == "worker"
-    index = ctx.args_by_key(block, worker)       # with each flag once, its keys are the args' keys, in order
-    keys = index if len(index) == len(block.args) else [flag_key(arg[0], worker) for arg in block.args]
-    for arg, key in zip(block.args, keys):
-        if key not in covered_args:
+    for arg in block.args:
+        if flag_key(arg[0], worker) not in covered_args:
             out.append(find("args", arg[0], tuple(arg[1:])))
     for name, value in block.env.items():
         if name not in covered_env:
