@@ -32,8 +32,8 @@ from .expect import PointExpect
 from .explain import Explanation, Miss, Scope, check_arg, explain, recipe_check
 from .model import DIFFERENT, EXTRA, MISSING, Finding, PublishedPoint
 from .structure import role_label
-from ..render.values import word
-from .words import Words, as_flag, flag_key, recipe_words, shown, words_equal
+from ..render.values import flag as as_flag, word
+from .words import Words, flag_key, recipe_words, shown, words_equal
 
 RawYaml = Any
 

@@ -18,11 +18,11 @@ import re
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..render.model import Block
-from ..render.values import args_from_words, word
+from ..render.values import args_from_words, flag as as_flag, word
 from .expect import PointExpect, RoleTopology
 from .explain import Explanation, explain_block, table
 from .model import DIFFERENT, EXTRA, MISSING, Finding
-from .words import as_flag, flag_key, recipe_words
+from .words import flag_key, recipe_words
 
 if TYPE_CHECKING:
     from .compare import Ctx
