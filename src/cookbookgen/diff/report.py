@@ -99,15 +99,12 @@ def fit(text: str, limit: int = MARKDOWN_LIMIT) -> str:
 Span = tuple[str, str]   # (text, rich style); style "" is plain
 
 
-class _Lines:
-    """Collects the lines of one section of the report, each a list of styled spans. Names from the
-    inputs are spans of their own: they are never parsed as markup, so no escaping is needed."""
-
-    def __init__(self) -> None:
-        self.lines: list[list[Span]] = []
+class _Lines(list[list[Span]]):
+    """The lines of one section of the report, each a list of styled spans. Names from the inputs
+    are spans of their own: they are never parsed as markup, so no escaping is needed."""
 
     def print(self, *spans: str | Span) -> None:
-        self.lines.append([(s, "") if isinstance(s, str) else s for s in spans])
+        self.append([(s, "") if isinstance(s, str) else s for s in spans])
 
 
 def render(lines: _Lines, color: bool) -> str:
@@ -115,13 +112,13 @@ def render(lines: _Lines, color: bool) -> str:
     markup). A section is a function of its lines alone, so the report is the concatenation of its
     sections (which is what lets `diff.check` make them config by config, in workers)."""
     if not color:
-        return "".join(printable("".join(text for text, _ in line)) + "\n" for line in lines.lines)
+        return "".join(printable("".join(text for text, _ in line)) + "\n" for line in lines)
     from rich.console import Console
     from rich.text import Text
 
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=160, highlight=False, soft_wrap=True, emoji=False)
-    for line in lines.lines:
+    for line in lines:
         console.print(Text.assemble(*((printable(text), style) for text, style in line)))
     return out.getvalue()
 
@@ -139,7 +136,7 @@ def cookbook_part(cookbook: str, kind: str, checkout: str, body: str, unpaired: 
         lines = [f"- Unpaired: `{c.cell}` ({c.config}): {c.reason}: {c.detail} [{c.tree}]" for c in unpaired] + [f"- Note: {n}" for n in notes]
         return f"#### `{cookbook}` ({kind}) against `{checkout}`\n" + METHOD + body + "".join(line + "\n" for line in lines)
     title, tail = _Lines(), _Lines()
-    title.lines.append([])
+    title.append([])
     title.print(("── ", "dim"), (cookbook, "bold"), f" ({kind}) against {checkout}")
     for c in unpaired:
         tail.print(("unpaired", "magenta"), f" {c.cell} ({c.config}): {c.reason}: {c.detail} [{c.tree}]")
@@ -166,7 +163,7 @@ def text_config(color: bool, config: str, runs: Iterable[PointRun], verbose: boo
                 _note(point, f, run_point, excluded, checked)
     mismatches = sum(len(bad) for point in points.values() for bad in point.bad.values())
     out = _Lines()
-    out.lines.append([])
+    out.append([])
     out.print((config, "bold"), f": {len(checked)} point(s), ",
               (f"{mismatches} mismatch(es)", "bold red") if mismatches else ("parity", "green"))
     for name, point in points.items():
