@@ -108,11 +108,10 @@ def resolve_config(ws: Workspace, key: str) -> list[ResolvedPoint]:
     return [ws.point(entry, row, conc) for row in entry.rows for conc in row.concs]
 
 
-def shown_configs(source: Source, only: str | None) -> list[str]:
-    """The configs the report shows: all, or only `only` (which the cookbook must have)."""
+def _known_config(source: Source, only: str | None) -> None:
+    """`--config`, when given, must name a config of the cookbook."""
     if only is not None and only not in source.configs:
         raise CookbookError.at(source.name, 0, only, unknown("config", only, source.configs))
-    return [c for c in source.configs if only is None or c == only]
 
 
 @dataclass(frozen=True)
@@ -210,7 +209,7 @@ def check(source: Source, ws: Workspace, policy: Policy, only: str | None = None
         else:
             source.points(config)       # a manifest renders it all the same, so its errors surface
         ws.release_points()
-    shown_configs(source, only)
+    _known_config(source, only)
     _known_cell(source, [c.cells for c in checks])
     compared = [c for c in checks if not c.absent and c.cells]
     findings = [f for c in compared for f in flatten(c.runs)] + [f for c in compared for f in c.variants]
@@ -252,7 +251,7 @@ def report_text(source: Source, ws: Workspace, policy: Policy, only: str | None,
     job = _Job(source, ws, policy, only, markdown, color, verbose, trees)
     sections = _sections(job, list(source.configs), jobs, cache)
     shown = [s for config, s in zip(source.configs, sections) if only is None or config == only]
-    shown_configs(source, only)
+    _known_config(source, only)
     _known_cell(source, [counted.cells for _, counted in shown])
     tally = sum((counted for _, counted in shown), Tally())
     body = "".join(text for text, _ in shown)
