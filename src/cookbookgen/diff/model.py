@@ -70,7 +70,6 @@ class PublishedPoint:
     override: str | None = None
     recipe: str | None = None
     image: str | None = None
-    model: str | None = None
     router: str | None = None
     kv: str | None = None
     item: int | None = None
