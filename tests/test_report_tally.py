@@ -4,6 +4,7 @@ which of them the points share; excluded findings group by label and reason acro
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given, settings
@@ -38,7 +39,7 @@ def points(draw: Any) -> list[tuple[str, list[Finding]]]:
 
 
 def _section(runs: list[tuple[str, list[Finding]]]) -> str:
-    return report.text_config(report.TextRenderer(False), "cfg", runs)
+    return report.text_config(False, "cfg", runs)
 
 
 @st.composite
@@ -47,7 +48,7 @@ def sections(draw: Any) -> list[tuple[str | None, list[Finding]]]:
     runs = draw(points())
     names = [name for name, _ in runs]
     own = st.lists(st.tuples(st.sampled_from(names), st.sampled_from(POOL)), max_size=6)
-    before, after = ([f.at_point(name) for name, f in draw(own)] for _ in range(2))
+    before, after = ([replace(f, point=name) for name, f in draw(own)] for _ in range(2))
     return [(None, before), *runs, (None, after)]
 
 

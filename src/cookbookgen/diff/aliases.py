@@ -8,11 +8,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from ..errors import CookbookError, schema_messages
 from ..recipes.load import Document, KeyPath, parse_yaml
 
 ALIASES_RESOURCE = "server_args_aliases.yaml"
+Flag = Annotated[str, StringConstraints(pattern=r"^--")]
+
+
+class _Constant(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    field: str
+    value: Any
+
+
+class _AliasFile(BaseModel):
+    """The shape of `server_args_aliases.yaml`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    fields: dict[str, Annotated[list[Flag], Field(min_length=1)]]
+    deprecated: dict[Flag, str]
+    switch_constants: dict[Flag, _Constant]
+    not_server_args: list[str]
+    not_server_arg_prefixes: list[str]
 
 
 @dataclass(frozen=True)
@@ -25,50 +48,21 @@ class AliasTable:
     not_server_arg_prefixes: tuple[str, ...]
 
 
-def _table_part(doc: Document, key: str, kind: type) -> Any:
-    value = doc.data.get(key) if isinstance(doc.data, dict) else None
-    if not isinstance(value, kind):
-        raise doc.error((key,), f"expected a {kind.__name__}")
-    return value
-
-
-def _add_flag(doc: Document, field_of: dict[str, str], path: KeyPath, flag: object, field: str) -> None:
-    if not isinstance(flag, str) or not flag.startswith("--"):
-        raise doc.error(path, f"{flag!r} is not a --flag")
-    if field_of.get(flag, field) != field:
-        raise doc.error(path, f"{flag} already names field {field_of[flag]!r}")
-    field_of[flag] = field
-
-
-def _alias_flags(doc: Document, field_of: dict[str, str]) -> None:
-    for field, spellings in _table_part(doc, "fields", dict).items():
-        if not isinstance(spellings, list) or not spellings:
-            raise doc.error(("fields", field), "expected a non-empty list of flags")
-        for i, flag in enumerate(spellings):
-            _add_flag(doc, field_of, ("fields", field, i), flag, field)
-
-
-def _alias_constants(doc: Document, field_of: dict[str, str]) -> dict[str, tuple[str, object]]:
-    constants: dict[str, tuple[str, object]] = {}
-    for flag, target in _table_part(doc, "switch_constants", dict).items():
-        path = ("switch_constants", flag)
-        if not isinstance(target, dict) or set(target) != {"field", "value"}:
-            raise doc.error(path, "expected {field: ..., value: ...}")
-        _add_flag(doc, field_of, path, flag, str(target["field"]))
-        constants[flag] = (str(target["field"]), target["value"])
-    return constants
-
-
 def load_alias_table(doc: Document) -> AliasTable:
     """Check and index an alias table document (the packaged one, or a test's)."""
+    try:
+        table = _AliasFile.model_validate(doc.data)
+    except ValidationError as exc:
+        raise CookbookError([doc.problem(loc, message) for loc, message in schema_messages(exc.errors(), _AliasFile)]) from None
+    named: list[tuple[KeyPath, str, str]] = [(("fields", field, i), flag, field) for field, flags in table.fields.items() for i, flag in enumerate(flags)]
+    named += [(("deprecated", flag), flag, field) for flag, field in table.deprecated.items()]
+    named += [(("switch_constants", flag), flag, constant.field) for flag, constant in table.switch_constants.items()]
     field_of: dict[str, str] = {}
-    _alias_flags(doc, field_of)
-    for flag, field in _table_part(doc, "deprecated", dict).items():
-        _add_flag(doc, field_of, ("deprecated", flag), flag, str(field))
-    constants = _alias_constants(doc, field_of)
-    others = _table_part(doc, "not_server_args", list)
-    prefixes = _table_part(doc, "not_server_arg_prefixes", list)
-    return AliasTable(field_of, constants, frozenset(others), tuple(prefixes))
+    for path, flag, field in named:
+        if field_of.setdefault(flag, field) != field:
+            raise doc.error(path, f"{flag} already names field {field_of[flag]!r}")
+    constants = {flag: (constant.field, constant.value) for flag, constant in table.switch_constants.items()}
+    return AliasTable(field_of, constants, frozenset(table.not_server_args), tuple(table.not_server_arg_prefixes))
 
 
 @lru_cache(maxsize=1)

@@ -21,7 +21,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..errors import CookbookError, Problem
 from ..flags.check import FAILING, check_points
@@ -108,11 +108,10 @@ def resolve_config(ws: Workspace, key: str) -> list[ResolvedPoint]:
     return [ws.point(entry, row, conc) for row in entry.rows for conc in row.concs]
 
 
-def shown_configs(source: Source, only: str | None) -> list[str]:
-    """The configs the report shows: all, or only `only` (which the cookbook must have)."""
+def _known_config(source: Source, only: str | None) -> None:
+    """`--config`, when given, must name a config of the cookbook."""
     if only is not None and only not in source.configs:
         raise CookbookError.at(source.name, 0, only, unknown("config", only, source.configs))
-    return [c for c in source.configs if only is None or c == only]
 
 
 @dataclass(frozen=True)
@@ -210,7 +209,7 @@ def check(source: Source, ws: Workspace, policy: Policy, only: str | None = None
         else:
             source.points(config)       # a manifest renders it all the same, so its errors surface
         ws.release_points()
-    shown_configs(source, only)
+    _known_config(source, only)
     _known_cell(source, [c.cells for c in checks])
     compared = [c for c in checks if not c.absent and c.cells]
     findings = [f for c in compared for f in flatten(c.runs)] + [f for c in compared for f in c.variants]
@@ -225,13 +224,8 @@ def _known_cell(source: Source, cells: Iterable[Iterable[CellState]]) -> None:
 
 # --- a text or Markdown report, config by config ------------------------------------------------------
 
-class Section(NamedTuple):
-    """A config's part of a text or Markdown report, and what the verdict counts of it."""
-
-    text: str
-    points: int
-    classes: Counter[str]
-    cells: tuple[CellState, ...]
+Section = tuple[str, Tally]
+"""A config's part of a text or Markdown report, and what the verdict counts of it."""
 
 
 @dataclass(frozen=True)
@@ -257,23 +251,23 @@ def report_text(source: Source, ws: Workspace, policy: Policy, only: str | None,
     job = _Job(source, ws, policy, only, markdown, color, verbose, trees)
     sections = _sections(job, list(source.configs), jobs, cache)
     shown = [s for config, s in zip(source.configs, sections) if only is None or config == only]
-    shown_configs(source, only)
-    _known_cell(source, [s.cells for s in shown])
-    tally = sum((Tally(s.cells, s.points, s.classes) for s in shown), Tally())
-    body = "".join(s.text for s in shown)
+    _known_config(source, only)
+    _known_cell(source, [counted.cells for _, counted in shown])
+    tally = sum((counted for _, counted in shown), Tally())
+    body = "".join(text for text, _ in shown)
     checkout = trees.name if trees else str(ws.checkout.root)
     return cookbook_part(source.name, source.kind, checkout, body, tally.unpaired, source.notes, markdown, color), tally
 
 
 def _section(job: _Job, config: str) -> Section:
-    from .report import TextRenderer, md_config, text_config
+    from .report import md_config, text_config
 
     if job.only is not None and config != job.only:
         job.source.points(config)       # a manifest renders it all the same, so its errors surface
-        return Section("", 0, Counter(), ())
+        return "", Tally()
     checked = check_config(job.source, job.ws, job.policy, config, job.trees)
     if checked.absent or not checked.cells:
-        return Section("", 0, Counter(), checked.cells)
+        return "", Tally(checked.cells)
     runs = checked.runs + [(None, checked.variants)]
     classes = Counter[str](f.cls for _, found in runs for f in found)
     if job.markdown:
@@ -281,8 +275,8 @@ def _section(job: _Job, config: str) -> Section:
     elif not (classes["mismatch"] or job.verbose):
         text = ""
     else:
-        text = text_config(TextRenderer(job.color), config, runs, job.verbose)
-    return Section(text, len(checked.pairs), classes, checked.cells)
+        text = text_config(job.color, config, runs, job.verbose)
+    return text, Tally(checked.cells, len(checked.pairs), classes)
 
 
 def _checked(job: _Job, configs: list[str]) -> list[Section]:

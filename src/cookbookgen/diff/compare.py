@@ -17,7 +17,7 @@ recipe, so a renderer bug shows up as a mismatch.
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import chain
 from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
@@ -32,8 +32,8 @@ from .expect import PointExpect
 from .explain import Explanation, Miss, Scope, check_arg, explain, recipe_check
 from .model import DIFFERENT, EXTRA, MISSING, Finding, PublishedPoint
 from .structure import role_label
-from ..render.values import word
-from .words import Words, as_flag, flag_key, recipe_words, shown, words_equal
+from ..render.values import flag as as_flag, word
+from .words import Words, flag_key, recipe_words, shown, words_equal
 
 RawYaml = Any
 
@@ -126,14 +126,12 @@ ArgIndexes = dict[tuple[int, bool], tuple[Block, ArgIndex]]                # by 
 
 
 def _index_args(block: Block, worker: bool) -> ArgIndex:
-    """`Ctx.args_by_key` of `block`: its args' words by flag key, in the args' order (`_extras` reads
-    them so); a flag given more than once keeps all its values, in order."""
-    keys = [flag_key(arg[0], worker) for arg in block.args]
-    index: ArgIndex = dict(zip(keys, zip(arg[1:] for arg in block.args)))   # each flag once: the usual case
-    if len(index) < len(keys):
-        index = {}
-        for key, arg in zip(keys, block.args):
-            index[key] = (*index.get(key, ()), arg[1:])
+    """`Ctx.args_by_key` of `block`: its args' words by flag key, in the args' order; a flag given
+    more than once keeps all its values, in order."""
+    index: ArgIndex = {}
+    for arg in block.args:
+        key = flag_key(arg[0], worker)
+        index[key] = (*index.get(key, ()), arg[1:])
     return index
 
 
@@ -153,7 +151,7 @@ def compare_point(expect: PointExpect, recipe: EffectiveRecipe, published: Publi
 
 def stamped(findings: Iterable[Finding], point: str) -> list[Finding]:
     """`findings` of one point, each naming it (copies of those that name another point)."""
-    return [f if f.point == point else f.at_point(point) for f in findings]
+    return [f if f.point == point else replace(f, point=point) for f in findings]
 
 
 def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: PublishedPoint, policy: Policy,
@@ -165,13 +163,14 @@ def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: Publ
     same_point = memo.expect_id(expect)
     workers: dict[str, list[Block]] = {}
     others: list[Block] = []
+    labels: dict[str, list[Block]] = {}      # by the role their findings name (co-located workers share it)
     for block in published.blocks:
+        labels.setdefault(role_label(block), []).append(block)
         if block.kind == "worker":
             workers.setdefault(block.role or "", []).append(block)
         else:
             others.append(block)
     ctx = Ctx(expect, recipe, published, policy, memo.arg_index, workers=workers, others_key=(same_point, *memo.block_ids(others)))
-    labels = _by_label(ctx.blocks)
     out = memo.shape(ctx, same_point, len(labels) < len(ctx.blocks))
     for top, value in recipe.data.items():
         if top == "roles" and isinstance(value, dict) and value:
@@ -184,14 +183,6 @@ def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: Publ
             out += memo.extras(ctx, blocks[0], same_point)
         else:       # co-located workers of one role: each finding once
             out += _unique(stamped(chain.from_iterable(memo.extras(ctx, b, same_point) for b in blocks), expect.point))
-    return out
-
-
-def _by_label(blocks: Iterable[Block]) -> dict[str, list[Block]]:
-    """Blocks by the role their findings name (co-located workers of one role share it)."""
-    out: dict[str, list[Block]] = {}
-    for block in blocks:
-        out.setdefault(role_label(block), []).append(block)
     return out
 
 
@@ -545,10 +536,8 @@ def _leaf(ctx: Ctx, leaf: Leaf, check: RawYaml | None) -> list[Finding]:
     name = str(check["check"]) if check else ""
     if name in ("arg", "env", "service_args"):
         return LEAF_HANDLERS[name](ctx, leaf, check)
-    if leaf.rule is not None and leaf.rule.cls in DROPPED:
-        return [_excluded(ctx, leaf, _leaf_role(ctx, leaf), "setting")]
-    if leaf.rule is not None and leaf.rule.cls == "prohibited":
-        return [_prohibited(ctx, leaf, _leaf_role(ctx, leaf), "setting", leaf.dotted)]
+    if leaf.rule is not None and (leaf.rule.cls in DROPPED or leaf.rule.cls == "prohibited"):
+        return [_ruled(ctx, leaf, _leaf_role(ctx, leaf), "setting", leaf.dotted)]
     if check is None:
         return [ctx.finding(_leaf_role(ctx, leaf), "setting", leaf.dotted, "mismatch", detail="no check compares it with the cookbook",
                             recipe=word(leaf.value), reason="add a recipe_checks entry to diff/synthesized.yaml or a policy rule",
@@ -565,17 +554,13 @@ def _leaf_role(ctx: Ctx, leaf: Leaf) -> str:
     return "frontend" if head == "frontend" else "job"
 
 
-def _excluded(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str | None = None) -> Finding:
+def _ruled(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str) -> Finding:
+    """A leaf the policy drops (its class, `excluded`) or prohibits (a mismatch)."""
     rule = leaf.rule
     assert rule is not None
-    return ctx.finding(role, kind, item or leaf.dotted, rule.cls, detail="excluded", recipe=_show_value(leaf.value),
-                       reason=rule.reason, rule=rule.text, path=leaf.dotted, where=leaf.where)
-
-
-def _prohibited(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str) -> Finding:
-    reason = leaf.rule.reason if leaf.rule else ""
-    return ctx.finding(role, kind, item, "mismatch", detail="prohibited by the policy", recipe=_show_value(leaf.value),
-                       reason=reason, rule=leaf.rule.text if leaf.rule else "", path=leaf.dotted, where=leaf.where)
+    prohibited = rule.cls == "prohibited"
+    return ctx.finding(role, kind, item, "mismatch" if prohibited else rule.cls, detail="prohibited by the policy" if prohibited else "excluded",
+                       recipe=_show_value(leaf.value), reason=rule.reason, rule=rule.text, path=leaf.dotted, where=leaf.where)
 
 
 def _show_value(value: RawYaml) -> str:
@@ -605,13 +590,8 @@ def _arg_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     out = []
     for block in blocks:
         got = ctx.args_by_key(block, worker).get(flag_key(flag, worker), ())
-        out.append(_judge(ctx, leaf, role, "arg", flag, want, got, _synthesized_check(ctx, "worker" if worker else block.kind, flag, block)))
+        out.append(_judge(ctx, leaf, role, "arg", flag, want, got, block))
     return out
-
-
-def _synthesized_check(ctx: Ctx, kind: str, flag: str, block: Block) -> Callable[[Words], Miss | None]:
-    """The `synthesized.yaml` check of `flag` in this block, for a recipe placeholder the cookbook fills in."""
-    return lambda words: check_arg(kind, flag, words, ctx.scope(block))
 
 
 def _env_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
@@ -622,31 +602,28 @@ def _env_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     out = []
     for block in blocks:
         got: list[Words] = [(block.env[leaf.name],)] if leaf.name in block.env else []
-        out.append(_judge(ctx, leaf, role, "env", leaf.name, want, got, _no_check))
+        out.append(_judge(ctx, leaf, role, "env", leaf.name, want, got))
     return out
-
-
-def _no_check(words: Words) -> Miss | None:
-    return None
 
 
 def _without_blocks(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str) -> list[Finding]:
     """A leaf whose process the cookbook does not show: the block-level finding says so already."""
     if leaf.rule is not None and leaf.rule.cls in DROPPED:
-        return [_excluded(ctx, leaf, role, kind, item)]
+        return [_ruled(ctx, leaf, role, kind, item)]
     return [ctx.finding(role, kind, item, "mismatch", detail=MISSING, recipe=_show_value(leaf.value),
                         reason=f"the cookbook has no {role} process", path=leaf.dotted, where=leaf.where)]
 
 
 def _judge(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str, want: Words | None,
-           got: Sequence[Words], extra_check: Callable[[Words], Miss | None]) -> Finding:
-    """The class of one recipe arg/env in one block, from the policy and what the block shows."""
+           got: Sequence[Words], checked: Block | None = None) -> Finding:
+    """The class of one recipe arg/env in one block, from the policy and what the block shows; a
+    placeholder the cookbook fills in must pass the `synthesized.yaml` check of its flag in `checked`."""
     rule = leaf.rule
     cls = rule.cls if rule else "unclassified"
     base = dict(recipe=shown(want), cookbook=shown(got[0]) if got else None, path=leaf.dotted, where=leaf.where,
                 rule=rule.text if rule else "", reason=rule.reason if rule else "no policy rule: published")
     if cls == "prohibited":
-        return _prohibited(ctx, leaf, role, kind, item)
+        return _ruled(ctx, leaf, role, kind, item)
     if cls in DROPPED:
         return _dropped(ctx, role, kind, item, cls, want, got, base)
     if cls == "placeholder":
@@ -656,7 +633,7 @@ def _judge(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str, want: Words | 
         elif not got:
             return ctx.finding(role, kind, item, "placeholder", detail="left to the reader", **base)
         else:
-            problem = extra_check(got[0])
+            problem = check_arg(checked.kind, item, got[0], ctx.scope(checked)) if checked is not None else None
             if problem is None:
                 return ctx.finding(role, kind, item, "placeholder", detail="site-specific value", **base)
             return ctx.finding(role, kind, item, "mismatch", detail=f"{DIFFERENT}: {problem.reason}", **base)
@@ -692,7 +669,7 @@ def _service_args_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
             out.extend(_without_blocks(ctx, leaf, role, "arg", arg[0]))
         for block in blocks:
             got = structure.service_arg_values(block, arg[0])
-            out.append(_judge(ctx, leaf, role, "arg", arg[0], tuple(arg[1:]), got, _no_check))
+            out.append(_judge(ctx, leaf, role, "arg", arg[0], tuple(arg[1:]), got))
     return out
 
 
@@ -792,10 +769,8 @@ def _extras(ctx: Ctx, block: Block, covered: tuple[set[str], set[str]], addition
     out: list[Finding] = []
     covered_args, covered_env = covered
     worker = block.kind == "worker"
-    index = ctx.args_by_key(block, worker)       # with each flag once, its keys are the args' keys, in order
-    keys = index if len(index) == len(block.args) else [flag_key(arg[0], worker) for arg in block.args]
-    for arg, key in zip(block.args, keys):
-        if key not in covered_args:
+    for arg in block.args:
+        if flag_key(arg[0], worker) not in covered_args:
             out.append(find("args", arg[0], tuple(arg[1:])))
     for name, value in block.env.items():
         if name not in covered_env:
@@ -805,18 +780,14 @@ def _extras(ctx: Ctx, block: Block, covered: tuple[set[str], set[str]], addition
 
 def _explain_addition(ctx: Ctx, block: Block, section: str, name: str, words: Words, scope: Scope) -> Finding:
     """One arg or env entry the cookbook adds: the cluster's env (a worker's), or `synthesized.yaml`."""
+    verdict: Explanation | Miss
     if section == "env" and block.kind == "worker" and name in ctx.expect.cluster_env:
         want, reason = ctx.expect.cluster_env[name]
-        verdict: Explanation | Miss = (Explanation("cluster-provided", reason, "policy clusters")
-                                       if words_equal((want,), words) else Miss(DIFFERENT, f"the cluster exports {name}={want}"))
-        return _explained(ctx, block, "env", name, words, verdict)
-    kind = "worker" if block.kind == "worker" else block.kind
-    verdict = explain(section, kind, name, words, scope)
-    return _explained(ctx, block, "arg" if section == "args" else "env", name, words, verdict)
-
-
-def _explained(ctx: Ctx, block: Block, kind: str, name: str, words: Words, verdict: Explanation | Miss) -> Finding:
-    role = role_label(block)
+        verdict = (Explanation("cluster-provided", reason, "policy clusters")
+                   if words_equal((want,), words) else Miss(DIFFERENT, f"the cluster exports {name}={want}"))
+    else:
+        verdict = explain(section, block.kind, name, words, scope)
+    role, kind = role_label(block), "arg" if section == "args" else "env"
     if isinstance(verdict, Explanation):
         return ctx.finding(role, kind, name, verdict.cls, detail="added by the cookbook", cookbook=shown(words),
                            reason=verdict.reason, rule=verdict.rule, path=verdict.path)

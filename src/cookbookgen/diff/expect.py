@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..policy.rules import Policy
+from ..recipes.load import KeyPath
 from ..recipes.workspace import ResolvedPoint, model_id
 from ..render.deploy import frontend_layout
 from .explain import table
@@ -136,13 +137,11 @@ def _frontend(kind: str, engine: RawYaml) -> str:
     return f"dynamo-{name}" if kind == "dynamo" and name not in (None, "sglang") else kind
 
 
-
-
-def _where(point: ResolvedPoint) -> str:
-    """`file:line` of the entry's image."""
-    if point.entry is None:
+def entry_where(point: ResolvedPoint, path: KeyPath | None) -> str:
+    """`file:line` of `path` in the point's master config; the recipe file when it has no entry (or no path)."""
+    if point.entry is None or path is None:
         return point.recipe_path
-    problem = point.entry.doc.problem((point.entry.key, "image"), "")
+    problem = point.entry.doc.problem(path, "")
     return f"{problem.file}:{problem.line}"
 
 
@@ -159,7 +158,7 @@ def point_expect(point: ResolvedPoint, policy: Policy) -> PointExpect:
         point=point.point_id,
         model_id=model_id(point),
         image=point.entry.image if point.entry else str(point.typed.model.container or ""),
-        image_where=_where(point),
+        image_where=entry_where(point, (point.entry.key, "image") if point.entry else None),
         frontend=_frontend(str(frontend.get("type") or "dynamo"), data.get("engine")),
         frontend_count=frontend_count,
         nginx=nginx,

@@ -1,8 +1,9 @@
 """Explanations for what a cookbook adds to a recipe: the `synthesized.yaml` table and its checks.
 
-I/O: reads the package's `synthesized.yaml` once. Everything else is pure. A check gets the words
-the cookbook shows and the `Scope` of the block, and returns `None` when the addition is explained
-or a sentence saying why it is not. Checks are looked up by name in `CHECKS` (a table, not a branch).
+I/O: reads the package's `synthesized.yaml` once (`recipes.load.package_yaml`). Everything else is
+pure. A check gets the words the cookbook shows and the `Scope` of the block, and returns `None`
+when the addition is explained or a sentence saying why it is not. Checks are looked up by name in
+`CHECKS` (a table, not a branch).
 """
 
 from __future__ import annotations
@@ -10,12 +11,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from ..errors import CookbookError
 from ..policy.rules import glob_matches
-from ..recipes.load import parse_yaml
+from ..recipes.load import package_yaml
 from ..render.model import Block
 from ..text import unknown
 from .model import DIFFERENT, EXTRA
@@ -27,16 +27,9 @@ RawYaml = Any
 Words = tuple[str, ...]
 
 
-def _package_yaml(name: str) -> dict[str, RawYaml]:
-    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
-    data: dict[str, RawYaml] = parse_yaml(text, f"cookbookgen/diff/{name}").data
-    return data
-
-
-@lru_cache(maxsize=1)
 def table() -> dict[str, RawYaml]:
-    """`synthesized.yaml`, read once."""
-    return _package_yaml("synthesized.yaml")
+    """`synthesized.yaml`."""
+    return cast(dict[str, RawYaml], package_yaml("diff/synthesized.yaml"))
 
 
 @dataclass(frozen=True)
@@ -261,10 +254,9 @@ def recipe_check(path: tuple[str, ...]) -> RawYaml | None:
     return None
 
 
-@lru_cache(maxsize=1)
 def glossary() -> dict[str, dict[str, str]]:
     """`classes.yaml`: every finding class and unpaired reason with its meaning."""
-    return _package_yaml("classes.yaml")
+    return cast(dict[str, dict[str, str]], package_yaml("diff/classes.yaml"))
 
 
 def explain_class(name: str) -> str:

@@ -14,7 +14,7 @@ Identical lines (one per rank) are compared once.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from ..policy.rules import DROPPED, Policy
 from ..render.model import Block
@@ -68,7 +68,7 @@ def _server_args(file: str, line: int, args: ServerArgsDict, role: str, points: 
     if not cands:
         return [Finding("", "", role, "log", "ServerArgs", "mismatch", detail=f"the cookbook has no {role} worker",
                         where=f"{file}:{line}")]
-    point, block = min(cands, key=lambda pb: _different(compare_with_args(args, _compared_args(pb[1]))))
+    point, block = min(cands, key=lambda pb: sum(d.kind == "different" for d in compare_with_args(args, _compared_args(pb[1]))))
     diffs = {d.flag: d for d in compare_with_args(args, _compared_args(block))}
     found = [_log_finding(point, role, a, diffs.get(a[0]), f"{file}:{line}") for a in _compared_args(block)
              if diffs.get(a[0]) is None or diffs[a[0]].kind != "not-a-server-arg"]
@@ -76,10 +76,6 @@ def _server_args(file: str, line: int, args: ServerArgsDict, role: str, points: 
         return [Finding(point.config, _label(point), role, "log", "ServerArgs", "mismatch", where=f"{file}:{line}",
                         detail=f"the logged ServerArgs has none of the {len(found)} fields of the {role} worker's flags: it verifies nothing")]
     return found
-
-
-def _different(diffs: Iterable[LogDifference]) -> int:
-    return sum(1 for d in diffs if d.kind == "different")
 
 
 def _log_finding(point: PublishedPoint, role: str, arg: tuple[str, ...], diff: LogDifference | None, where: str) -> Finding:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Iterable, Literal
 
 from ..errors import CookbookError, Problem, key_join
-from ..recipes.load import Document, KeyPath, parse_yaml, read_yaml_file
+from ..recipes.load import Document, KeyPath, parse_yaml, read_text_file
 from .aliases import derived_field, alias_table, is_server_arg_flag, normal_flag
 
 MAX_NESTING = 64
@@ -53,7 +53,6 @@ class _ReprError(Exception):
     def __init__(self, pos: int, message: str) -> None:
         super().__init__(message)
         self.pos = pos
-        self.message = message
 
 
 class _Reader:
@@ -166,16 +165,12 @@ class _Reader:
             self.pos = word.end()
             return float(sign + word.group())
         match = _NUMBER.match(self.text, self.pos)
-        if match is None or self._glued(match.end()):
+        after = self.text[match.end() : match.end() + 1] if match else ""
+        if match is None or after.isalnum() or after in ("_", "."):     # glued to what follows
             self.pos = start
             raise self.fail("malformed number")
         self.pos = match.end()
-        return self._to_number(self.text[start : self.pos])
-
-    def _glued(self, end: int) -> bool:
-        return end < len(self.text) and (self.text[end].isalnum() or self.text[end] in "_.")
-
-    def _to_number(self, token: str) -> object:
+        token = self.text[start : self.pos]
         try:
             return float(token) if any(c in token for c in ".eE") else int(token)
         except ValueError as exc:  # e.g. an int beyond Python's digit limit
@@ -190,19 +185,9 @@ class _Reader:
         if self.peek() != "(":
             return match.group()
         self.pos += 1
-        self.arguments()
+        self.items(")", keywords=True)       # checked; the caller keeps the text
         call = self.text[match.start() : self.pos]
         return set() if call == "set()" else call
-
-    def arguments(self) -> None:
-        """After `Name(`: check `a, b=c, ...)` and step past it; the caller keeps the text."""
-        while self.peek() != ")":
-            keyword = _KEYWORD.match(self.text, self.pos)
-            if keyword:
-                self.pos = keyword.end()
-            self.value()
-            self.separator(")")
-        self.pos += 1
 
     def separator(self, close: str) -> None:
         if self.peek() == ",":
@@ -210,9 +195,13 @@ class _Reader:
         elif self.peek() != close:
             raise self.fail(f"expected ',' or {close!r}, {self.found()}")
 
-    def items(self, close: str) -> list[object]:
+    def items(self, close: str, keywords: bool = False) -> list[object]:
+        """The values up to `close` and past it; with `keywords`, a call's arguments (`a, b=c`)."""
         out: list[object] = []
         while self.peek() != close:
+            keyword = _KEYWORD.match(self.text, self.pos) if keywords else None
+            if keyword:
+                self.pos = keyword.end()
             out.append(self.value())
             self.separator(close)
         self.pos += 1
@@ -280,7 +269,7 @@ def parse_server_args(line: str, file: str = "<log>", line_no: int = 0) -> Serve
     except _ReprError as exc:
         where = key_join("ServerArgs", reader.field) if reader.field else "ServerArgs"
         after = f" (after field {next(reversed(out))!r})" if out and not reader.field else ""
-        raise CookbookError.at(file, line_no, where, f"column {exc.pos + 1}: {exc.message}{after}") from None
+        raise CookbookError.at(file, line_no, where, f"column {exc.pos + 1}: {exc}{after}") from None
     return out
 
 
@@ -414,7 +403,8 @@ def values_equal(command: object, logged: object) -> bool:
     if isinstance(logged, bool):
         return _as_bool(command) is logged
     if isinstance(logged, (int, float)):
-        return _numbers_equal(_as_number(command), logged)
+        mine = _as_number(command)
+        return mine is not None and (mine == logged or mine != mine and logged != logged)  # NaN: both `nan`
     if isinstance(logged, dict):
         return _plain(_as_json(command)) == _plain(logged)
     if isinstance(logged, str):
@@ -461,14 +451,6 @@ def _as_number(value: object) -> float | int | None:
     return None
 
 
-def _numbers_equal(mine: float | int | None, logged: float | int) -> bool:
-    if mine is None:
-        return False
-    if isinstance(mine, float) and isinstance(logged, float) and math.isnan(mine) and math.isnan(logged):
-        return True
-    return mine == logged
-
-
 def _as_json(value: object) -> object:
     if not isinstance(value, str):
         return value
@@ -501,11 +483,7 @@ def parse_srtslurm_config(text: str, file: str) -> dict[str, RoleSettings]:
     `backend.<mode>_environment`, with mode `aggregated` becoming role `agg`. Arg keys may be
     snake_case or kebab-case, with or without `--`; values are kept as the YAML gives them.
     """
-    return srtslurm_roles(parse_yaml(text, file))
-
-
-def srtslurm_roles(doc: Document) -> dict[str, RoleSettings]:
-    """`parse_srtslurm_config` on an already parsed document."""
+    doc = parse_yaml(text, file)
     if not isinstance(doc.data, dict):
         raise doc.error((), "expected a mapping at the top of an srt-slurm config")
     if "roles" in doc.data:
@@ -606,4 +584,5 @@ def read_server_args_log_file(path: Path, shown_as: str | None = None) -> list[t
 
 def read_srtslurm_config_file(path: Path, shown_as: str | None = None) -> dict[str, RoleSettings]:
     """Read an srt-slurm `config_*.yaml` and return `parse_srtslurm_config` of it."""
-    return srtslurm_roles(read_yaml_file(path, shown_as))
+    name = shown_as or str(path)
+    return parse_srtslurm_config(read_text_file(path, name), name)

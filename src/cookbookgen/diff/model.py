@@ -6,17 +6,15 @@ in one table, `classes.yaml` (`cookbookgen diff --explain CLASS`).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from ..render.model import Block
 
 FindingClass = Literal[
-    "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "derived", "unverified", "mismatch"
-]
-CLASSES: tuple[FindingClass, ...] = (
     "mismatch", "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "unverified", "derived"
-)
+]
+CLASSES: tuple[FindingClass, ...] = get_args(FindingClass)     # in the order reports count them
 UnpairedReason = Literal["commit-missing", "no-master-entry", "recipe-missing", "framework-unsupported", "selector-missing"]
 """Why a published cell was not checked (meanings in `classes.yaml`, `cookbookgen diff --explain`)."""
 MISSING = "missing from the cookbook"
@@ -55,10 +53,6 @@ class Finding:
     def to_json(self) -> dict[str, object]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
 
-    def at_point(self, point: str) -> "Finding":
-        """This finding for another point."""
-        return replace(self, point=point)
-
 
 @dataclass(frozen=True)
 class PublishedPoint:
@@ -76,7 +70,6 @@ class PublishedPoint:
     override: str | None = None
     recipe: str | None = None
     image: str | None = None
-    model: str | None = None
     router: str | None = None
     kv: str | None = None
     item: int | None = None

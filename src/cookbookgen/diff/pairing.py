@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..recipes.workspace import ResolvedPoint
+from .expect import entry_where
 from .model import EXTRA, MISSING, Finding, PublishedPoint, Variant
 
 _E2E = "inferencex-e2e/"
@@ -73,7 +74,7 @@ def pair_config(config: str, published: Sequence[PublishedPoint], resolved: Sequ
         if r.point_id not in claimed:
             findings.append(Finding(config, r.point_id, "point", "point", r.point_id, "mismatch", detail=MISSING,
                                     recipe=r.recipe.label, reason="the checkout benchmarks this point; the cookbook does not show it",
-                                    where=_row_where(r)))
+                                    where=entry_where(r, r.row.path if r.row else None)))
     return pairs, findings
 
 
@@ -96,13 +97,6 @@ def _extra(config: str, point: PublishedPoint, conc: int | None, duplicate: bool
         reason = f"no master row of the checkout serves this concurrency{via}"
     return Finding(config, f"c{conc}" if conc is not None else point.label, "point", "point", point.cell, "mismatch",
                    detail=EXTRA, cookbook=_shown(point, conc) + via, reason=reason)
-
-
-def _row_where(point: ResolvedPoint) -> str:
-    if point.entry is None or point.row is None:
-        return point.recipe_path
-    problem = point.entry.doc.problem(point.row.path, "")
-    return f"{problem.file}:{problem.line}"
 
 
 def variant_findings(variants: Sequence[Variant]) -> list[Finding]:

@@ -18,7 +18,7 @@ import io
 from collections import Counter
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..text import printable
 from .model import CLASSES, CellState, Finding, Tally
@@ -79,7 +79,7 @@ def verdict(checked: list[Checked], tally: Tally, allow_unpaired: bool, markdown
     out.print((head, "bold red" if code else "bold green"))
     for name, text in rows:
         out.print(f"  {name:<9} {text}")
-    return TextRenderer(color).render(out)
+    return render(out, color)
 
 
 MARKDOWN_LIMIT = 65_000
@@ -99,47 +99,32 @@ def fit(text: str, limit: int = MARKDOWN_LIMIT) -> str:
 Span = tuple[str, str]   # (text, rich style); style "" is plain
 
 
-class _Lines:
-    """Collects the lines of one section of the report, each a list of styled spans. Names from the
-    inputs are spans of their own: they are never parsed as markup, so no escaping is needed."""
-
-    def __init__(self) -> None:
-        self.lines: list[list[Span]] = []
+class _Lines(list[list[Span]]):
+    """The lines of one section of the report, each a list of styled spans. Names from the inputs
+    are spans of their own: they are never parsed as markup, so no escaping is needed."""
 
     def print(self, *spans: str | Span) -> None:
-        self.lines.append([(s, "") if isinstance(s, str) else s for s in spans])
+        self.append([(s, "") if isinstance(s, str) else s for s in spans])
 
 
-class TextRenderer:
-    """Renders sections: plain text without colour; with colour, rich `Text` (styles only, never
+def render(lines: _Lines, color: bool) -> str:
+    """The text of some lines: plain without colour; with colour, rich `Text` (styles only, never
     markup). A section is a function of its lines alone, so the report is the concatenation of its
     sections (which is what lets `diff.check` make them config by config, in workers)."""
+    if not color:
+        return "".join(printable("".join(text for text, _ in line)) + "\n" for line in lines)
+    from rich.console import Console
+    from rich.text import Text
 
-    def __init__(self, color: bool) -> None:
-        self.color = color
-        self.console: Any = None
-        self.out = io.StringIO()
-
-    def render(self, lines: _Lines) -> str:
-        if not self.color:
-            return "".join(printable("".join(text for text, _ in line)) + "\n" for line in lines.lines)
-        if self.console is None:
-            from rich.console import Console
-
-            self.console = Console(file=self.out, force_terminal=True, width=160, highlight=False, soft_wrap=True, emoji=False)
-        from rich.text import Text
-
-        for line in lines.lines:
-            self.console.print(Text.assemble(*((printable(text), style) for text, style in line)))
-        text = self.out.getvalue()
-        self.out.seek(0)
-        self.out.truncate()
-        return text
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=160, highlight=False, soft_wrap=True, emoji=False)
+    for line in lines:
+        console.print(Text.assemble(*((printable(text), style) for text, style in line)))
+    return out.getvalue()
 
 
 def as_text(result: DiffResult, color: bool = False, verbose: bool = False) -> str:
-    renderer = TextRenderer(color)
-    body = "".join(text_config(renderer, config, [(None, findings)], verbose) for config, findings in _by(result.findings, "config").items()
+    body = "".join(text_config(color, config, [(None, findings)], verbose) for config, findings in _by(result.findings, "config").items()
                    if verbose or any(f.is_mismatch for f in findings))
     return cookbook_part(result.cookbook, result.kind, result.checkout, body, result.tally.unpaired, result.notes, False, color)
 
@@ -150,29 +135,59 @@ def cookbook_part(cookbook: str, kind: str, checkout: str, body: str, unpaired: 
     if markdown:
         lines = [f"- Unpaired: `{c.cell}` ({c.config}): {c.reason}: {c.detail} [{c.tree}]" for c in unpaired] + [f"- Note: {n}" for n in notes]
         return f"#### `{cookbook}` ({kind}) against `{checkout}`\n" + METHOD + body + "".join(line + "\n" for line in lines)
-    renderer, title, tail = TextRenderer(color), _Lines(), _Lines()
-    title.lines.append([])
+    title, tail = _Lines(), _Lines()
+    title.append([])
     title.print(("── ", "dim"), (cookbook, "bold"), f" ({kind}) against {checkout}")
     for c in unpaired:
         tail.print(("unpaired", "magenta"), f" {c.cell} ({c.config}): {c.reason}: {c.detail} [{c.tree}]")
     for note in notes:
         tail.print(("note", "magenta"), f" {note}")
-    return renderer.render(title) + body + renderer.render(tail)
+    return render(title, color) + body + render(tail, color)
 
 
-def text_config(renderer: TextRenderer, config: str, runs: Iterable[PointRun], verbose: bool = True) -> str:
+def text_config(color: bool, config: str, runs: Iterable[PointRun], verbose: bool = True) -> str:
     """The section of one config (its findings, variants included), from its point runs
     (`diff.check.PointRun`: the findings of a run are its point's, whatever point they name)."""
-    lines = _Lines()
-    _text_config(lines, config, runs, verbose)
-    return renderer.render(lines)
+    points: dict[str, _Point] = {}       # in order of appearance
+    excluded: list[tuple[str, Finding]] = []
+    checked: list[str] = []
+    for run_point, found in runs:
+        if run_point is None:           # findings that each name their point
+            for f in found:
+                points.setdefault(f.point, _Point()).counts[f.role, f.cls] += 1
+                _note(points[f.point], f, f.point, excluded, checked)
+        elif found:                     # one point's findings: counted, then the few to list
+            point = points.setdefault(run_point, _Point())
+            point.counts.update(map(_ROLE_AND_CLASS, found))
+            for f in [f for f in found if f.cls in _NOTED or f.kind == "point"]:
+                _note(point, f, run_point, excluded, checked)
+    mismatches = sum(len(bad) for point in points.values() for bad in point.bad.values())
+    out = _Lines()
+    out.append([])
+    out.print((config, "bold"), f": {len(checked)} point(s), ",
+              (f"{mismatches} mismatch(es)", "bold red") if mismatches else ("parity", "green"))
+    for name, point in points.items():
+        if not (verbose or point.bad):
+            continue
+        out.print("  ", (name or "(config)", "bold"))
+        for role in sorted({role for role, _ in point.counts}, key=_role_key):
+            if verbose:
+                out.print(*_count_spans(role, point.counts))
+            for f in point.bad.get(role, ()):
+                out.print("      ", ("✗", "bold red"), f" {role}: {_mismatch_line(f)}")
+    groups = _group(excluded, _excluded_label) if verbose else []
+    if groups:
+        out.print("  ", ("excluded", "yellow"))
+        for g in groups:
+            out.print(f"    - {g.text} ({_where(g, checked)}): {g.reason}")
+    return render(out, color)
 
 
 @dataclass
 class _Point:
     """What a section shows of one point: the count of its findings per role and class, and its mismatches per role."""
 
-    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    counts: Counter[tuple[str, str]] = field(default_factory=Counter)
     bad: dict[str, list[Finding]] = field(default_factory=dict)
 
 
@@ -180,60 +195,20 @@ _ROLE_AND_CLASS = attrgetter("role", "cls")
 _NOTED = frozenset(("mismatch", *EXCLUDED))
 
 
-def _add(point: _Point, role: str, cls: str, n: int) -> None:
-    counts = point.counts.setdefault(role, {})
-    counts[cls] = counts.get(cls, 0) + n
-
-
-def _text_config(out: _Lines, config: str, runs: Iterable[PointRun], verbose: bool) -> None:
-    points: dict[str, _Point] = {}       # in order of appearance
-    excluded = _Groups(_excluded_label)
-    checked: list[str] = []
-    for run_point, found in runs:
-        if run_point is None:           # findings that each name their point
-            for f in found:
-                _add(points.setdefault(f.point, _Point()), f.role, f.cls, 1)
-                _note(points[f.point], f, f.point, excluded, checked)
-        elif found:                     # one point's findings: counted, then the few to list
-            point = points.setdefault(run_point, _Point())
-            for (role, cls), n in Counter(map(_ROLE_AND_CLASS, found)).items():
-                _add(point, role, cls, n)
-            for f in [f for f in found if f.cls in _NOTED or f.kind == "point"]:
-                _note(point, f, run_point, excluded, checked)
-    mismatches = sum(len(bad) for point in points.values() for bad in point.bad.values())
-    out.lines.append([])
-    out.print((config, "bold"), f": {len(checked)} point(s), ",
-              (f"{mismatches} mismatch(es)", "bold red") if mismatches else ("parity", "green"))
-    for name, point in points.items():
-        if not (verbose or point.bad):
-            continue
-        out.print("  ", (name or "(config)", "bold"))
-        for role in sorted(point.counts, key=_role_key):
-            if verbose:
-                out.print(*_count_spans(role, point.counts[role]))
-            for f in point.bad.get(role, ()):
-                out.print("      ", ("✗", "bold red"), f" {role}: {_mismatch_line(f)}")
-    lines = _exclusions(excluded.groups(), checked) if verbose else []
-    if lines:
-        out.print("  ", ("excluded", "yellow"))
-        for line in lines:
-            out.print(f"    - {line}")
-
-
-def _count_spans(role: str, counts: dict[str, int]) -> list[str | Span]:
+def _count_spans(role: str, counts: Counter[tuple[str, str]]) -> list[str | Span]:
     """`    decode           84 match · 4 harness-only`: a role's count of each class, in class order."""
     spans: list[str | Span] = [f"    {role:<16} "]
-    for i, c in enumerate(c for c in CLASSES if counts.get(c)):
-        spans += [" · "] * (i > 0) + [(f"{counts[c]} {c}", _STYLE[c])]
+    for i, c in enumerate(c for c in CLASSES if counts[role, c]):
+        spans += [" · "] * (i > 0) + [(f"{counts[role, c]} {c}", _STYLE[c])]
     return spans
 
 
-def _note(point: _Point, f: Finding, at: str, excluded: _Groups, checked: list[str]) -> None:
+def _note(point: _Point, f: Finding, at: str, excluded: list[tuple[str, Finding]], checked: list[str]) -> None:
     """Keep what the section lists besides the counts: mismatches, excluded settings, points checked."""
     if f.cls == "mismatch":
         point.bad.setdefault(f.role, []).append(f)
     elif f.cls in EXCLUDED:
-        excluded.add(at, f)
+        excluded.append((at, f))
     elif f.cls == "match" and f.kind == "point":
         checked.append(at)
 
@@ -255,28 +230,14 @@ class _Group:
     reason: str
 
 
-class _Groups:
+def _group(findings: Iterable[tuple[str, Finding]], label: Callable[[Finding], str]) -> list[_Group]:
     """(point, finding) pairs with the same label and reason together, in order of appearance."""
-
-    def __init__(self, label: Callable[[Finding], str]) -> None:
-        self.label = label
-        self.merged: dict[tuple[str, str], tuple[dict[str, None], dict[str, None]]] = {}
-
-    def add(self, point: str, f: Finding) -> None:
-        roles, points = self.merged.setdefault((self.label(f), f.reason), ({}, {}))
+    merged: dict[tuple[str, str], tuple[dict[str, None], dict[str, None]]] = {}
+    for point, f in findings:
+        roles, points = merged.setdefault((label(f), f.reason), ({}, {}))
         roles[f.role] = None
         points[point] = None
-
-    def groups(self) -> list[_Group]:
-        return [_Group(text, tuple(r), tuple(p), reason) for (text, reason), (r, p) in self.merged.items()]
-
-
-def _group(findings: Iterable[tuple[str, Finding]], label: Callable[[Finding], str]) -> list[_Group]:
-    """(point, finding) pairs with the same label and reason together."""
-    groups = _Groups(label)
-    for point, f in findings:
-        groups.add(point, f)
-    return groups.groups()
+    return [_Group(text, tuple(r), tuple(p), reason) for (text, reason), (r, p) in merged.items()]
 
 
 def _where(group: _Group, all_points: list[str]) -> str:
@@ -290,10 +251,6 @@ def _excluded_label(f: Finding) -> str:
     shown = f.recipe if f.recipe is not None else f.cookbook
     value = "" if f.cls == "harness-only" or shown in (None, "(switch)") else (f": {shown}" if f.kind == "arg" else f"={shown}")
     return f"`{f.item}{value}`"
-
-
-def _exclusions(groups: list[_Group], all_points: list[str]) -> list[str]:
-    return [f"{g.text} ({_where(g, all_points)}): {g.reason}" for g in groups]
 
 
 def _mismatch_label(f: Finding) -> str:
@@ -315,7 +272,8 @@ def _differences(findings: list[Finding]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
-def _md_config(config: str, findings: list[Finding]) -> list[str]:
+def md_config(config: str, findings: list[Finding], folded: bool = False) -> str:
+    """The section of one config, each line ending in a newline; `folded` in a `<details>`."""
     points = [f.point for f in findings if f.kind == "point" and f.cls == "match"]
     cells = list(dict.fromkeys(f.item for f in findings if f.kind == "point" and f.cls == "match"))
     lines = [f"- **{config}**", f"  - Points checked: {', '.join(points) or 'none'}" + (f" (cells {', '.join(cells)})." if cells else ".")]
@@ -342,7 +300,8 @@ def _md_config(config: str, findings: list[Finding]) -> list[str]:
     if excluded:
         lines.append("  - Excluded as InferenceX-only:")
         lines += [f"    - {g.text} ({_where(g, points)}): {g.reason}." for g in excluded]
-    return lines
+    text = "".join(line + "\n" for line in lines)
+    return f"<details><summary>{config}: parity</summary>\n\n{text}\n</details>\n\n" if folded else text
 
 
 def as_markdown(result: DiffResult) -> str:
@@ -355,9 +314,3 @@ METHOD = ("- Comparison method: each published point is paired with its master-c
           "compared role by role with the effective recipe (base plus override): every recipe argument and environment variable, "
           "the topology (workers, nodes per worker, GPU pinning) and the image. Every command setting the recipe does not hold "
           "needs a recorded reason, or it is a mismatch.\n")
-
-
-def md_config(config: str, findings: list[Finding], folded: bool = False) -> str:
-    """The section of one config, each line ending in a newline; `folded` in a `<details>`."""
-    text = "".join(line + "\n" for line in _md_config(config, findings))
-    return f"<details><summary>{config}: parity</summary>\n\n{text}\n</details>\n\n" if folded else text

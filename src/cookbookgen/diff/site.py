@@ -125,6 +125,4 @@ def _with_text(block: Block, text: str | None) -> Block:
     if text is None:
         return block
     parsed = parse_block_text(text)
-    files = parsed.pop("files") or {}
-    update = {**parsed, "files": files or block.files}
-    return block.model_copy(update=update)
+    return block.model_copy(update={**parsed, "files": parsed["files"] or block.files})

@@ -115,7 +115,7 @@ def published_from_cookbook(cookbook: CookbookModel, file: str, kind: str) -> Pu
                 points.append(PublishedPoint(
                     config=cell.config_key, cell=cell.id, concs=tuple(point.concs), blocks=tuple(dep.blocks),
                     point_id=point.id, override=point.override, recipe=point.recipe,
-                    image=cell.image or dep.image, model=cell.model or dep.model, commit=cell.provenance.commit))
+                    image=cell.image or dep.image, commit=cell.provenance.commit))
             variants.extend(Variant(cell.config_key, cell.id, str(v.point), str(v.router), str(v.kv)) for v in cell.variants)
     return Published(file, kind, tuple(points), tuple(variants))
 
@@ -143,7 +143,7 @@ def _render_point(doc: Json, n: int, file: str) -> PublishedPoint:
     selector = str(doc.get("recipe") or "").partition(":")[2] or None
     return PublishedPoint(config=config, cell=config, concs=tuple(int(c) for c in doc.get("concurrencies") or ()),
                           blocks=blocks_from_json(doc["blocks"], file, f"{where}.blocks"), point_id=doc.get("point"),
-                          override=selector, image=doc.get("image"), model=doc.get("model"))
+                          override=selector, image=doc.get("image"))
 
 
 def published_from_cookbook_json(data: Json, file: str, kind: str) -> Published:
@@ -172,8 +172,7 @@ def _cell_points(cell: Json, file: str, where: str) -> list[PublishedPoint]:
             config=cell["config_key"], cell=cell["id"], concs=tuple(int(c) for c in concs or ()),
             blocks=blocks_from_json(dep.get("blocks") or [], file, f"{where}.points[{i}].blocks"),
             point_id=point.get("id"), override=point.get("override"), recipe=point.get("recipe"),
-            image=cell.get("image") or dep.get("image"), model=cell.get("model") or dep.get("model"),
-            commit=(cell.get("provenance") or {}).get("commit")))
+            image=cell.get("image") or dep.get("image"), commit=(cell.get("provenance") or {}).get("commit")))
     return out
 
 
@@ -224,7 +223,7 @@ def _module_cell(dec: "Decoder", ci: int, cell: Json, variants: list[Variant]) -
         points.append(PublishedPoint(
             config=cell["configKey"], cell=cell["id"], concs=tuple(point.get("concs") or ()), blocks=tuple(blocks),
             override=point.get("override"), recipe=recipe,
-            image=cell.get("image"), model=cell.get("ckpt"), router=cell["submitted"], kv=point_kv(point),
+            image=cell.get("image"), router=cell["submitted"], kv=point_kv(point),
             item=point.get("item"), gpus=cell.get("gpus"), title=cell.get("label"),
             install=tuple((cell["routers"].get("dynamo") or {}).get("install") or ()) if "dynamo" in cell["routers"] else None,
             commit=commit))

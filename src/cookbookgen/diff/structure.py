@@ -18,11 +18,11 @@ import re
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..render.model import Block
-from ..render.values import args_from_words, word
+from ..render.values import args_from_words, flag as as_flag, word
 from .expect import PointExpect, RoleTopology
 from .explain import Explanation, explain_block, table
 from .model import DIFFERENT, EXTRA, MISSING, Finding
-from .words import as_flag, flag_key, recipe_words
+from .words import flag_key, recipe_words
 
 if TYPE_CHECKING:
     from .compare import Ctx
@@ -194,15 +194,10 @@ def expected_blocks(ctx: "Ctx") -> dict[tuple[str, str | None], tuple[str, bool]
     out.update({(k, None): ("frontend.type", not optional) for k in fe.get("kinds", [])})
     for i, svc in enumerate(ctx.recipe.data.get("services") or []):
         out[(str(svc.get("type")), None)] = (f"services[{i}].type", True)
-    for kind, entry in table()["blocks"].items():
-        if entry.get("required") and (kind, None) not in out and _implied(ctx, kind):
+    for kind, entry in table()["blocks"].items():     # implied blocks: the table's check holds for this point
+        if entry.get("required") and (kind, None) not in out and ctx.blocks and isinstance(explain_block(kind, ctx.scope(ctx.blocks[0])), Explanation):
             out[(kind, None)] = (f"synthesized.blocks.{kind}", True)
     return out
-
-
-def _implied(ctx: "Ctx", kind: str) -> bool:
-    """Whether the recipe implies a `kind` block (the table's check holds for this point)."""
-    return bool(ctx.blocks) and isinstance(explain_block(kind, ctx.scope(ctx.blocks[0])), Explanation)
 
 
 def _blocks(ctx: "Ctx") -> list[Finding]:

@@ -33,11 +33,6 @@ def recipe_words(value: Any) -> Words | None:
     return (word(value),)
 
 
-def as_flag(name: str) -> str:
-    """A recipe key as the flag it stands for: `tp-size` -> `--tp-size` (`-x` stays as it is)."""
-    return name if name.startswith("-") else f"--{name}"
-
-
 @lru_cache(maxsize=65536)
 def flag_key(name: str, worker: bool) -> str:
     """The key two spellings of one flag share."""
