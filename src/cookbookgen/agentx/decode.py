@@ -330,15 +330,11 @@ def copy_all_runnable(blocks: list[Block], files: list[Json]) -> str:
 
 # ---- status and combinations (section 3.10) ----
 
-def point_status(cell: Json, point: Json) -> str:
-    """The measured status: v1 per-point `status`, v2 `cell.prov.status`."""
-    return point.get("status") or (cell.get("prov") or {}).get("status") or "unknown"
-
-
 def status_of(cell: Json, point: Json, router: str, kv: str) -> str:
-    """What the explorer badges: the measured status only for the submitted router and measured tier."""
+    """What the explorer badges: the measured status (v1 per-point `status`, v2 `cell.prov.status`) only
+    for the submitted router and measured tier."""
     if router == cell.get("submitted") and kv == point_kv(point):
-        return point_status(cell, point)
+        return point.get("status") or (cell.get("prov") or {}).get("status") or "unknown"
     return "derived"
 
 
