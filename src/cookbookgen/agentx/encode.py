@@ -180,7 +180,7 @@ NEAREST = 6   # source blocks tried per block: the most similar ones
 WINDOW = 128  # distinct earlier blocks of a kind scored per block (and an exact copy, wherever it is)
 Signature = tuple[str, frozenset[str], frozenset[tuple[str, Any]], frozenset[str]]
 Option = tuple[tuple[int, int], Json, Json, Signature]   # (rank for ties, head, source block, its signature)
-Relatives = list[tuple[Json, int]]                        # a block's smallest relative entries, with sizes
+Relative = tuple[Json, int] | None                        # a block's smallest relative entry, with its size
 
 
 def _signature(block: Json) -> Signature:
@@ -227,21 +227,21 @@ def _nearest(dst: Json, mine: Signature, options: Iterable[Option]) -> list[tupl
     return [(head, src) for _, _, head, src in scored[:NEAREST]]
 
 
-def _relatives(sources: list[CellSource]) -> list[dict[str, list[Relatives]]]:
-    """Per cell, router and base block: the smallest `ref`/`from` entry (and its size) for each of its
-    nearest sources, a `from` the cell's submitted router and a `ref` an earlier cell. Computed once:
+def _relatives(sources: list[CellSource]) -> list[dict[str, list[Relative]]]:
+    """Per cell, router and base block: the smallest `ref`/`from` entry (and its size) over its nearest
+    sources, a `from` the cell's submitted router and a `ref` an earlier cell. Computed once:
     the shared `envs` change only the full entries these compete with."""
     earlier = Earlier()
-    out: list[dict[str, list[Relatives]]] = []
+    out: list[dict[str, list[Relative]]] = []
     for ci, src in enumerate(sources):
-        cell: dict[str, list[Relatives]] = {}
+        cell: dict[str, list[Relative]] = {}
         sigs = {r: [_signature(b) for b in pts[0]] for r, pts in src.routers.items()}
         submitted = list(zip(src.routers.get(src.submitted, [[]])[0], sigs.get(src.submitted, [])))
         for router in src.routers:
             own: list[Option] = [] if router == src.submitted else [((0, i), {"from": i}, b, sig) for i, (b, sig) in enumerate(submitted)]
             cell[router] = []
             for dst, sig in zip(src.routers[router][0], sigs[router]):
-                cell[router].append(_smaller_entries(dst, _nearest(dst, sig, own + earlier.similar(dst, sig))))
+                cell[router].append(_smallest_relative(dst, _nearest(dst, sig, own + earlier.similar(dst, sig))))
         for router in sorted(src.routers, key=lambda r: r != src.submitted):
             for i, (b, sig) in enumerate(zip(src.routers[router][0], sigs[router])):
                 earlier.add({"ref": [ci, router, i]}, b, sig)
@@ -249,30 +249,26 @@ def _relatives(sources: list[CellSource]) -> list[dict[str, list[Relatives]]]:
     return out
 
 
-def _smaller_entries(dst: Json, nearest: list[tuple[Json, Json]]) -> Relatives:
-    """The relative entries of `dst` that can win: each smaller than the inline full block (the
-    largest full entry, whatever env is shared) and than every one before it."""
-    out: Relatives = []
+def _smallest_relative(dst: Json, nearest: list[tuple[Json, Json]]) -> Relative:
+    """The smallest relative entry of `dst` from its nearest sources (the first of equal sizes), if
+    smaller than the inline full block (the largest full entry, whatever env is shared)."""
+    best: Relative = None
     bound = size(dst)
     for head, source in nearest:
         entry = relative(head, source, dst, below=bound)
         if entry is not None:
             bound = size(entry)
-            out.append((entry, bound))
-    return out
-
-
-def _entry(dst: Json, relatives: Relatives, shared: dict[EnvKey, int]) -> Json:
-    """The smallest of the full entry and the relative ones (the first of equal sizes)."""
-    best = _full(dst, shared)
-    best_size = size(best)
-    for entry, n in relatives:
-        if n < best_size:
-            best, best_size = entry, n
+            best = entry, bound
     return best
 
 
-def _compact_pass(sources: list[CellSource], relatives: list[dict[str, list[Relatives]]], shared: dict[EnvKey, int]) -> Compacted:
+def _entry(dst: Json, smallest: Relative, shared: dict[EnvKey, int]) -> Json:
+    """The smaller of the full entry and the relative one (the full entry when equal)."""
+    full = _full(dst, shared)
+    return smallest[0] if smallest is not None and smallest[1] < size(full) else full
+
+
+def _compact_pass(sources: list[CellSource], relatives: list[dict[str, list[Relative]]], shared: dict[EnvKey, int]) -> Compacted:
     out = Compacted()
     for ci, src in enumerate(sources):
         entries = {r: [_entry(b, relatives[ci][r][i], shared) for i, b in enumerate(src.routers[r][0])] for r in src.routers}
