@@ -153,22 +153,18 @@ class RenderCache:
                    policy: Policy) -> str | None:
         """The key of one config (see the module docstring); None when its recipes cannot be found
         (the render then reports that, as without a cache)."""
-        try:
-            return self._config_key(ws, entry, source, repo, changelog_pr, policy)
-        except (CookbookError, OSError):
-            return None
-
-    def _config_key(self, ws: Workspace, entry: ConfigEntry, source: ConfigSource, repo: str, changelog_pr: int | None,
-                    policy: Policy) -> str:
         h = hashlib.sha256()
         for part in (code_fingerprint(), policy_fingerprint(policy), str(ws.checkout.root), repo, source.model_dump_json(),
                      repr(changelog_pr), entry.doc.file, entry.key, canonical(entry.data)):
             h.update(part.encode() + b"\0")
         for ref in dict.fromkeys(row.recipe.path for row in entry.rows):
             row = next(r for r in entry.rows if r.recipe.path == ref)
-            path = ws.recipe_path(entry, row)
-            h.update(ws.checkout.shown(path).encode() + b"\0")
-            h.update(hashlib.sha256(path.read_bytes()).digest())
+            try:
+                path = ws.recipe_path(entry, row)
+                h.update(ws.checkout.shown(path).encode() + b"\0")
+                h.update(hashlib.sha256(path.read_bytes()).digest())
+            except (CookbookError, OSError):
+                return None
         return h.hexdigest()
 
     def page_key(self, page: Any) -> str | None:
