@@ -159,11 +159,6 @@ def _launch_sorted(blocks: list[Block]) -> list[Block]:
     return sorted(blocks, key=lambda b: order[b.kind])
 
 
-def _drop_dynamo_env(env: dict[str, str], rules: Json) -> dict[str, str]:
-    prefixes = tuple(rules["drop_env_prefixes"])
-    return {k: v for k, v in env.items() if k not in rules["drop_env"] and not k.startswith(prefixes)}
-
-
 def to_sglang(blocks: list[Block], model: str) -> list[Block]:
     """Dynamo -> SGLang router (rules in kv_tiers.yaml `routers.to_sglang`)."""
     rules = _router_rules("sglang")
@@ -179,7 +174,8 @@ def to_sglang(blocks: list[Block], model: str) -> list[Block]:
 
 
 def _sglang_block(b: Block, rules: Json, disagg: bool) -> Block:
-    env = _drop_dynamo_env(b.env, rules)
+    prefixes = tuple(rules["drop_env_prefixes"])
+    env = {k: v for k, v in b.env.items() if k not in rules["drop_env"] and not k.startswith(prefixes)}
     if b.kind != "worker":
         return b.model_copy(update={"env": env})
     args = [a for a in b.args if a[0] not in rules["drop_worker_args"]]
