@@ -476,17 +476,13 @@ def encode(cookbook: Cookbook, file: str = "agentx") -> Json:
     return module
 
 
-def _block_equal(got: Block, want: Block) -> bool:
-    return got.to_json() == want.to_json() and list(got.env.items()) == list(want.env.items())
-
-
 def _first_difference(got: list[Block], want: tuple[Block, ...]) -> str | None:
     """None when the decoded blocks equal the expected ones, else what differs first."""
     if len(got) != len(want):
         return f"{len(got)} blocks decoded, {len(want)} expected"
     for i, (g, w) in enumerate(zip(got, want)):
-        if not _block_equal(g, w):
-            a, b = g.to_json(), w.to_json()
+        a, b = g.to_json(), w.to_json()
+        if a != b or list(g.env.items()) != list(w.env.items()):
             keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)) or ["env order"]
             return f"block {i} ({w.title}) differs in {', '.join(keys)}"
     return None
