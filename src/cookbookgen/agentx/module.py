@@ -135,14 +135,10 @@ def _scalar(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _comment(line: str) -> str:
-    return line if line.startswith("//") else "// " + line
-
-
 def write_module_text(data: dict[str, Any], header_lines: list[str], trailing_newline: bool = True) -> str:
     """The published JSX envelope: comment lines, `export const agentx = <JSON>;`.
 
     `trailing_newline` says whether the text ends with `\\n` after the `;` (the published files do).
     """
-    head = "".join(_comment(line) + "\n" for line in header_lines)
+    head = "".join(("" if line.startswith("//") else "// ") + line + "\n" for line in header_lines)
     return head + EXPORT_PREFIX + dumps(data, 0) + ";" + ("\n" if trailing_newline else "")
