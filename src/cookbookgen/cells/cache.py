@@ -30,7 +30,6 @@ that cannot be read is a miss. Entries are written to a temporary file and renam
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import pickle
 import re
@@ -46,7 +45,6 @@ from ..errors import CookbookError
 from ..files import write_atomic
 from ..owned import check_folder_path
 from ..policy.rules import Policy
-from ..recipes.load import YamlFloat
 from ..recipes.master import ConfigEntry
 from ..recipes.workspace import Workspace
 from .manifest import ConfigSource
@@ -87,9 +85,9 @@ def check_cache(root: Path, option: str = "--cache") -> None:
 def canonical(value: Any) -> str:
     """A deterministic digest of YAML-like data that keeps types and number spelling (`0.90` and
     `0.9` differ, as they do in a command; `1`, `true` and `"1"` differ): the sha256 of its pickle
-    (`YamlFloat` pickled with its text). Equal data always gives equal bytes: pickling is exact, and
+    (a `YamlFloat` holds its text). Equal data always gives equal bytes: pickling is exact, and
     the only sharing in parsed YAML (aliases, CPython's one-character strings) follows the text."""
-    return hashlib.sha256(_dumps(value)).hexdigest()
+    return hashlib.sha256(pickle.dumps(value, pickle.HIGHEST_PROTOCOL)).hexdigest()
 
 
 @lru_cache(maxsize=1)
@@ -112,21 +110,6 @@ def policy_fingerprint(policy: Policy) -> str:  # Policy hashes by identity
              for r in policy.rules]
     clusters = {name: [(e.name, e.value, e.reason) for e in envs] for name, envs in policy.clusters.items()}
     return hashlib.sha256(canonical([rules, clusters]).encode()).hexdigest()
-
-
-class _Pickler(pickle.Pickler):
-    """Pickles `YamlFloat` (a float that remembers its spelling) by value and text."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is YamlFloat:
-            return YamlFloat, (float(obj), obj.text)
-        return NotImplemented
-
-
-def _dumps(value: Any) -> bytes:
-    buffer = io.BytesIO()
-    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
-    return buffer.getvalue()
 
 
 class RenderCache:
@@ -242,9 +225,9 @@ class RenderCache:
 
     def put(self, kind: str, key: str, value: Any) -> None:
         if self.deferred is not None:       # a worker process: the parent writes it
-            self.deferred.append((kind, key, _dumps(value)))
+            self.deferred.append((kind, key, pickle.dumps(value, pickle.HIGHEST_PROTOCOL)))
             return
-        self.put_bytes(kind, key, _dumps(value))
+        self.put_bytes(kind, key, pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
 
     def put_bytes(self, kind: str, key: str, data: bytes) -> None:
         self.used.add(self._path(kind, key))
