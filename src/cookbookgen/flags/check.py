@@ -86,7 +86,6 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
     findings: dict[tuple[str, str, str, str], FlagFinding] = {}
     unchecked: list[str] = []
     checked = 0
-    reported_version = False
     for block in blocks:
         parsers = table.commands.get(block.cmd)
         if block.kind != "worker" or not parsers:
@@ -98,8 +97,7 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
         engine = catalog(parsers[-1], versions.get(parsers[-1]))
         name = block.role or block.kind
         if engine is None:
-            if not reported_version:
-                reported_version = True
+            if ("", "", "", "unknown-version") not in findings:     # reported once, for the first such block
                 detail = _no_version(parsers[-1], versions.get(parsers[-1]), why, image)
                 findings[("", "", "", "unknown-version")] = FlagFinding(cell, name, "", "unknown-version", detail)
             continue
