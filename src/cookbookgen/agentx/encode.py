@@ -22,6 +22,7 @@ import re
 import copy
 import hashlib
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -143,11 +144,11 @@ class CellSource:
     routers: dict[str, list[list[Json]]]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Compacted:
-    blocks: list[dict[str, list[Json]]] = field(default_factory=list)   # per cell, per router: entries
-    patches: list[list[Json]] = field(default_factory=list)             # per cell, per point: {router: patch}
-    envs: list[Json] = field(default_factory=list)
+    blocks: list[dict[str, list[Json]]]   # per cell, per router: entries
+    patches: list[list[Json]]             # per cell, per point: {router: patch}
+    envs: list[Json]
 
 
 EnvKey = tuple[tuple[str, Any], ...]
@@ -159,21 +160,13 @@ def _env_key(env: Json) -> EnvKey | None:
     return items if items and list(env) == sorted(env) else None
 
 
-def _with_env(entry: Json, key: EnvKey, shared: dict[EnvKey, int]) -> Json:
-    """`entry` with its env as `envRef` when shared, else inline; the key keeps its position."""
-    value: tuple[str, Any] = ("envRef", shared[key]) if key in shared else ("env", dict(key))
-    out: Json = {}
-    for k, v in entry.items():
-        if k in ("env", "envRef"):
-            k, v = value
-        out[k] = v
-    return out
-
-
-def _full(dst: Json, shared: dict[EnvKey, int]) -> Json:
-    key = _env_key(dst.get("env") or {})
-    entry = copy.deepcopy(dst)
-    return _with_env(entry, key, shared) if key is not None and key in shared else entry
+def _shared_env(entry: Json, shared: dict[EnvKey, int]) -> Json:
+    """A full entry with its env as `envRef` when `shared` holds it (in the env's place); else as it is."""
+    key = None if "ref" in entry or "from" in entry else _env_key(entry.get("env") or {})
+    index = shared.get(key) if key is not None else None
+    if index is None:
+        return entry
+    return {("envRef" if k == "env" else k): (index if k == "env" else v) for k, v in entry.items()}
 
 
 NEAREST = 6   # source blocks tried per block: the most similar ones
@@ -263,71 +256,42 @@ def _smallest_relative(dst: Json, nearest: list[tuple[Json, Json]]) -> Relative:
 
 
 def _entry(dst: Json, smallest: Relative, shared: dict[EnvKey, int]) -> Json:
-    """The smaller of the full entry and the relative one (the full entry when equal)."""
-    full = _full(dst, shared)
-    return smallest[0] if smallest is not None and smallest[1] < size(full) else full
+    """The smaller of the full entry (its env shared when `shared` holds it) and the relative one (the
+    full entry when equal). A full entry keeps its env inline until `compact` has chosen the `envs`."""
+    full = copy.deepcopy(dst)
+    return smallest[0] if smallest is not None and smallest[1] < size(_shared_env(full, shared)) else full
 
 
-def _compact_pass(sources: list[CellSource], relatives: list[dict[str, list[Relative]]], shared: dict[EnvKey, int]) -> Compacted:
-    out = Compacted()
-    for ci, src in enumerate(sources):
-        entries = {r: [_entry(b, relatives[ci][r][i], shared) for i, b in enumerate(src.routers[r][0])] for r in src.routers}
-        out.blocks.append(entries)
-        npoints = len(next(iter(src.routers.values())))
-        out.patches.append([{r: point_patch(pts[0], pts[pi]) for r, pts in src.routers.items()} for pi in range(npoints)])
-    return out
+def _compact_pass(sources: list[CellSource], relatives: list[dict[str, list[Relative]]],
+                  shared: dict[EnvKey, int]) -> list[dict[str, list[Json]]]:
+    return [{r: [_entry(b, relatives[ci][r][i], shared) for i, b in enumerate(src.routers[r][0])] for r in src.routers}
+            for ci, src in enumerate(sources)]
 
 
-def _full_entries(compacted: Compacted) -> Iterable[Json]:
-    for cell in compacted.blocks:
-        for entries in cell.values():
-            yield from (e for e in entries if "ref" not in e and "from" not in e)
-
-
-def _env_uses(compacted: Compacted, shared: dict[EnvKey, int]) -> dict[EnvKey, int]:
-    """How many full entries carry each shareable env, in first-use order."""
-    inverse = {i: k for k, i in shared.items()}
-    counts: dict[EnvKey, int] = {}
-    for e in _full_entries(compacted):
-        key = inverse[e["envRef"]] if "envRef" in e else _env_key(e.get("env") or {})
-        if key is not None:
-            counts[key] = counts.get(key, 0) + 1
-    return counts
-
-
-def _next_shared(compacted: Compacted, shared: dict[EnvKey, int]) -> dict[EnvKey, int]:
-    uses = _env_uses(compacted, shared)
-    return {k: i for i, k in enumerate(k for k, n in uses.items() if n > 1)}
-
-
-def _finish(compacted: Compacted, shared: dict[EnvKey, int]) -> Compacted:
-    """Final `envs`: every env of more than one full entry, first use first; the rest inline."""
-    final = _next_shared(compacted, shared)
-    inverse = {i: k for k, i in shared.items()}
-    for cell in compacted.blocks:
-        for router, entries in cell.items():
-            cell[router] = [e if "ref" in e or "from" in e else _refinal(e, inverse, final) for e in entries]
-    compacted.envs = [dict(k) for k in final]
-    return compacted
-
-
-def _refinal(entry: Json, inverse: dict[int, EnvKey], final: dict[EnvKey, int]) -> Json:
-    key = inverse[entry["envRef"]] if "envRef" in entry else _env_key(entry.get("env") or {})
-    return entry if key is None else _with_env(entry, key, final)
+def _next_shared(blocks: list[dict[str, list[Json]]]) -> dict[EnvKey, int]:
+    """Every env of more than one full entry, first use first, with its index in `envs`."""
+    keys = [_env_key(e.get("env") or {}) for cell in blocks for entries in cell.values() for e in entries
+            if "ref" not in e and "from" not in e]
+    uses = Counter(key for key in keys if key is not None)
+    return {key: i for i, key in enumerate(key for key, n in uses.items() if n > 1)}
 
 
 def compact(sources: list[CellSource]) -> Compacted:
     """Encode every cell's base blocks and point patches; shared `envs` iterated to a fixed point."""
-    shared: dict[EnvKey, int] = {}
     relatives = _relatives(sources)
-    result = _compact_pass(sources, relatives, shared)
+    shared: dict[EnvKey, int] = {}
+    blocks = _compact_pass(sources, relatives, shared)
     for _ in range(3):
-        nxt = _next_shared(result, shared)
+        nxt = _next_shared(blocks)
         if nxt == shared:
             break
         shared = nxt
-        result = _compact_pass(sources, relatives, shared)
-    return _finish(result, shared)
+        blocks = _compact_pass(sources, relatives, shared)
+    final = _next_shared(blocks)
+    patches = [[{r: point_patch(pts[0], pts[pi]) for r, pts in src.routers.items()} for pi in range(len(next(iter(src.routers.values()))))]
+               for src in sources]
+    return Compacted([{r: [_shared_env(e, final) for e in entries] for r, entries in cell.items()} for cell in blocks],
+                     patches, [dict(key) for key in final])
 
 
 # ---- cookbook -> module ----
