@@ -300,24 +300,18 @@ def _other(router: str) -> str:
     return next(r for r in ROUTERS if r != router)
 
 
-def _variant_map(cell: Cell) -> dict[tuple[str, str, str], Deployment]:
-    out = {(v.router, v.kv, v.point): v.deployment for v in cell.variants}
-    for p in cell.points:
-        out[(cell.router, point_kv(p), p.id)] = p.deployment
-    return out
-
-
 def expected(cell: Cell, point: Point, router: str, kv: str) -> Deployment:
     """The deployment shown for one selection: the rendered point or its derived variant."""
-    dep = _variant_map(cell).get((router, kv, point.id))
+    if (router, kv) == (cell.router, point_kv(point)):
+        return point.deployment
+    dep = next((v.deployment for v in cell.variants if (v.router, v.kv, v.point) == (router, kv, point.id)), None)
     if dep is None:
         raise CookbookError.at(cell.id, 0, f"{point.id}.{router}.{kv}", "no such variant (run with_variants first)")
     return dep
 
 
 def _cell_source(cell: Cell) -> CellSource:
-    variants = _variant_map(cell)
-    routers = {r: [[block_dict(b) for b in variants[(r, point_kv(p), p.id)].blocks] for p in cell.points]
+    routers = {r: [[block_dict(b) for b in expected(cell, p, r, point_kv(p)).blocks] for p in cell.points]
                for r in (cell.router, _other(cell.router))}
     return CellSource(submitted=cell.router, routers=routers)
 
