@@ -364,9 +364,9 @@ def _point(cell: Cell, point: Point, item: int, patch: Json) -> Json:
     return out
 
 
-def _cell(cell: Cell, cookbook: Cookbook, entries: dict[str, list[Json]], patches: list[Json], first_item: int) -> Json:
+def _cell(cell: Cell, cookbook: Cookbook, entries: dict[str, list[Json]], patches: list[Json], first_item: int,
+          files: dict[str, dict[str, Json]]) -> Json:
     donors = donors_for(cell, cookbook)
-    files = {r: list(_router_files(cell, r)) for r in entries}
     return {
         "id": cell.id, "hw": cell.hw, "ckpt": cell.model, "label": cell.label, "detail": cell.detail,
         "gpus": cell.gpus, "configKey": cell.config_key, "image": cell.image, "imageStatus": _image_status(cell.image),
@@ -374,7 +374,7 @@ def _cell(cell: Cell, cookbook: Cookbook, entries: dict[str, list[Json]], patche
         "kv": {"available": list(TIERS), "unavailable": {}, "hicache": donors.hicache},
         "prov": _prov(cell),
         "points": [_point(cell, p, first_item + i, patches[i]) for i, p in enumerate(cell.points)],
-        "routers": {r: {"install": [], "files": files[r], "blocks": entries[r]} for r in entries},
+        "routers": {r: {"install": [], "files": list(files[r]), "blocks": entries[r]} for r in entries},
     }
 
 
@@ -414,11 +414,8 @@ def encode(cookbook: Cookbook, file: str = "agentx") -> Json:
                                                   f"(its cells run SGLang under {' or '.join(ROUTERS)}); choose the configs to export with --config KEY")
     compacted = compact([_cell_source(c) for c in cells])
     items = _items(cells)
-    encoded = [_cell(c, cookbook, compacted.blocks[i], compacted.patches[i], items[i]) for i, c in enumerate(cells)]
-    files: Json = {}
-    for c in cells:
-        for r in (c.router, _other(c.router)):
-            files.update(_router_files(c, r))
+    files = [{r: _router_files(c, r) for r in (c.router, _other(c.router))} for c in cells]
+    encoded = [_cell(c, cookbook, compacted.blocks[i], compacted.patches[i], items[i], files[i]) for i, c in enumerate(cells)]
     module = {
         "model": cookbook.pages[0].title if len(cookbook.pages) == 1 else cookbook.title,
         "generatedOn": cookbook.generated_on.isoformat() if cookbook.generated_on else None,
@@ -427,7 +424,7 @@ def encode(cookbook: Cookbook, file: str = "agentx") -> Json:
         "checkpoints": [{"id": m} for m in dict.fromkeys(c.model for c in cells)],
         "envs": compacted.envs,
         "kvMooncake": mooncake_donor(),
-        "files": files,
+        "files": {fid: file for per_router in files for found in per_router.values() for fid, file in found.items()},
         "cells": encoded,
     }
     verify(module, cells, file)
