@@ -24,7 +24,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from ..errors import CookbookError, schema_messages
 from ..recipes.load import Document, parse_yaml, read_yaml_file
-from ..text import unknown
 
 PolicyClass = Literal["published", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "prohibited"]
 CLASSES: tuple[str, ...] = get_args(PolicyClass)
@@ -181,10 +180,6 @@ def _read_policy_file(doc: Document) -> _PolicyFile:
         return _PolicyFile.model_validate(doc.data)
     except ValidationError as exc:
         raise CookbookError([doc.problem(loc, message) for loc, message in schema_messages(exc.errors(), _PolicyFile)]) from None
-
-
-def error_for_unknown_cluster(name: str, policy: Policy) -> CookbookError:
-    return CookbookError.usage("--cluster", unknown("cluster", name, sorted(policy.clusters)))
 
 
 @dataclass(frozen=True, slots=True)
