@@ -358,10 +358,7 @@ def _point(cell: Cell, point: Point, item: int, patch: Json) -> Json:
     out["kv"] = point_kv(point)
     if point.metrics:
         out["metrics"] = dict(point.metrics)
-    patch = {r: v for r, v in patch.items() if v is not None}
-    if patch:
-        out["patch"] = patch
-    return out
+    return _with_patch(out, patch)
 
 
 def _cell(cell: Cell, cookbook: Cookbook, entries: dict[str, list[Json]], patches: list[Json], first_item: int,
@@ -494,11 +491,12 @@ def _with_key(data: Json, key: str, value: Any, before: str) -> Json:
 def _recell(cell: Json, entries: dict[str, list[Json]], patches: list[Json]) -> Json:
     out = copy.deepcopy(cell)
     out["routers"] = {r: {**cell["routers"][r], "blocks": entries[r]} for r in cell["routers"]}
-    out["points"] = [_repoint(p, patches[i]) for i, p in enumerate(cell["points"])]
+    out["points"] = [_with_patch(p, patches[i]) for i, p in enumerate(cell["points"])]
     return out
 
 
-def _repoint(point: Json, patch: Json) -> Json:
+def _with_patch(point: Json, patch: Json) -> Json:
+    """`point` with the routers' patches that are not null (no `patch` key when none is)."""
     patch = {r: v for r, v in patch.items() if v is not None}
     out = {k: v for k, v in point.items() if k != "patch" or patch}
     if patch:
