@@ -26,9 +26,27 @@ def flag_value(block: Block, *flags: str) -> str | None:
     return None
 
 
+_PARALLEL_FLAGS = {f"--{key}": size for size, keys in PARALLEL_KEYS.items() for key in keys}
+
+
+def _parallel_sizes(block: Block) -> tuple[dict[str, str], bool]:
+    """The first value of each parallel size's flags (as `flag_value` finds it) and whether DP attention
+    is on, in one pass over the args (a point's label reads them all)."""
+    sizes: dict[str, str] = {}
+    dpa = False
+    for arg in block.args:
+        size = _PARALLEL_FLAGS.get(arg[0])
+        if size is not None:
+            if len(arg) > 1:
+                sizes.setdefault(size, arg[1])
+        elif arg[0] == "--enable-dp-attention":
+            dpa = True
+    return sizes, dpa
+
+
 def parallel_label(block: Block) -> str:
-    tp, dp, ep = (int(flag_value(block, *(f"--{key}" for key in PARALLEL_KEYS[size])) or 1) for size in ("tp", "dp", "ep"))
-    dpa = any(arg[0] == "--enable-dp-attention" for arg in block.args)
+    sizes, dpa = _parallel_sizes(block)
+    tp, dp, ep = (int(sizes.get(size) or 1) for size in ("tp", "dp", "ep"))
     if dpa and dp == tp and ep == tp:
         return f"DEP{tp}"
     if dpa:
