@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Iterable, Literal, Sequence
+from typing import Iterable, Literal, Sequence, get_args
 
 from ..render.model import Block
 from .catalog import Catalog, Option, catalog, engines, history, shipped_versions, version_key
 
-FlagClass = Literal["unknown-version", "unknown-flag", "removed-in", "ambiguous-abbreviation", "bad-choice", "missing-value",
-                    "unexpected-value", "deprecated", "abbreviation-only", "wrapper-flag"]
-CLASSES: tuple[FlagClass, ...] = ("unknown-flag", "removed-in", "ambiguous-abbreviation", "bad-choice", "missing-value",
-                                  "unexpected-value", "deprecated", "abbreviation-only", "wrapper-flag", "unknown-version")
+FlagClass = Literal["unknown-flag", "removed-in", "ambiguous-abbreviation", "bad-choice", "missing-value", "unexpected-value",
+                    "deprecated", "abbreviation-only", "wrapper-flag", "unknown-version"]
+CLASSES: tuple[FlagClass, ...] = get_args(FlagClass)
 FAILING: frozenset[FlagClass] = frozenset(CLASSES[:6])   # the server would refuse to start
 
 
