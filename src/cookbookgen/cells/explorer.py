@@ -69,7 +69,8 @@ def _tier_settings(role: Any, target: str, cell: Json, module: Json, file: str) 
     return [], mooncake["decode_env"]
 
 
-def _kv_worker(block: Json, source: str, target: str, settings: tuple[list[Any], Json]) -> Json:
+def _kv_worker(block: Json, source: str, settings: tuple[list[Any], Json]) -> Json:
+    """The worker moved from the `source` tier to the one whose (args, env) `settings` adds (its own env wins)."""
     add, env_add = settings
     args = [a for a in block["args"] if not _is_kv_flag(a[0])]
     env = block["env"]
@@ -77,8 +78,7 @@ def _kv_worker(block: Json, source: str, target: str, settings: tuple[list[Any],
         env = {k: v for k, v in env.items() if k not in STORE_ONLY_ENV}
     names = {a[0] for a in args}
     args.extend(list(a) for a in add if a[0] not in names)
-    env = {**env, **{k: v for k, v in env_add.items() if k not in env}}
-    return {**block, "args": sort_args(args), "env": dict(sorted(env.items()))}
+    return {**block, "args": sort_args(args), "env": dict(sorted({**env_add, **env}.items()))}
 
 
 def _mooncake_master(module: Json, router: str, file: str) -> Json:
@@ -102,7 +102,7 @@ def kv_transform(
         b = {**b0, "args": [list(a) for a in b0.get("args") or []], "env": dict(b0.get("env") or {})}
         if b.get("kind") == "worker":
             settings = _tier_settings(b.get("role"), target_tier, cell, module, file)
-            b = _kv_worker(b, measured_tier, target_tier, settings)
+            b = _kv_worker(b, measured_tier, settings)
         out.append(b)
     if target_tier == "mooncake":
         first = next((i for i, b in enumerate(out) if b.get("kind") == "worker"), -1)
