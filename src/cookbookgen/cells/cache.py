@@ -243,12 +243,12 @@ class RenderCache:
             if not (self.root / name).exists():
                 (self.root / name).write_text(text, encoding="utf-8")
 
-    def prune(self, age_s: float = PRUNE_AGE_S) -> int:
-        """Remove entries this run did not use that are older than `age_s`; touch the ones it used.
+    def prune(self) -> None:
+        """Remove entries this run did not use that are older than `PRUNE_AGE_S`; touch the ones it used.
         Only files with the name of an entry (`<sha256>.pickle`) are ever removed."""
         import time
 
-        now, removed = time.time(), 0
+        now = time.time()
         for kind in ("render", "variants", "diff", "pages"):
             folder = self.root / kind
             if not folder.is_dir():
@@ -259,12 +259,10 @@ class RenderCache:
                 try:
                     if path in self.used:
                         os.utime(path)
-                    elif now - path.stat().st_mtime > age_s:
+                    elif now - path.stat().st_mtime > PRUNE_AGE_S:
                         path.unlink()
-                        removed += 1
                 except OSError:
                     pass
-        return removed
 
 
 @contextmanager
