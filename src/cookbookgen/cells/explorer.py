@@ -130,11 +130,6 @@ def block_title(block: Json) -> str:
     return str(titles.get(block.get("kind"), block.get("kind")))
 
 
-def _pinning_text(pinning: list[list[Any]]) -> str:
-    per = [f"worker {i}: {' / '.join(str(x) for x in w if x) or 'all'}" for i, w in enumerate(pinning)]
-    return f"Workers share nodes: pin GPUs per worker with CUDA_VISIBLE_DEVICES = {' · '.join(per)}."
-
-
 def _worker_where(b: Json, router: str, worker_count: int) -> str:
     n = b.get("nodes_per_worker") or 1
     role = b.get("role")
@@ -145,7 +140,8 @@ def _worker_where(b: Json, router: str, worker_count: int) -> str:
     if n > 1:
         parts.append(f"Run on every node of a worker with NODE_RANK=0..{n - 1}; {ROLE_HEAD.get(role)} is that worker's first node.")
     if b.get("gpu_pinning") is not None:
-        parts.append(_pinning_text(b["gpu_pinning"]))
+        per = [f"worker {i}: {' / '.join(str(x) for x in w if x) or 'all'}" for i, w in enumerate(b["gpu_pinning"])]
+        parts.append(f"Workers share nodes: pin GPUs per worker with CUDA_VISIBLE_DEVICES = {' · '.join(per)}.")
     if router == "sglang" and worker_count == 1 and role == "agg" and n == 1:
         parts.append("Serves the OpenAI API on port 30000.")
     if router == "dynamo":
