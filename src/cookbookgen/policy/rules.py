@@ -41,10 +41,10 @@ class Rule:
     replacement: str | None = None
     source: str = ""
 
-    @cached_property
-    def text(self) -> str:
-        """The pattern as written, for reports."""
-        return ".".join(self.pattern)
+    text: str = field(init=False, repr=False, compare=False)   # the pattern as written, for reports
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", ".".join(self.pattern))
 
     @property
     def any_value(self) -> bool:
