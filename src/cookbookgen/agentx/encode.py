@@ -100,12 +100,18 @@ def _relative_forms(head: Json, src: Json, dst: Json) -> list[Json]:
 
 def relative(head: Json, src: Json, dst: Json, below: int | None = None) -> Json | None:
     """The smallest `head`-relative entry that decodes to `dst` (and is smaller than `below`), or None."""
-    for n, form in sorted(((size(f), f) for f in _relative_forms(head, src, dst)), key=lambda t: t[0]):
+    forms = [f for f in _relative_forms(head, src, dst) if below is None or _lower_bound(f) < below]
+    for n, form in sorted(((size(f), f) for f in forms), key=lambda t: t[0]):
         if below is not None and n >= below:
             break
         if same_block(derive_block(src, form), dst):
             return form
     return None
+
+
+def _lower_bound(value: Any) -> int:
+    """Compact JSON length: never more than what the module writer prints (cheap pre-filter)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 # ---- point patches ----
