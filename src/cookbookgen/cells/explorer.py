@@ -47,18 +47,15 @@ def _is_kv_flag(name: str) -> bool:
     return name == "--enable-hierarchical-cache" or name.startswith("--hicache-") or name in LINKER_FLAGS
 
 
-def _cell_path(module: Json, cell: Json) -> str:
-    index = next((i for i, c in enumerate(module.get("cells", [])) if c is cell), None)
-    return key_join("cells", index) if index is not None else "cells[?]"
-
-
 def _tier_settings(role: Any, target: str, cell: Json, module: Json, file: str) -> tuple[list[Any], Json]:
     """(args, env) the target tier adds to a worker of this role."""
     mooncake = module.get("kvMooncake") or {}
     if role in CACHE_ROLES and target == "hicache":
         hicache = (cell.get("kv") or {}).get("hicache")
         if not hicache:
-            raise CookbookError.at(file, 0, _cell_path(module, cell) + ".kv.hicache", "missing (needed for hicache)")
+            index = next((i for i, c in enumerate(module.get("cells", [])) if c is cell), None)
+            where = key_join("cells", index) if index is not None else "cells[?]"
+            raise CookbookError.at(file, 0, where + ".kv.hicache", "missing (needed for hicache)")
         return hicache["args"], {}
     if target != "mooncake":
         return [], {}
