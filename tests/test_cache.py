@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cookbookgen.cells.assemble import load_cookbook
-from cookbookgen.cells.cache import RenderCache, _dumps, canonical, with_variants_cached
+from cookbookgen.cells.cache import RenderCache, canonical, with_variants_cached
 from cookbookgen.cells.variants import with_variants
 from cookbookgen.commands.diff import run_diff
 from cookbookgen.errors import CookbookError
@@ -98,7 +98,7 @@ def test_values_keep_their_type_and_spelling() -> None:
     assert canonical([1]) != canonical([True]) != canonical(["1"])
     assert canonical({"a": "b"}) != canonical({"a:b": ""})
     value = parse_yaml("x: 0.90\n", "t").data["x"]
-    assert str(pickle.loads(_dumps(value))) == "0.90"
+    assert str(pickle.loads(pickle.dumps(value))) == "0.90"
 
 
 def test_a_corrupt_entry_is_a_miss(data: Path, tmp_path: Path) -> None:

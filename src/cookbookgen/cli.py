@@ -111,12 +111,11 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
 def _render_bare(args: argparse.Namespace, policy: Policy) -> RenderedPoint:
     from .pipeline import RenderedPoint
-    from .policy.rules import error_for_unknown_cluster
     from .recipes.workspace import Workspace, model_id
     from .render.deploy import RenderContext, render
 
     if args.cluster and args.cluster not in policy.clusters:
-        raise error_for_unknown_cluster(args.cluster, policy)
+        raise CookbookError.usage("--cluster", unknown("cluster", args.cluster, sorted(policy.clusters)))
     point = Workspace(Path(".")).bare_recipe(args.recipe, args.sets, args.unsets)
     model = args.model or model_id(point)
     return RenderedPoint(point, render(point.recipe, point.typed, RenderContext(model, policy, args.cluster)))

@@ -79,15 +79,6 @@ def derive_block(target: Json, entry: Json) -> Json:
     return apply_diff(out, entry.get("diff"))
 
 
-def resolve_env_ref(block: Json, envs: list[Json]) -> Json:
-    """`envRef` replaced by the sorted shared env it names."""
-    if "envRef" not in block:
-        return block
-    out = {k: v for k, v in block.items() if k != "envRef"}
-    out["env"] = dict(sorted(envs[block["envRef"]].items()))
-    return out
-
-
 # ---- materialization with reference checks ----
 
 def _line_of_cell(module: Json, key_path: str) -> int:
@@ -195,10 +186,15 @@ class Decoder:
         return copy.deepcopy(entry)
 
     def env_ref(self, block: Json, path: str) -> Json:
+        """`envRef` replaced by the sorted shared env it names."""
+        if "envRef" not in block:
+            return block
         envs = self.module.get("envs") or []
-        if block.get("envRef") is not None:
+        if block["envRef"] is not None:
             self.item(envs, block["envRef"], key_join(path, "envRef"), "env", "module")
-        return resolve_env_ref(block, envs)
+        out = {k: v for k, v in block.items() if k != "envRef"}
+        out["env"] = dict(sorted(envs[block["envRef"]].items()))
+        return out
 
     def point_dicts(self, ci: int, pi: int, router: str, kv: str | None) -> list[Json]:
         """Blocks of point `pi` under `router` and KV tier `kv` (None = the measured tier), as dicts."""
@@ -330,15 +326,11 @@ def copy_all_runnable(blocks: list[Block], files: list[Json]) -> str:
 
 # ---- status and combinations (section 3.10) ----
 
-def point_status(cell: Json, point: Json) -> str:
-    """The measured status: v1 per-point `status`, v2 `cell.prov.status`."""
-    return point.get("status") or (cell.get("prov") or {}).get("status") or "unknown"
-
-
 def status_of(cell: Json, point: Json, router: str, kv: str) -> str:
-    """What the explorer badges: the measured status only for the submitted router and measured tier."""
+    """What the explorer badges: the measured status (v1 per-point `status`, v2 `cell.prov.status`) only
+    for the submitted router and measured tier."""
     if router == cell.get("submitted") and kv == point_kv(point):
-        return point_status(cell, point)
+        return point.get("status") or (cell.get("prov") or {}).get("status") or "unknown"
     return "derived"
 
 

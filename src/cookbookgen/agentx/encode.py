@@ -22,6 +22,7 @@ import re
 import copy
 import hashlib
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -149,11 +150,11 @@ class CellSource:
     routers: dict[str, list[list[Json]]]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Compacted:
-    blocks: list[dict[str, list[Json]]] = field(default_factory=list)   # per cell, per router: entries
-    patches: list[list[Json]] = field(default_factory=list)             # per cell, per point: {router: patch}
-    envs: list[Json] = field(default_factory=list)
+    blocks: list[dict[str, list[Json]]]   # per cell, per router: entries
+    patches: list[list[Json]]             # per cell, per point: {router: patch}
+    envs: list[Json]
 
 
 EnvKey = tuple[tuple[str, Any], ...]
@@ -165,28 +166,20 @@ def _env_key(env: Json) -> EnvKey | None:
     return items if items and list(env) == sorted(env) else None
 
 
-def _with_env(entry: Json, key: EnvKey, shared: dict[EnvKey, int]) -> Json:
-    """`entry` with its env as `envRef` when shared, else inline; the key keeps its position."""
-    value: tuple[str, Any] = ("envRef", shared[key]) if key in shared else ("env", dict(key))
-    out: Json = {}
-    for k, v in entry.items():
-        if k in ("env", "envRef"):
-            k, v = value
-        out[k] = v
-    return out
-
-
-def _full(dst: Json, shared: dict[EnvKey, int]) -> Json:
-    key = _env_key(dst.get("env") or {})
-    entry = copy.deepcopy(dst)
-    return _with_env(entry, key, shared) if key is not None and key in shared else entry
+def _shared_env(entry: Json, shared: dict[EnvKey, int]) -> Json:
+    """A full entry with its env as `envRef` when `shared` holds it (in the env's place); else as it is."""
+    key = None if "ref" in entry or "from" in entry else _env_key(entry.get("env") or {})
+    index = shared.get(key) if key is not None else None
+    if index is None:
+        return entry
+    return {("envRef" if k == "env" else k): (index if k == "env" else v) for k, v in entry.items()}
 
 
 NEAREST = 6   # source blocks tried per block: the most similar ones
 WINDOW = 128  # distinct earlier blocks of a kind scored per block (and an exact copy, wherever it is)
 Signature = tuple[str, frozenset[str], frozenset[tuple[str, Any]], frozenset[str]]
 Option = tuple[tuple[int, int], Json, Json, Signature]   # (rank for ties, head, source block, its signature)
-Relatives = list[tuple[Json, int]]                        # a block's smallest relative entries, with sizes
+Relative = tuple[Json, int] | None                        # a block's smallest relative entry, with its size
 
 
 def _signature(block: Json) -> Signature:
@@ -233,21 +226,21 @@ def _nearest(dst: Json, mine: Signature, options: Iterable[Option]) -> list[tupl
     return [(head, src) for _, _, head, src in scored[:NEAREST]]
 
 
-def _relatives(sources: list[CellSource]) -> list[dict[str, list[Relatives]]]:
-    """Per cell, router and base block: the smallest `ref`/`from` entry (and its size) for each of its
-    nearest sources, a `from` the cell's submitted router and a `ref` an earlier cell. Computed once:
+def _relatives(sources: list[CellSource]) -> list[dict[str, list[Relative]]]:
+    """Per cell, router and base block: the smallest `ref`/`from` entry (and its size) over its nearest
+    sources, a `from` the cell's submitted router and a `ref` an earlier cell. Computed once:
     the shared `envs` change only the full entries these compete with."""
     earlier = Earlier()
-    out: list[dict[str, list[Relatives]]] = []
+    out: list[dict[str, list[Relative]]] = []
     for ci, src in enumerate(sources):
-        cell: dict[str, list[Relatives]] = {}
+        cell: dict[str, list[Relative]] = {}
         sigs = {r: [_signature(b) for b in pts[0]] for r, pts in src.routers.items()}
         submitted = list(zip(src.routers.get(src.submitted, [[]])[0], sigs.get(src.submitted, [])))
         for router in src.routers:
             own: list[Option] = [] if router == src.submitted else [((0, i), {"from": i}, b, sig) for i, (b, sig) in enumerate(submitted)]
             cell[router] = []
             for dst, sig in zip(src.routers[router][0], sigs[router]):
-                cell[router].append(_smaller_entries(dst, _nearest(dst, sig, own + earlier.similar(dst, sig))))
+                cell[router].append(_smallest_relative(dst, _nearest(dst, sig, own + earlier.similar(dst, sig))))
         for router in sorted(src.routers, key=lambda r: r != src.submitted):
             for i, (b, sig) in enumerate(zip(src.routers[router][0], sigs[router])):
                 earlier.add({"ref": [ci, router, i]}, b, sig)
@@ -255,89 +248,56 @@ def _relatives(sources: list[CellSource]) -> list[dict[str, list[Relatives]]]:
     return out
 
 
-def _smaller_entries(dst: Json, nearest: list[tuple[Json, Json]]) -> Relatives:
-    """The relative entries of `dst` that can win: each smaller than the inline full block (the
-    largest full entry, whatever env is shared) and than every one before it."""
-    out: Relatives = []
+def _smallest_relative(dst: Json, nearest: list[tuple[Json, Json]]) -> Relative:
+    """The smallest relative entry of `dst` from its nearest sources (the first of equal sizes), if
+    smaller than the inline full block (the largest full entry, whatever env is shared)."""
+    best: Relative = None
     bound = size(dst)
     for head, source in nearest:
         entry = relative(head, source, dst, below=bound)
         if entry is not None:
             bound = size(entry)
-            out.append((entry, bound))
-    return out
-
-
-def _entry(dst: Json, relatives: Relatives, shared: dict[EnvKey, int]) -> Json:
-    """The smallest of the full entry and the relative ones (the first of equal sizes)."""
-    best = _full(dst, shared)
-    best_size = size(best)
-    for entry, n in relatives:
-        if n < best_size:
-            best, best_size = entry, n
+            best = entry, bound
     return best
 
 
-def _compact_pass(sources: list[CellSource], relatives: list[dict[str, list[Relatives]]], shared: dict[EnvKey, int]) -> Compacted:
-    out = Compacted()
-    for ci, src in enumerate(sources):
-        entries = {r: [_entry(b, relatives[ci][r][i], shared) for i, b in enumerate(src.routers[r][0])] for r in src.routers}
-        out.blocks.append(entries)
-        npoints = len(next(iter(src.routers.values())))
-        out.patches.append([{r: point_patch(pts[0], pts[pi]) for r, pts in src.routers.items()} for pi in range(npoints)])
-    return out
+def _entry(dst: Json, smallest: Relative, shared: dict[EnvKey, int]) -> Json:
+    """The smaller of the full entry (its env shared when `shared` holds it) and the relative one (the
+    full entry when equal). A full entry keeps its env inline until `compact` has chosen the `envs`."""
+    full = copy.deepcopy(dst)
+    return smallest[0] if smallest is not None and smallest[1] < size(_shared_env(full, shared)) else full
 
 
-def _full_entries(compacted: Compacted) -> Iterable[Json]:
-    for cell in compacted.blocks:
-        for entries in cell.values():
-            yield from (e for e in entries if "ref" not in e and "from" not in e)
+def _compact_pass(sources: list[CellSource], relatives: list[dict[str, list[Relative]]],
+                  shared: dict[EnvKey, int]) -> list[dict[str, list[Json]]]:
+    return [{r: [_entry(b, relatives[ci][r][i], shared) for i, b in enumerate(src.routers[r][0])] for r in src.routers}
+            for ci, src in enumerate(sources)]
 
 
-def _env_uses(compacted: Compacted, shared: dict[EnvKey, int]) -> dict[EnvKey, int]:
-    """How many full entries carry each shareable env, in first-use order."""
-    inverse = {i: k for k, i in shared.items()}
-    counts: dict[EnvKey, int] = {}
-    for e in _full_entries(compacted):
-        key = inverse[e["envRef"]] if "envRef" in e else _env_key(e.get("env") or {})
-        if key is not None:
-            counts[key] = counts.get(key, 0) + 1
-    return counts
-
-
-def _next_shared(compacted: Compacted, shared: dict[EnvKey, int]) -> dict[EnvKey, int]:
-    uses = _env_uses(compacted, shared)
-    return {k: i for i, k in enumerate(k for k, n in uses.items() if n > 1)}
-
-
-def _finish(compacted: Compacted, shared: dict[EnvKey, int]) -> Compacted:
-    """Final `envs`: every env of more than one full entry, first use first; the rest inline."""
-    final = _next_shared(compacted, shared)
-    inverse = {i: k for k, i in shared.items()}
-    for cell in compacted.blocks:
-        for router, entries in cell.items():
-            cell[router] = [e if "ref" in e or "from" in e else _refinal(e, inverse, final) for e in entries]
-    compacted.envs = [dict(k) for k in final]
-    return compacted
-
-
-def _refinal(entry: Json, inverse: dict[int, EnvKey], final: dict[EnvKey, int]) -> Json:
-    key = inverse[entry["envRef"]] if "envRef" in entry else _env_key(entry.get("env") or {})
-    return entry if key is None else _with_env(entry, key, final)
+def _next_shared(blocks: list[dict[str, list[Json]]]) -> dict[EnvKey, int]:
+    """Every env of more than one full entry, first use first, with its index in `envs`."""
+    keys = [_env_key(e.get("env") or {}) for cell in blocks for entries in cell.values() for e in entries
+            if "ref" not in e and "from" not in e]
+    uses = Counter(key for key in keys if key is not None)
+    return {key: i for i, key in enumerate(key for key, n in uses.items() if n > 1)}
 
 
 def compact(sources: list[CellSource]) -> Compacted:
     """Encode every cell's base blocks and point patches; shared `envs` iterated to a fixed point."""
-    shared: dict[EnvKey, int] = {}
     relatives = _relatives(sources)
-    result = _compact_pass(sources, relatives, shared)
+    shared: dict[EnvKey, int] = {}
+    blocks = _compact_pass(sources, relatives, shared)
     for _ in range(3):
-        nxt = _next_shared(result, shared)
+        nxt = _next_shared(blocks)
         if nxt == shared:
             break
         shared = nxt
-        result = _compact_pass(sources, relatives, shared)
-    return _finish(result, shared)
+        blocks = _compact_pass(sources, relatives, shared)
+    final = _next_shared(blocks)
+    patches = [[{r: point_patch(pts[0], pts[pi]) for r, pts in src.routers.items()} for pi in range(len(next(iter(src.routers.values()))))]
+               for src in sources]
+    return Compacted([{r: [_shared_env(e, final) for e in entries] for r, entries in cell.items()} for cell in blocks],
+                     patches, [dict(key) for key in final])
 
 
 # ---- cookbook -> module ----
@@ -346,24 +306,18 @@ def _other(router: str) -> str:
     return next(r for r in ROUTERS if r != router)
 
 
-def _variant_map(cell: Cell) -> dict[tuple[str, str, str], Deployment]:
-    out = {(v.router, v.kv, v.point): v.deployment for v in cell.variants}
-    for p in cell.points:
-        out[(cell.router, point_kv(p), p.id)] = p.deployment
-    return out
-
-
 def expected(cell: Cell, point: Point, router: str, kv: str) -> Deployment:
     """The deployment shown for one selection: the rendered point or its derived variant."""
-    dep = _variant_map(cell).get((router, kv, point.id))
+    if (router, kv) == (cell.router, point_kv(point)):
+        return point.deployment
+    dep = next((v.deployment for v in cell.variants if (v.router, v.kv, v.point) == (router, kv, point.id)), None)
     if dep is None:
         raise CookbookError.at(cell.id, 0, f"{point.id}.{router}.{kv}", "no such variant (run with_variants first)")
     return dep
 
 
 def _cell_source(cell: Cell) -> CellSource:
-    variants = _variant_map(cell)
-    routers = {r: [[block_dict(b) for b in variants[(r, point_kv(p), p.id)].blocks] for p in cell.points]
+    routers = {r: [[block_dict(b) for b in expected(cell, p, r, point_kv(p)).blocks] for p in cell.points]
                for r in (cell.router, _other(cell.router))}
     return CellSource(submitted=cell.router, routers=routers)
 
@@ -410,15 +364,12 @@ def _point(cell: Cell, point: Point, item: int, patch: Json) -> Json:
     out["kv"] = point_kv(point)
     if point.metrics:
         out["metrics"] = dict(point.metrics)
-    patch = {r: v for r, v in patch.items() if v is not None}
-    if patch:
-        out["patch"] = patch
-    return out
+    return _with_patch(out, patch)
 
 
-def _cell(cell: Cell, cookbook: Cookbook, entries: dict[str, list[Json]], patches: list[Json], first_item: int) -> Json:
+def _cell(cell: Cell, cookbook: Cookbook, entries: dict[str, list[Json]], patches: list[Json], first_item: int,
+          files: dict[str, dict[str, Json]]) -> Json:
     donors = donors_for(cell, cookbook)
-    files = {r: list(_router_files(cell, r)) for r in entries}
     return {
         "id": cell.id, "hw": cell.hw, "ckpt": cell.model, "label": cell.label, "detail": cell.detail,
         "gpus": cell.gpus, "configKey": cell.config_key, "image": cell.image, "imageStatus": _image_status(cell.image),
@@ -426,7 +377,7 @@ def _cell(cell: Cell, cookbook: Cookbook, entries: dict[str, list[Json]], patche
         "kv": {"available": list(TIERS), "unavailable": {}, "hicache": donors.hicache},
         "prov": _prov(cell),
         "points": [_point(cell, p, first_item + i, patches[i]) for i, p in enumerate(cell.points)],
-        "routers": {r: {"install": [], "files": files[r], "blocks": entries[r]} for r in entries},
+        "routers": {r: {"install": [], "files": list(files[r]), "blocks": entries[r]} for r in entries},
     }
 
 
@@ -466,11 +417,8 @@ def encode(cookbook: Cookbook, file: str = "agentx") -> Json:
                                                   f"(its cells run SGLang under {' or '.join(ROUTERS)}); choose the configs to export with --config KEY")
     compacted = compact([_cell_source(c) for c in cells])
     items = _items(cells)
-    encoded = [_cell(c, cookbook, compacted.blocks[i], compacted.patches[i], items[i]) for i, c in enumerate(cells)]
-    files: Json = {}
-    for c in cells:
-        for r in (c.router, _other(c.router)):
-            files.update(_router_files(c, r))
+    files = [{r: _router_files(c, r) for r in (c.router, _other(c.router))} for c in cells]
+    encoded = [_cell(c, cookbook, compacted.blocks[i], compacted.patches[i], items[i], files[i]) for i, c in enumerate(cells)]
     module = {
         "model": cookbook.pages[0].title if len(cookbook.pages) == 1 else cookbook.title,
         "generatedOn": cookbook.generated_on.isoformat() if cookbook.generated_on else None,
@@ -479,15 +427,11 @@ def encode(cookbook: Cookbook, file: str = "agentx") -> Json:
         "checkpoints": [{"id": m} for m in dict.fromkeys(c.model for c in cells)],
         "envs": compacted.envs,
         "kvMooncake": mooncake_donor(),
-        "files": files,
+        "files": {fid: file for per_router in files for found in per_router.values() for fid, file in found.items()},
         "cells": encoded,
     }
     verify(module, cells, file)
     return module
-
-
-def _block_equal(got: Block, want: Block) -> bool:
-    return got.to_json() == want.to_json() and list(got.env.items()) == list(want.env.items())
 
 
 def _first_difference(got: list[Block], want: tuple[Block, ...]) -> str | None:
@@ -495,8 +439,8 @@ def _first_difference(got: list[Block], want: tuple[Block, ...]) -> str | None:
     if len(got) != len(want):
         return f"{len(got)} blocks decoded, {len(want)} expected"
     for i, (g, w) in enumerate(zip(got, want)):
-        if not _block_equal(g, w):
-            a, b = g.to_json(), w.to_json()
+        a, b = g.to_json(), w.to_json()
+        if a != b or list(g.env.items()) != list(w.env.items()):
             keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)) or ["env order"]
             return f"block {i} ({w.title}) differs in {', '.join(keys)}"
     return None
@@ -553,11 +497,12 @@ def _with_key(data: Json, key: str, value: Any, before: str) -> Json:
 def _recell(cell: Json, entries: dict[str, list[Json]], patches: list[Json]) -> Json:
     out = copy.deepcopy(cell)
     out["routers"] = {r: {**cell["routers"][r], "blocks": entries[r]} for r in cell["routers"]}
-    out["points"] = [_repoint(p, patches[i]) for i, p in enumerate(cell["points"])]
+    out["points"] = [_with_patch(p, patches[i]) for i, p in enumerate(cell["points"])]
     return out
 
 
-def _repoint(point: Json, patch: Json) -> Json:
+def _with_patch(point: Json, patch: Json) -> Json:
+    """`point` with the routers' patches that are not null (no `patch` key when none is)."""
     patch = {r: v for r, v in patch.items() if v is not None}
     out = {k: v for k, v in point.items() if k != "patch" or patch}
     if patch:

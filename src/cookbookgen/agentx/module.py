@@ -50,15 +50,6 @@ def _split_envelope(text: str, file: str) -> tuple[str, int]:
     return " " * len(EXPORT_PREFIX) + rest[len(EXPORT_PREFIX):], skip
 
 
-def _decode(body: str, offset: int, file: str) -> object:
-    data, end = parse_json(body, file, first_line=offset)
-    tail = body[end:].strip()
-    if tail not in ("", ";"):
-        line = offset + body.count("\n", 0, end) + 1
-        raise CookbookError.at(file, line, "", f"unexpected text after the object: {tail[:20]!r}")
-    return data
-
-
 def check_module(data: object, file: str, text: str = "") -> dict[str, Any]:
     """`data` as a module: an object whose `cells` list holds at most `MAX_CELLS` cells with unique
     string ids (`text`, when given, names the line of a bad cell)."""
@@ -77,7 +68,12 @@ def check_module(data: object, file: str, text: str = "") -> dict[str, Any]:
 def read_module_text(text: str, file: str) -> dict[str, Any]:
     """The module object of a JSX envelope or plain JSON text; `file` only names it in errors."""
     body, offset = _split_envelope(text, file)
-    return check_module(_decode(body, offset, file), file, text)
+    data, end = parse_json(body, file, first_line=offset)
+    tail = body[end:].strip()
+    if tail not in ("", ";"):
+        line = offset + body.count("\n", 0, end) + 1
+        raise CookbookError.at(file, line, "", f"unexpected text after the object: {tail[:20]!r}")
+    return check_module(data, file, text)
 
 
 class ModuleData(dict[str, Any]):
@@ -135,14 +131,10 @@ def _scalar(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _comment(line: str) -> str:
-    return line if line.startswith("//") else "// " + line
-
-
 def write_module_text(data: dict[str, Any], header_lines: list[str], trailing_newline: bool = True) -> str:
     """The published JSX envelope: comment lines, `export const agentx = <JSON>;`.
 
     `trailing_newline` says whether the text ends with `\\n` after the `;` (the published files do).
     """
-    head = "".join(_comment(line) + "\n" for line in header_lines)
+    head = "".join(("" if line.startswith("//") else "// ") + line + "\n" for line in header_lines)
     return head + EXPORT_PREFIX + dumps(data, 0) + ";" + ("\n" if trailing_newline else "")

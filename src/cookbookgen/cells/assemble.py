@@ -33,24 +33,19 @@ def load_cookbook(manifest_path: Path, progress: Progress | None = None, policy:
     ws = workspace_for(source_root(manifest_path, manifest, doc), workspaces)
     if policy is None:
         policy = load_policy(manifest_path.parent / manifest.policy if manifest.policy else None)
-    return _load(manifest, doc, ws, policy, progress, cache, only)
+    return load_configs(manifest, doc, ws, policy, cache, only, progress=progress)
 
 
 def load_configs(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, cache: RenderCache | None,
-                 only: Collection[str], summaries: bool = True) -> Cookbook:
-    """`load_cookbook` of a manifest already read, for just the configs `only`. Without `summaries`
-    (only without a cache, whose cells a build may reuse), cells leave out what only their pages show
-    (`_summaries`, and the settings report of each point's deployment): a diff reads their blocks."""
-    if not summaries and cache is not None:
-        raise ValueError("cells without their summaries are never cached")
-    return _load(manifest, doc, ws, policy, None, cache, only, summaries)
-
-
-def _load(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, progress: Progress | None,
-          cache: RenderCache | None, only: Collection[str] | None, summaries: bool = True) -> Cookbook:
+                 only: Collection[str] | None, summaries: bool = True, progress: Progress | None = None) -> Cookbook:
+    """`load_cookbook` of a manifest already read. Without `summaries` (only without a cache, whose
+    cells a build may reuse), cells leave out what only their pages show (`_summaries`, and the
+    settings report of each point's deployment): a diff reads their blocks."""
     from ..pipeline import render_all_points
     from .model import Cookbook, Page
 
+    if not summaries and cache is not None:
+        raise ValueError("cells without their summaries are never cached")
     changelog = ws.changelog()
     pages = []
     warnings = []

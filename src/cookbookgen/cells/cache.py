@@ -30,7 +30,6 @@ that cannot be read is a miss. Entries are written to a temporary file and renam
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import pickle
 import re
@@ -46,7 +45,6 @@ from ..errors import CookbookError
 from ..files import write_atomic
 from ..owned import check_folder_path
 from ..policy.rules import Policy
-from ..recipes.load import YamlFloat
 from ..recipes.master import ConfigEntry
 from ..recipes.workspace import Workspace
 from .manifest import ConfigSource
@@ -87,9 +85,9 @@ def check_cache(root: Path, option: str = "--cache") -> None:
 def canonical(value: Any) -> str:
     """A deterministic digest of YAML-like data that keeps types and number spelling (`0.90` and
     `0.9` differ, as they do in a command; `1`, `true` and `"1"` differ): the sha256 of its pickle
-    (`YamlFloat` pickled with its text). Equal data always gives equal bytes: pickling is exact, and
+    (a `YamlFloat` holds its text). Equal data always gives equal bytes: pickling is exact, and
     the only sharing in parsed YAML (aliases, CPython's one-character strings) follows the text."""
-    return hashlib.sha256(_dumps(value)).hexdigest()
+    return hashlib.sha256(pickle.dumps(value, pickle.HIGHEST_PROTOCOL)).hexdigest()
 
 
 @lru_cache(maxsize=1)
@@ -112,21 +110,6 @@ def policy_fingerprint(policy: Policy) -> str:  # Policy hashes by identity
              for r in policy.rules]
     clusters = {name: [(e.name, e.value, e.reason) for e in envs] for name, envs in policy.clusters.items()}
     return hashlib.sha256(canonical([rules, clusters]).encode()).hexdigest()
-
-
-class _Pickler(pickle.Pickler):
-    """Pickles `YamlFloat` (a float that remembers its spelling) by value and text."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is YamlFloat:
-            return YamlFloat, (float(obj), obj.text)
-        return NotImplemented
-
-
-def _dumps(value: Any) -> bytes:
-    buffer = io.BytesIO()
-    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
-    return buffer.getvalue()
 
 
 class RenderCache:
@@ -153,22 +136,18 @@ class RenderCache:
                    policy: Policy) -> str | None:
         """The key of one config (see the module docstring); None when its recipes cannot be found
         (the render then reports that, as without a cache)."""
-        try:
-            return self._config_key(ws, entry, source, repo, changelog_pr, policy)
-        except (CookbookError, OSError):
-            return None
-
-    def _config_key(self, ws: Workspace, entry: ConfigEntry, source: ConfigSource, repo: str, changelog_pr: int | None,
-                    policy: Policy) -> str:
         h = hashlib.sha256()
         for part in (code_fingerprint(), policy_fingerprint(policy), str(ws.checkout.root), repo, source.model_dump_json(),
                      repr(changelog_pr), entry.doc.file, entry.key, canonical(entry.data)):
             h.update(part.encode() + b"\0")
         for ref in dict.fromkeys(row.recipe.path for row in entry.rows):
             row = next(r for r in entry.rows if r.recipe.path == ref)
-            path = ws.recipe_path(entry, row)
-            h.update(ws.checkout.shown(path).encode() + b"\0")
-            h.update(hashlib.sha256(path.read_bytes()).digest())
+            try:
+                path = ws.recipe_path(entry, row)
+                h.update(ws.checkout.shown(path).encode() + b"\0")
+                h.update(hashlib.sha256(path.read_bytes()).digest())
+            except (CookbookError, OSError):
+                return None
         return h.hexdigest()
 
     def page_key(self, page: Any) -> str | None:
@@ -246,9 +225,9 @@ class RenderCache:
 
     def put(self, kind: str, key: str, value: Any) -> None:
         if self.deferred is not None:       # a worker process: the parent writes it
-            self.deferred.append((kind, key, _dumps(value)))
+            self.deferred.append((kind, key, pickle.dumps(value, pickle.HIGHEST_PROTOCOL)))
             return
-        self.put_bytes(kind, key, _dumps(value))
+        self.put_bytes(kind, key, pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
 
     def put_bytes(self, kind: str, key: str, data: bytes) -> None:
         self.used.add(self._path(kind, key))
@@ -264,12 +243,12 @@ class RenderCache:
             if not (self.root / name).exists():
                 (self.root / name).write_text(text, encoding="utf-8")
 
-    def prune(self, age_s: float = PRUNE_AGE_S) -> int:
-        """Remove entries this run did not use that are older than `age_s`; touch the ones it used.
+    def prune(self) -> None:
+        """Remove entries this run did not use that are older than `PRUNE_AGE_S`; touch the ones it used.
         Only files with the name of an entry (`<sha256>.pickle`) are ever removed."""
         import time
 
-        now, removed = time.time(), 0
+        now = time.time()
         for kind in ("render", "variants", "diff", "pages"):
             folder = self.root / kind
             if not folder.is_dir():
@@ -280,12 +259,10 @@ class RenderCache:
                 try:
                     if path in self.used:
                         os.utime(path)
-                    elif now - path.stat().st_mtime > age_s:
+                    elif now - path.stat().st_mtime > PRUNE_AGE_S:
                         path.unlink()
-                        removed += 1
                 except OSError:
                     pass
-        return removed
 
 
 @contextmanager

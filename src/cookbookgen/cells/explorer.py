@@ -47,18 +47,15 @@ def _is_kv_flag(name: str) -> bool:
     return name == "--enable-hierarchical-cache" or name.startswith("--hicache-") or name in LINKER_FLAGS
 
 
-def _cell_path(module: Json, cell: Json) -> str:
-    index = next((i for i, c in enumerate(module.get("cells", [])) if c is cell), None)
-    return key_join("cells", index) if index is not None else "cells[?]"
-
-
 def _tier_settings(role: Any, target: str, cell: Json, module: Json, file: str) -> tuple[list[Any], Json]:
     """(args, env) the target tier adds to a worker of this role."""
     mooncake = module.get("kvMooncake") or {}
     if role in CACHE_ROLES and target == "hicache":
         hicache = (cell.get("kv") or {}).get("hicache")
         if not hicache:
-            raise CookbookError.at(file, 0, _cell_path(module, cell) + ".kv.hicache", "missing (needed for hicache)")
+            index = next((i for i, c in enumerate(module.get("cells", [])) if c is cell), None)
+            where = key_join("cells", index) if index is not None else "cells[?]"
+            raise CookbookError.at(file, 0, where + ".kv.hicache", "missing (needed for hicache)")
         return hicache["args"], {}
     if target != "mooncake":
         return [], {}
@@ -69,7 +66,8 @@ def _tier_settings(role: Any, target: str, cell: Json, module: Json, file: str) 
     return [], mooncake["decode_env"]
 
 
-def _kv_worker(block: Json, source: str, target: str, settings: tuple[list[Any], Json]) -> Json:
+def _kv_worker(block: Json, source: str, settings: tuple[list[Any], Json]) -> Json:
+    """The worker moved from the `source` tier to the one whose (args, env) `settings` adds (its own env wins)."""
     add, env_add = settings
     args = [a for a in block["args"] if not _is_kv_flag(a[0])]
     env = block["env"]
@@ -77,8 +75,7 @@ def _kv_worker(block: Json, source: str, target: str, settings: tuple[list[Any],
         env = {k: v for k, v in env.items() if k not in STORE_ONLY_ENV}
     names = {a[0] for a in args}
     args.extend(list(a) for a in add if a[0] not in names)
-    env = {**env, **{k: v for k, v in env_add.items() if k not in env}}
-    return {**block, "args": sort_args(args), "env": dict(sorted(env.items()))}
+    return {**block, "args": sort_args(args), "env": dict(sorted({**env_add, **env}.items()))}
 
 
 def _mooncake_master(module: Json, router: str, file: str) -> Json:
@@ -102,7 +99,7 @@ def kv_transform(
         b = {**b0, "args": [list(a) for a in b0.get("args") or []], "env": dict(b0.get("env") or {})}
         if b.get("kind") == "worker":
             settings = _tier_settings(b.get("role"), target_tier, cell, module, file)
-            b = _kv_worker(b, measured_tier, target_tier, settings)
+            b = _kv_worker(b, measured_tier, settings)
         out.append(b)
     if target_tier == "mooncake":
         first = next((i for i, b in enumerate(out) if b.get("kind") == "worker"), -1)
@@ -130,11 +127,6 @@ def block_title(block: Json) -> str:
     return str(titles.get(block.get("kind"), block.get("kind")))
 
 
-def _pinning_text(pinning: list[list[Any]]) -> str:
-    per = [f"worker {i}: {' / '.join(str(x) for x in w if x) or 'all'}" for i, w in enumerate(pinning)]
-    return f"Workers share nodes: pin GPUs per worker with CUDA_VISIBLE_DEVICES = {' · '.join(per)}."
-
-
 def _worker_where(b: Json, router: str, worker_count: int) -> str:
     n = b.get("nodes_per_worker") or 1
     role = b.get("role")
@@ -145,7 +137,8 @@ def _worker_where(b: Json, router: str, worker_count: int) -> str:
     if n > 1:
         parts.append(f"Run on every node of a worker with NODE_RANK=0..{n - 1}; {ROLE_HEAD.get(role)} is that worker's first node.")
     if b.get("gpu_pinning") is not None:
-        parts.append(_pinning_text(b["gpu_pinning"]))
+        per = [f"worker {i}: {' / '.join(str(x) for x in w if x) or 'all'}" for i, w in enumerate(b["gpu_pinning"])]
+        parts.append(f"Workers share nodes: pin GPUs per worker with CUDA_VISIBLE_DEVICES = {' · '.join(per)}.")
     if router == "sglang" and worker_count == 1 and role == "agg" and n == 1:
         parts.append("Serves the OpenAI API on port 30000.")
     if router == "dynamo":

@@ -22,7 +22,7 @@ import fnmatch
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, cast, overload
+from typing import Any, Callable, cast, overload
 
 from ..errors import CookbookError
 from ..policy.rules import Policy
@@ -77,15 +77,6 @@ def block_dict(block: Block) -> Json:
     out["title"] = block.title
     out["where"] = block.where
     return out
-
-
-def file_list(blocks: Iterable[Block]) -> list[Json]:
-    """The config files of `blocks` as AgentX `files` entries, first use first."""
-    seen: dict[tuple[str, str], None] = {}
-    for b in blocks:
-        for name, content in b.files.items():
-            seen.setdefault((name, content), None)
-    return [{"name": n, "content": c} for n, c in seen]
 
 
 # ---- donors ----
@@ -159,11 +150,6 @@ def _launch_sorted(blocks: list[Block]) -> list[Block]:
     return sorted(blocks, key=lambda b: order[b.kind])
 
 
-def _drop_dynamo_env(env: dict[str, str], rules: Json) -> dict[str, str]:
-    prefixes = tuple(rules["drop_env_prefixes"])
-    return {k: v for k, v in env.items() if k not in rules["drop_env"] and not k.startswith(prefixes)}
-
-
 def to_sglang(blocks: list[Block], model: str) -> list[Block]:
     """Dynamo -> SGLang router (rules in kv_tiers.yaml `routers.to_sglang`)."""
     rules = _router_rules("sglang")
@@ -179,7 +165,8 @@ def to_sglang(blocks: list[Block], model: str) -> list[Block]:
 
 
 def _sglang_block(b: Block, rules: Json, disagg: bool) -> Block:
-    env = _drop_dynamo_env(b.env, rules)
+    prefixes = tuple(rules["drop_env_prefixes"])
+    env = {k: v for k, v in b.env.items() if k not in rules["drop_env"] and not k.startswith(prefixes)}
     if b.kind != "worker":
         return b.model_copy(update={"env": env})
     args = [a for a in b.args if a[0] not in rules["drop_worker_args"]]
@@ -221,7 +208,8 @@ def retier(blocks: list[Block], router: str, measured: str, target: str, donors:
     cell = {"kv": {"hicache": donors.hicache}}
     module = {"kvMooncake": donors.mooncake}
     dicts = kv_transform([block_dict(b) for b in blocks], measured, target, cell, module, router, VARIANT_FILE)
-    return to_blocks(dicts, router, file_list(blocks), VARIANT_FILE, "blocks")   # as the decoder builds them
+    files = [{"name": n, "content": c} for n, c in dict.fromkeys(file for b in blocks for file in b.files.items())]
+    return to_blocks(dicts, router, files, VARIANT_FILE, "blocks")   # as the decoder builds them
 
 
 def derive(dep: Deployment, measured_router: str, measured_kv: str, target_router: str, target_kv: str,

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Iterable, Literal, Sequence
+from typing import Iterable, Literal, Sequence, get_args
 
 from ..render.model import Block
 from .catalog import Catalog, Option, catalog, engines, history, shipped_versions, version_key
 
-FlagClass = Literal["unknown-version", "unknown-flag", "removed-in", "ambiguous-abbreviation", "bad-choice", "missing-value",
-                    "unexpected-value", "deprecated", "abbreviation-only", "wrapper-flag"]
-CLASSES: tuple[FlagClass, ...] = ("unknown-flag", "removed-in", "ambiguous-abbreviation", "bad-choice", "missing-value",
-                                  "unexpected-value", "deprecated", "abbreviation-only", "wrapper-flag", "unknown-version")
+FlagClass = Literal["unknown-flag", "removed-in", "ambiguous-abbreviation", "bad-choice", "missing-value", "unexpected-value",
+                    "deprecated", "abbreviation-only", "wrapper-flag", "unknown-version"]
+CLASSES: tuple[FlagClass, ...] = get_args(FlagClass)
 FAILING: frozenset[FlagClass] = frozenset(CLASSES[:6])   # the server would refuse to start
 
 
@@ -86,7 +85,6 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
     findings: dict[tuple[str, str, str, str], FlagFinding] = {}
     unchecked: list[str] = []
     checked = 0
-    reported_version = False
     for block in blocks:
         parsers = table.commands.get(block.cmd)
         if block.kind != "worker" or not parsers:
@@ -98,8 +96,7 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
         engine = catalog(parsers[-1], versions.get(parsers[-1]))
         name = block.role or block.kind
         if engine is None:
-            if not reported_version:
-                reported_version = True
+            if ("", "", "", "unknown-version") not in findings:     # reported once, for the first such block
                 detail = _no_version(parsers[-1], versions.get(parsers[-1]), why, image)
                 findings[("", "", "", "unknown-version")] = FlagFinding(cell, name, "", "unknown-version", detail)
             continue

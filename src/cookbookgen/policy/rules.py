@@ -24,7 +24,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from ..errors import CookbookError, schema_messages
 from ..recipes.load import Document, parse_yaml, read_yaml_file
-from ..text import unknown
 
 PolicyClass = Literal["published", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "prohibited"]
 CLASSES: tuple[str, ...] = get_args(PolicyClass)
@@ -128,16 +127,16 @@ def _not_blank(text: str) -> str:
 def load_policy(user_file: Path | None = None) -> Policy:
     """The shipped rules, with `user_file`'s rules (same format) in front of them."""
     shipped_text = resources.files("cookbookgen").joinpath("rules/policy.yaml").read_text(encoding="utf-8")
-    shipped = parse_yaml(shipped_text, "cookbookgen/rules/policy.yaml")
     docs = [read_yaml_file(user_file)] if user_file else []
-    docs.append(shipped)
+    docs.append(parse_yaml(shipped_text, "cookbookgen/rules/policy.yaml"))
     rules: list[Rule] = []
     clusters: dict[str, tuple[ClusterEnv, ...]] = {}
     for doc in docs:
         spec = _read_policy_file(doc)
-        rules.extend(_rules_of(doc, spec))
-        for name, envs in _clusters_of(spec).items():
-            clusters.setdefault(name, envs)
+        rules += [Rule(tuple(r.match.split(".")), r.cls, r.reason, r.value if "value" in r.model_fields_set else _NO_VALUE,
+                       r.replacement, f"{doc.file}:{doc.line_of(('rules', i))}") for i, r in enumerate(spec.rules)]
+        for name, cluster in spec.clusters.items():
+            clusters.setdefault(name, tuple(ClusterEnv(key, str(item.value), item.reason) for key, item in cluster.worker_env.items()))
     return Policy(tuple(rules), clusters)
 
 
@@ -181,20 +180,6 @@ def _read_policy_file(doc: Document) -> _PolicyFile:
         return _PolicyFile.model_validate(doc.data)
     except ValidationError as exc:
         raise CookbookError([doc.problem(loc, message) for loc, message in schema_messages(exc.errors(), _PolicyFile)]) from None
-
-
-def _rules_of(doc: Document, spec: _PolicyFile) -> list[Rule]:
-    return [Rule(tuple(r.match.split(".")), r.cls, r.reason, r.value if "value" in r.model_fields_set else _NO_VALUE,
-                 r.replacement, f"{doc.file}:{doc.line_of(('rules', i))}") for i, r in enumerate(spec.rules)]
-
-
-def _clusters_of(spec: _PolicyFile) -> dict[str, tuple[ClusterEnv, ...]]:
-    return {name: tuple(ClusterEnv(key, str(item.value), item.reason) for key, item in cluster.worker_env.items())
-            for name, cluster in spec.clusters.items()}
-
-
-def error_for_unknown_cluster(name: str, policy: Policy) -> CookbookError:
-    return CookbookError.usage("--cluster", unknown("cluster", name, sorted(policy.clusters)))
 
 
 @dataclass(frozen=True, slots=True)

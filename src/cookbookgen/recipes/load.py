@@ -281,6 +281,9 @@ class YamlFloat(float):
         obj.text = text
         return obj
 
+    def __reduce__(self) -> tuple[type[YamlFloat], tuple[float, str]]:   # pickled (and copied) with its text
+        return YamlFloat, (float(self), self.text)
+
     def __str__(self) -> str:
         return self.text
 
