@@ -51,7 +51,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 from mkdocs.commands.build import build as mkdocs_build
 from mkdocs.config import load_config
@@ -124,39 +124,37 @@ def nav(cookbook: Cookbook) -> list[dict[str, object]]:
     return [{"Home": "index.md"}, {"Models": models}, {"Flag index": "flags.md"}]
 
 
-class _Collect(logging.Handler):
-    """Keeps MkDocs' warnings and errors, so they become problems instead of stray log lines."""
+class _Pass(logging.Handler):
+    """Hands the message of every record at `level` or above to `to`."""
 
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
+    def __init__(self, level: int, to: Report) -> None:
+        super().__init__(level)
+        self.to = to
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
+        self.to(record.getMessage())
 
 
 @contextmanager
 def _mkdocs_problems(where: str) -> Iterator[None]:
+    """MkDocs' warnings and errors become problems instead of stray log lines."""
     logger = logging.getLogger("mkdocs")
-    handler = _Collect()
+    messages: list[str] = []
+    handler = _Pass(logging.WARNING, messages.append)
     logger.addHandler(handler)
     try:
         yield
     except MkDocsException as exc:
-        lines = handler.messages + [exc.format_message()]
+        lines = messages + [exc.format_message()]
         raise CookbookError([Problem(where, 0, "mkdocs", line) for line in lines]) from None
     finally:
         logger.removeHandler(handler)
 
 
-def mkdocs_config(root: Path, docs: Path, site: Path, cookbook: Cookbook, strict: bool = True, **extra: Any) -> MkDocsConfig:
-    return _config(root, docs, site, safe_title(cookbook.title), nav(cookbook), strict, **extra)
-
-
-def _config(root: Path, docs: Path, site: Path, site_name: str, pages_nav: list[dict[str, object]], strict: bool = True,
-            **extra: Any) -> MkDocsConfig:
-    return load_config(config_file=str(root / "mkdocs.yml"), docs_dir=str(docs), site_dir=str(site),
-                       site_name=site_name, nav=pages_nav, strict=strict, **extra)
+def _config(root: Path, scratch: Path, site_name: str, pages_nav: list[dict[str, object]]) -> MkDocsConfig:
+    """MkDocs' strict config for building `scratch/docs` into `scratch/site`."""
+    return load_config(config_file=str(root / "mkdocs.yml"), docs_dir=str(scratch / "docs"), site_dir=str(scratch / "site"),
+                       site_name=site_name, nav=pages_nav, strict=True)
 
 
 def generate(manifest: Path, root: Path, dates: Dates) -> tuple[Cookbook, dict[str, str]]:
@@ -206,11 +204,11 @@ def build_site(manifest: Path, out: Path, dates: Dates = Dates(), show_progress:
         step("reading recipes")
         cookbook = load_cookbook(manifest, progress=lambda key: step(f"rendering {key}"), cache=renders)
         step("deriving router and KV-tier variants")
-        box = [with_variants_cached(cookbook, renders) if renders is not None else with_variants(cookbook)]
+        box = [with_variants_cached(cookbook, renders)]
         del cookbook                       # `publish` holds the only reference, and drops it before MkDocs runs
         generated_on = dates.pick(box[0], manifest)
         result = publish(box.pop(), out, generated_on, root, step, cache=cache, keep_docs=keep_docs, pages=renders)
-    return BuildResult(result.out, result.pages, result.scripts, result.files, time.perf_counter() - started, result.rebuilt)
+    return replace(result, seconds=time.perf_counter() - started)
 
 
 def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | None = None,
@@ -242,6 +240,7 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
         files = made.files
         step(f"writing {len(files) + len(made.kept)} files")
         counts = (len(cookbook.pages), sum(map(_is_script, files)) + len(made.kept), len(files) + len(made.kept))
+        (scratch / "scripts").mkdir()
         write_docs({rel: files.pop(rel) for rel in [rel for rel in files if _is_script(rel)]}, scratch / "scripts")
         for rel in made.kept:
             (scratch / "scripts" / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -257,15 +256,18 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
             if unchanged:
                 step(f"building {len(hashes) - len(unchanged)} changed files with MkDocs (strict, incremental)")
                 assert previous is not None
-                config = _config(root, scratch / "docs", scratch / "site", title, pages_nav)
+                config = _config(root, scratch, title, pages_nav)
                 recorder = _incremental(config, previous, unchanged, out, scratch)
                 rebuilt = len(hashes) - len(unchanged) if recorder is not None else None
             if recorder is None:
                 step("building the site with MkDocs (strict)")
-                recorder = _full(_config(root, scratch / "docs", scratch / "site", title, pages_nav))
+                config = _config(root, scratch, title, pages_nav)
+                recorder = _Recorder()
+                config.plugins["cookbookgen-recorder"] = recorder
+                mkdocs_build(config)
         if keep_docs is not None:
             _keep_docs(scratch / "docs", scratch / "scripts", keep_docs, root, title, pages_nav)
-        _move_into(scratch / "scripts", scratch / "site")
+        shutil.copytree(scratch / "scripts", scratch / "site", copy_function=os.replace, dirs_exist_ok=True)   # renames: one file system
         write_marker(scratch / "site", SITE_MARKER, files_under(scratch / "site"))
         step("moving the site into place")
         swap_in(scratch / "site", out, scratch)
@@ -358,15 +360,6 @@ def _keep_docs(docs: Path, scripts: Path, keep: Path, root: Path, title: str, pa
     write_marker(keep, DOCS_MARKER, ["mkdocs.yml", *(f"docs/{rel}" for rel in files_under(keep / "docs"))])
 
 
-def _move_into(src: Path, dst: Path) -> None:
-    """Move every file under `src` to the same path under `dst` (renames: one file system)."""
-    for folder, _dirs, names in os.walk(src):
-        target = dst / Path(folder).relative_to(src)
-        target.mkdir(parents=True, exist_ok=True)
-        for name in names:
-            os.replace(os.path.join(folder, name), target / name)
-
-
 def _link_or_copy(src: str, dst: str) -> None:
     try:
         os.link(src, dst)
@@ -378,7 +371,6 @@ def _link_or_copy(src: str, dst: str) -> None:
 
 STATE_FORMAT = 1
 _OLD_NS = 1_000_000_000   # mtime given to unchanged docs: older than any output, so MkDocs skips them
-_DIRTY_WARNING = "A 'dirty' build is being performed"
 
 
 def build_context(root: Path, cookbook: Cookbook) -> str:
@@ -436,18 +428,9 @@ class _Recorder(BasePlugin):  # type: ignore[type-arg, no-untyped-call]
         return env
 
 
-class _NoDirtyWarning(logging.Filter):
+def _not_dirty_warning(record: logging.LogRecord) -> bool:
     """MkDocs warns about every dirty build (its navigation may be stale); ours is complete, see above."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(_DIRTY_WARNING)
-
-
-def _full(config: MkDocsConfig) -> _Recorder:
-    recorder = _Recorder()
-    config.plugins["cookbookgen-recorder"] = recorder
-    mkdocs_build(config)
-    return recorder
+    return not str(record.msg).startswith("A 'dirty' build is being performed")
 
 
 def _incremental(config: MkDocsConfig, previous: "SiteState", unchanged: set[str], out: Path, scratch: Path) -> _Recorder | None:
@@ -465,12 +448,11 @@ def _incremental(config: MkDocsConfig, previous: "SiteState", unchanged: set[str
         os.utime(docs / rel, ns=(_OLD_NS, _OLD_NS))
     recorder = _Recorder(previous.anchors)
     config.plugins["cookbookgen-recorder"] = recorder
-    quiet = _NoDirtyWarning()
-    logging.getLogger("mkdocs.commands.build").addFilter(quiet)
+    logging.getLogger("mkdocs.commands.build").addFilter(_not_dirty_warning)
     try:
         mkdocs_build(config, dirty=True)
     finally:
-        logging.getLogger("mkdocs.commands.build").removeFilter(quiet)
+        logging.getLogger("mkdocs.commands.build").removeFilter(_not_dirty_warning)
     if any(path.stat().st_mtime_ns != mtime for path, mtime in linked.items()):
         raise CookbookError.at(str(out), 0, "build", "MkDocs rewrote an unchanged file of the previous site; "
                                                      "delete the cache folder and build again")
@@ -644,7 +626,7 @@ def serve_site(manifest: Path, host: str, port: int, dates: Dates = Dates(), rep
     check_address(host, port)
     cookbook, files = generate(manifest, root, dates)
     logger = logging.getLogger("mkdocs")
-    logger.addHandler(_Report(report))
+    logger.addHandler(_Pass(logging.INFO, lambda message: report(f"mkdocs: {message}")))   # "Serving on ...", rebuilds
     logger.setLevel(logging.INFO)
     with tempfile.TemporaryDirectory(prefix="cookbookgen-serve-") as tmp:
         docs = Path(tmp) / "docs"
@@ -731,14 +713,3 @@ def _signals_wait() -> Iterator[None]:
         signum, _Held.signum = _Held.signum, None
         if signum is not None:
             raise Interrupted(signum)
-
-
-class _Report(logging.Handler):
-    """MkDocs' own messages while serving ("Serving on ...", rebuilds), passed to `report`."""
-
-    def __init__(self, report: Report) -> None:
-        super().__init__(logging.INFO)
-        self.report = report
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.report(f"mkdocs: {record.getMessage()}")
