@@ -206,7 +206,6 @@ class ChartView:
 @dataclass(frozen=True)
 class HardwareView:
     hw: str
-    title: str
     cells: tuple[CellView, ...]
     charts: tuple[ChartView, ...]
 
@@ -218,15 +217,9 @@ class PageView:
 
 
 @dataclass(frozen=True)
-class StatusCount:
-    status: str
-    count: int
-
-
-@dataclass(frozen=True)
 class HomeCell:
     href: str            # page-relative link to the hardware tab
-    statuses: tuple[StatusCount, ...]
+    statuses: tuple[tuple[str, int], ...]   # (status, cells with it)
     date: str
     cells: int
     points: int
@@ -262,22 +255,14 @@ def script_name(cell: Cell, point: Point) -> str:
     return f"launch-{cell.slug}-{_tab_slug(tab_title(cell, point), '-')}.sh"
 
 
-def variant_group_title(router: str, kv: str) -> str:
-    return f"{router} router, KV tier {kv}"
-
-
-def variant_group_anchor(cell: Cell, router: str, kv: str) -> str:
-    """The prefix of the combination's variant anchors: `<this>-<tab slug>`."""
-    return f"{cell.slug}-derived-{_tab_slug(router, '-')}-{_tab_slug(kv, '-')}"
-
-
 def variant_tab(cell: Cell, variant: Variant) -> str:
     point = _variant_point(cell, variant)
     return tab_title(cell, point) if point else variant.point.replace("/", " ")
 
 
 def variant_anchor(cell: Cell, variant: Variant) -> str:
-    return f"{variant_group_anchor(cell, variant.router, variant.kv)}-{_tab_slug(variant_tab(cell, variant), '-')}"
+    slugs = (_tab_slug(text, "-") for text in (variant.router, variant.kv, variant_tab(cell, variant)))
+    return f"{cell.slug}-derived-" + "-".join(slugs)
 
 
 def _variant_point(cell: Cell, variant: Variant) -> Point | None:
@@ -381,8 +366,7 @@ def variant_groups(cookbook: Cookbook, cell: Cell, generated_on: dt.date) -> tup
     groups: dict[tuple[str, str], list[RunView]] = {}
     for v in cell.variants:
         groups.setdefault((v.router, v.kv), []).append(_variant_view(cookbook, cell, v, generated_on))
-    return tuple(VariantGroup(variant_group_title(r, k), tuple(runs))
-                 for (r, k), runs in groups.items())
+    return tuple(VariantGroup(f"{router} router, KV tier {kv}", tuple(runs)) for (router, kv), runs in groups.items())
 
 
 # --- metrics and charts ---------------------------------------------------------------------------
@@ -401,20 +385,17 @@ def metric_keys(points: tuple[Point, ...]) -> list[str]:
     return [k for k in METRICS if k in present] + sorted(present - set(METRICS))
 
 
-def _x_metric(point: Point) -> tuple[str, str, Axis] | None:
-    if THROUGHPUT not in point.metrics:
-        return None
-    return next((x for x in X_METRICS if x[0] in point.metrics), None)
+XMetric = tuple[str, str, Axis]   # an entry of X_METRICS
 
 
-def chart_groups(cells: tuple[Cell, ...]) -> dict[str, list[tuple[Cell, Point]]]:
-    """Measured points with a throughput and an x metric, grouped by the kind of x metric."""
-    groups: dict[str, list[tuple[Cell, Point]]] = {}
+def chart_groups(cells: tuple[Cell, ...]) -> dict[XMetric, list[tuple[Cell, Point]]]:
+    """Measured points with a throughput and an x metric, grouped by their x metric (the first one present)."""
+    groups: dict[XMetric, list[tuple[Cell, Point]]] = {}
     for cell in cells:
         for point in cell.points:
-            x = _x_metric(point)
-            if x:
-                groups.setdefault(x[1], []).append((cell, point))
+            x = next((x for x in X_METRICS if x[0] in point.metrics), None)
+            if x and THROUGHPUT in point.metrics:
+                groups.setdefault(x, []).append((cell, point))
     return groups
 
 
@@ -427,9 +408,9 @@ def cell_title(cell: Cell) -> str:
     return f"{hardware_title(cell.hw)} · {series_name(cell)}"
 
 
-def chart(page: Page, hw: str, kind: str, members: list[tuple[Cell, Point]]) -> tuple[ChartView, str, set[tuple[str, str]]]:
+def chart(page: Page, hw: str, x: XMetric, members: list[tuple[Cell, Point]]) -> tuple[ChartView, str, set[tuple[str, str]]]:
     """The chart's view, its SVG text and the (cell id, point id) pairs on its frontier."""
-    key, _, axis = next(x for x in X_METRICS if x[1] == kind)
+    key, kind, axis = x
     pts = [ChartPoint(series_name(c), tab_title(c, p), p.metrics[key], p.metrics[THROUGHPUT]) for c, p in members]
     best = frontier(pts, axis.better)
     title = f"{page.title} on {hardware_title(hw)}: throughput per GPU vs {axis.title}"
@@ -483,13 +464,13 @@ def page_view(cookbook: Cookbook, page: Page, generated_on: dt.date) -> tuple[Pa
     for hw in page.hardware:
         cells = tuple(c for c in page.cells if c.hw == hw)
         charts, on_front = [], set()
-        for kind, members in chart_groups(cells).items():
-            view, svg, on = chart(page, hw, kind, members)
+        for x, members in chart_groups(cells).items():
+            view, svg, on = chart(page, hw, x, members)
             charts.append(view)
             svgs[view.file] = svg
             on_front |= on
         views = tuple(cell_view(cookbook, c, generated_on, on_front) for c in cells)
-        hardware.append(HardwareView(hw, hardware_title(hw), views, tuple(charts)))
+        hardware.append(HardwareView(hw, views, tuple(charts)))
     return PageView(page, tuple(hardware)), svgs
 
 
@@ -500,14 +481,10 @@ def home_cell(page: Page, hw: str) -> HomeCell | None:
     if not cells:
         return None
     statuses = list(dict.fromkeys(c.provenance.status for c in cells))
-    counts = tuple(StatusCount(s, sum(c.provenance.status == s for c in cells)) for s in statuses)
+    counts = tuple((s, sum(c.provenance.status == s for c in cells)) for s in statuses)
     dates = [c.provenance.date for c in cells if c.provenance.date]
     return HomeCell(f"{page.slug}/index.html#{hardware_anchor(hw)}", counts, max(dates).isoformat() if dates else "—",
                     len(cells), sum(len(c.points) for c in cells))
-
-
-def all_hardware(cookbook: Cookbook) -> list[str]:
-    return list(dict.fromkeys(hw for page in cookbook.pages for hw in page.hardware))
 
 
 def _settings_of(dep: Deployment) -> list[tuple[str, str, str]]:
@@ -653,7 +630,7 @@ def site_files(cookbook: Cookbook, templates: Mapping[str, str], generated_on: d
     made = [(done or {}).get(page.slug) or page_files(cookbook, page, env, generated_on) for page in cookbook.pages]
     for each in made:
         files.update(each.files)
-    context = {"cookbook": cookbook, "pages": cookbook.pages, "generated_on": generated_on, "hardware": all_hardware(cookbook),
+    context = {"cookbook": cookbook, "pages": cookbook.pages, "generated_on": generated_on, "hardware": list(dict.fromkeys(hw for page in cookbook.pages for hw in page.hardware)),
                "home_cell": home_cell, "flags": flag_rows(each.flags for each in made)}
     for path, name in TEMPLATES.items():
         files[path] = render_template(env, name, **context)
