@@ -48,7 +48,7 @@ import sys
 import tempfile
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
@@ -188,11 +188,6 @@ def swap_in(new: Path, out: Path, scratch: Path) -> None:
             raise
 
 
-def default_cache(out: Path) -> Path:
-    """Where `cookbookgen build` keeps its cache unless told otherwise: beside the site folder."""
-    return out.absolute().parent / ".cookbookgen-cache"
-
-
 def build_site(manifest: Path, out: Path, dates: Dates = Dates(), show_progress: bool | None = None,
                cache: Path | None = None, keep_docs: Path | None = None) -> BuildResult:
     """Load the manifest, then `publish` (see the module docstring). With `cache`, configs whose inputs
@@ -231,9 +226,7 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
     rebuilt: int | None = None
     try:
         state_dir = cache / "site" if cache is not None else None
-        previous = SiteState.load(state_dir) if state_dir is not None else None
-        if previous is not None and not previous.holds(out):
-            previous = None                    # it describes another site than the one in `out`
+        previous = SiteState.load(state_dir, out) if state_dir is not None else None
         step("generating pages")
         made = generate_docs(cookbook, read_templates(root / "templates"), generated_on, pages,
                              previous.pages if previous is not None else {})
@@ -334,11 +327,9 @@ def generate_docs(cookbook: Cookbook, templates: dict[str, str], generated_on: d
 def _save_state(state_dir: Path, state: "SiteState") -> None:
     """Keep the state for the next build; a cache that cannot be written only costs time (and a state
     left from before never matches the new site: see `SiteState.unchanged`)."""
-    try:
+    with suppress(OSError):
         RenderCache(state_dir.parent).ensure()
         state.save(state_dir)
-    except OSError:
-        pass
 
 
 def _keep_docs(docs: Path, scripts: Path, keep: Path, root: Path, title: str, pages_nav: list[dict[str, object]]) -> None:
@@ -385,14 +376,8 @@ def build_context(root: Path, cookbook: Cookbook) -> str:
 
 def site_fingerprint(out: Path) -> dict[str, list[int]]:
     """(size, mtime, inode) of every file of the site: the state applies only to the site it built."""
-    found: dict[str, list[int]] = {}
-    top = os.path.join(out, "")               # os.walk's folders start with it: their relative path is the rest
-    for folder, _dirs, names in os.walk(out):
-        rel = os.path.join(folder, "")[len(top):]
-        for name in names:
-            st = os.stat(os.path.join(folder, name))
-            found[rel + name] = [st.st_size, st.st_mtime_ns, st.st_ino]
-    return found
+    stats = {rel: (out / rel).stat() for rel in files_under(out)}
+    return {rel: [st.st_size, st.st_mtime_ns, st.st_ino] for rel, st in stats.items()}
 
 
 class _Recorder(BasePlugin):  # type: ignore[type-arg, no-untyped-call]
@@ -517,22 +502,20 @@ class SiteState:
     pages: dict[str, list[str]]     # page key (`generate_docs`) -> its launch scripts
 
     @classmethod
-    def load(cls, folder: Path) -> "SiteState | None":
+    def load(cls, folder: Path, out: Path) -> "SiteState | None":
+        """The state kept in `folder`, when it describes the site in `out` (None: none, or another site)."""
         try:
             data = json.loads((folder / "state.json").read_text(encoding="utf-8"))
-            return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+            state = cls(**{k: data[k] for k in cls.__dataclass_fields__})
         except (OSError, ValueError, KeyError, TypeError):
             return None
+        return state if out.is_dir() and site_fingerprint(out) == state.site else None
 
     def save(self, folder: Path) -> None:
         write_atomic(folder / "state.json", json.dumps(self.__dict__, separators=(",", ":")))
 
-    def holds(self, out: Path) -> bool:
-        """Whether `out` is still the site this state describes."""
-        return out.is_dir() and site_fingerprint(out) == self.site
-
     def unchanged(self, context: str, docs: dict[str, str]) -> set[str] | None:
-        """The docs files whose output can be kept (from the site this state `holds`), or None when
+        """The docs files whose output can be kept (from the site in `out` when it was loaded), or None when
         only a full build will do."""
         if context != self.context or set(docs) != set(self.docs):
             return None
@@ -566,20 +549,16 @@ def _inputs(manifest: Path, root: Path) -> list[Path]:
     """Files whose change should regenerate the docs: the manifest's folder, its checkout, templates
     (without the checkout while the manifest cannot be read: its next edit is seen all the same)."""
     folders = [manifest.parent, root / "templates"]
-    try:
+    with suppress(CookbookError):
         folders.insert(1, source_root(manifest, *read_manifest(manifest)))
-    except CookbookError:
-        pass
     return [p for folder in dict.fromkeys(folders) for p in folder.rglob("*") if p.is_file()]
 
 
 def _stamp(paths: list[Path]) -> tuple[tuple[str, int], ...]:
     found = []
     for path in paths:
-        try:
+        with suppress(OSError):           # removed since it was listed
             found.append((str(path), path.stat().st_mtime_ns))
-        except OSError:           # removed since it was listed
-            pass
     return tuple(found)
 
 
