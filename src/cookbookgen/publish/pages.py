@@ -1,4 +1,4 @@
-"""Cookbook -> the files of the site's docs folder, as text. Pure: no I/O, no clock.
+"""Cookbook -> the files of the site's docs folder, as text. Pure: no clock, no I/O but the package's `rules/site.yaml`.
 
 `site_files(cookbook, templates, generated_on)` returns `{relative path: text}`:
 - `index.md` (models x hardware), `<page>/index.md` (one per model: charts and a table of deployments),
@@ -22,7 +22,7 @@ import datetime as dt
 import json
 import re
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping, cast
 
 import jinja2
 from markupsafe import Markup, escape
@@ -31,6 +31,7 @@ from pymdownx.slugs import slugify as _pymdownx_slugify
 from ..cells.model import Cell, Cookbook, Page, Point, Variant
 from ..errors import CookbookError
 from ..flags.check import CellCheck, check_cell
+from ..recipes.load import package_yaml
 from ..render.model import Block, Deployment
 from ..render.shell import copy_all, format_block
 from ..render.tables import tables
@@ -42,36 +43,6 @@ MODEL_TEMPLATE = "model.md.j2"
 CELL_TEMPLATE = "cell.md.j2"
 ASSETS = "assets/"
 
-STATUS_TEXT = {
-    "verified": "run pinned, PR merged",
-    "verified-pr": "run pinned with /use <run_id>, PR still open",
-    "in-progress": "no pinned run yet: the commands are the recipe at the PR head",
-    "derived": "a router or KV-tier variant derived from measured commands, never run",
-    "flags-ok": "every flag is accepted by the engine version the image pins",
-    "flags-deprecated": "every flag is accepted; some are deprecated",
-    "flags-fail": "a flag the engine version the image pins would refuse: the server would not start",
-    "flags-unchecked": "no flag catalog for the engine version (unknown or not shipped)",
-}
-DISCLOSURE_TEXT = {
-    "synthetic-acceptance": ("Speculative decoding ran with a golden (simulated) acceptance length of {al} "
-                             "(SGLANG_SIMULATE_ACC_LEN); real traffic accepts a different share of draft tokens, "
-                             "so measured throughput and latency will differ."),
-    "chat-template": ("The benchmark client sent chat-template arguments with every request (see benchmark.* in "
-                      "the settings not published); send the same arguments to reproduce the numbers."),
-}
-# metric key -> (name, unit, format); columns follow this order, unknown keys come last, sorted.
-METRICS: dict[str, tuple[str, str, str]] = {
-    "throughput_per_gpu": ("Throughput", "tok/s/GPU", "{:,.0f}"),
-    "p50_e2el_s": ("p50 E2E latency", "s", "{:.2f}"),
-    "p75_e2el_s": ("p75 E2E latency", "s", "{:.2f}"),
-    "p90_e2el_s": ("p90 E2E latency", "s", "{:.2f}"),
-    "p99_e2el_s": ("p99 E2E latency", "s", "{:.2f}"),
-    "p50_interactivity": ("p50 interactivity", "tok/s/user", "{:.1f}"),
-    "p90_interactivity": ("p90 interactivity", "tok/s/user", "{:.1f}"),
-    "p50_ttft_s": ("p50 TTFT", "s", "{:.2f}"),
-    "p90_ttft_s": ("p90 TTFT", "s", "{:.2f}"),
-    "p99_ttft_s": ("p99 TTFT", "s", "{:.2f}"),
-}
 THROUGHPUT = "throughput_per_gpu"
 SUMMARY = (THROUGHPUT, "p90_e2el_s", "p90_interactivity", "p90_ttft_s")   # shown above a point's commands
 # chart x metrics, first present wins per point: (metric key, kind used in file names, axis)
@@ -88,6 +59,12 @@ _tab_slug = _pymdownx_slugify(case="lower")
 
 # MkDocs' theme templates print site_name, nav and page titles without escaping them everywhere.
 _TITLE_SAFE = str.maketrans({"<": "‹", ">": "›", "&": "+", '"': "”", "'": "’"})
+
+
+def site_table(name: str) -> dict[str, Any]:
+    """A table of `rules/site.yaml`: `statuses` (what each badge means), `disclosures` (their texts) or
+    `metrics` (key -> [name, unit, format], in the order of the metrics tables' columns)."""
+    return cast(dict[str, Any], package_yaml("rules/site.yaml")[name])
 
 
 def safe_title(text: str) -> str:
@@ -133,7 +110,7 @@ def link(url: str | None, text: object) -> Markup:
 
 def badge(status: str) -> Markup:
     slug = re.sub(r"[^a-z0-9-]", "", status)
-    return Markup(f'<span class="cb-badge cb-status-{slug}" title="{md(STATUS_TEXT.get(status, status))}">{md(status)}</span>')
+    return Markup(f'<span class="cb-badge cb-status-{slug}" title="{md(site_table("statuses").get(status, status))}">{md(status)}</span>')
 
 
 def code(value: object) -> Markup:
@@ -340,7 +317,7 @@ def variant_script(cookbook: Cookbook, cell: Cell, variant: Variant, generated_o
 
 def _metric_summary(point: Point) -> str:
     keys = [k for k in SUMMARY if k in point.metrics][:3]
-    return " · ".join(f"{METRICS[k][0]} {_format_metric(k, point.metrics[k])} {METRICS[k][1]}" for k in keys)
+    return " · ".join(f"{_metric(k)[0]} {_format_metric(k, point.metrics[k])} {_metric(k)[1]}" for k in keys)
 
 
 def _run_view(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.date, earlier: dict[str, str]) -> RunView:
@@ -371,18 +348,25 @@ def variant_groups(cookbook: Cookbook, cell: Cell, generated_on: dt.date) -> tup
 
 # --- metrics and charts ---------------------------------------------------------------------------
 
+def _metric(key: str) -> list[str]:
+    """[name, unit, format] of a metric; an unknown key names itself, without a unit."""
+    spec: list[str] = site_table("metrics").get(key, [key, "", "{:g}"])
+    return spec
+
+
 def _format_metric(key: str, value: float) -> str:
-    return METRICS.get(key, (key, "", "{:g}"))[2].format(value)
+    return _metric(key)[2].format(value)
 
 
 def metric_title(key: str) -> str:
-    name, unit, _ = METRICS.get(key, (key, "", ""))
+    name, unit, _ = _metric(key)
     return f"{name} ({unit})" if unit else name
 
 
 def metric_keys(points: tuple[Point, ...]) -> list[str]:
     present = {k for p in points for k in p.metrics}
-    return [k for k in METRICS if k in present] + sorted(present - set(METRICS))
+    known = site_table("metrics")
+    return [k for k in known if k in present] + sorted(present - set(known))
 
 
 XMetric = tuple[str, str, Axis]   # an entry of X_METRICS
@@ -432,7 +416,7 @@ def _metric_rows(cell: Cell, keys: list[str], on_front: set[tuple[str, str]]) ->
 
 def _disclosures(cell: Cell) -> tuple[str, ...]:
     al = ", ".join(dict.fromkeys(p.golden_al for p in cell.points if p.golden_al)) or "unknown"
-    return tuple(DISCLOSURE_TEXT.get(d, d).format(al=al) for d in cell.disclosures)
+    return tuple(site_table("disclosures").get(d, d).format(al=al) for d in cell.disclosures)
 
 
 def cell_view(cookbook: Cookbook, cell: Cell, generated_on: dt.date, on_front: set[tuple[str, str]]) -> CellView:
@@ -583,7 +567,7 @@ def environment(templates: Mapping[str, str]) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.DictLoader(dict(templates)), autoescape=True, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     env.filters.update(md=md, code=code, badge=badge, command=command, safe_title=lambda t: Markup(json.dumps(safe_title(one_line(t)))))
-    env.globals.update(link=link, STATUS_TEXT=STATUS_TEXT, hardware_title=hardware_title, cell_title=cell_title, series_name=series_name,
+    env.globals.update(link=link, STATUS_TEXT=site_table("statuses"), hardware_title=hardware_title, cell_title=cell_title, series_name=series_name,
                        hardware_anchor=hardware_anchor, page_path=page_path)
     return env
 
