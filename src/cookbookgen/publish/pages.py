@@ -274,15 +274,12 @@ def where_text(block: Block) -> str:
         facts.append(f"{block.count} instances")
     if block.ports:
         facts.append("ports " + ", ".join(block.ports))
-    parts = [block.where] if block.where else []
-    if facts:
-        parts.append(", ".join(facts))
-    return "; ".join(parts)
+    return "; ".join(part for part in (block.where, ", ".join(facts)) if part)
 
 
-def script_heading(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment, generated_on: dt.date,
-                   derived: str | None = None) -> list[str]:
-    """The `# ...` lines at the top of a copy-all script: what it is and where it came from
+def launch_script(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment, generated_on: dt.date,
+                  derived: str | None = None) -> str:
+    """The copy-all script of `dep`, headed by `# ...` lines saying what it is and where it came from
     (`render.shell.copy_all` keeps each on its comment line)."""
     prov = cell.provenance
     run = f"run {prov.run} attempt {prov.attempt}" if prov.run else "no pinned run"
@@ -294,7 +291,7 @@ def script_heading(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment
              f"{cookbook.title}, generated {generated_on.isoformat()} by cookbookgen"]
     if derived:
         lines.insert(0, f"DERIVED, NOT BENCHMARKED: {derived}")
-    return lines
+    return copy_all(list(dep.blocks), lines, tables().describe_placeholder)
 
 
 def _blocks(dep: Deployment, anchor: str, data: Mapping[str, str]) -> tuple[BlockView, ...]:
@@ -304,15 +301,7 @@ def _blocks(dep: Deployment, anchor: str, data: Mapping[str, str]) -> tuple[Bloc
 
 
 def point_script(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.date) -> str:
-    heading = script_heading(cookbook, cell, point, point.deployment, generated_on)
-    return copy_all(list(point.deployment.blocks), heading, tables().describe_placeholder)
-
-
-def variant_script(cookbook: Cookbook, cell: Cell, variant: Variant, generated_on: dt.date) -> str:
-    point = _variant_point(cell, variant) or cell.points[0]
-    what = f"{variant.router} router, {variant.kv} KV tier, from measured point {variant.point}"
-    heading = script_heading(cookbook, cell, point, variant.deployment, generated_on, derived=what)
-    return copy_all(list(variant.deployment.blocks), heading, tables().describe_placeholder)
+    return launch_script(cookbook, cell, point, point.deployment, generated_on)
 
 
 def _metric_summary(point: Point) -> str:
@@ -332,8 +321,10 @@ def _run_view(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.dat
 def _variant_view(cookbook: Cookbook, cell: Cell, variant: Variant, generated_on: dt.date) -> RunView:
     anchor = variant_anchor(cell, variant)
     point = _variant_point(cell, variant) or cell.points[0]
+    what = f"{variant.router} router, {variant.kv} KV tier, from measured point {variant.point}"
+    script = launch_script(cookbook, cell, point, variant.deployment, generated_on, derived=what)
     return RunView(tab=variant_tab(cell, variant), anchor=anchor, script=f"launch-{anchor}.sh",
-                   blocks=_blocks(variant.deployment, anchor, {}), copy_all=variant_script(cookbook, cell, variant, generated_on),
+                   blocks=_blocks(variant.deployment, anchor, {}), copy_all=script,
                    point=point, summary=f"{variant.router} router with KV tier {variant.kv}, derived from point {variant.point}",
                    same_as=None)
 
