@@ -230,14 +230,15 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
         step("generating pages")
         files = generate_docs(cookbook, read_templates(root / "templates"), generated_on, pages)
         step(f"writing {len(files)} files")
-        counts = (len(cookbook.pages), sum(map(_is_script, files)), len(files))
+        scripts = {rel: files.pop(rel) for rel in [rel for rel in files if rel.endswith(".sh")]}
+        counts = (len(cookbook.pages), len(scripts), len(scripts) + len(files))
         (scratch / "scripts").mkdir()
-        write_docs({rel: files.pop(rel) for rel in [rel for rel in files if _is_script(rel)]}, scratch / "scripts")
+        write_docs(scripts, scratch / "scripts")
         write_docs(files, scratch / "docs")
         hashes = {rel: hashlib.sha256(text.encode("utf-8")).hexdigest() for rel, text in files.items()}
         title, pages_nav = safe_title(cookbook.title), nav(cookbook)
         context = build_context(root, cookbook)
-        del files, cookbook                    # the docs are on disk: free the memory before MkDocs needs its own
+        del files, scripts, cookbook           # the docs are on disk: free the memory before MkDocs needs its own
         unchanged = previous.unchanged(context, hashes) if previous is not None else None
         with _mkdocs_problems(str(root / "mkdocs.yml")):
             recorder = None
@@ -261,14 +262,13 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
         swap_in(scratch / "site", out, scratch)
         if state_dir is not None:
             with _signals_wait():
-                _save_state(state_dir, SiteState.after(context, hashes, recorder, previous if rebuilt is not None else None, out))
+                state = SiteState.after(context, hashes, recorder, previous if rebuilt is not None else None, out)
+                with suppress(OSError):    # a cache that cannot be written only costs time (an older state never matches the new site)
+                    RenderCache(state_dir.parent).ensure()
+                    state.save(state_dir)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return BuildResult(out, *counts, time.perf_counter() - started, rebuilt)
-
-
-def _is_script(rel: str) -> bool:
-    return rel.endswith(".sh")
 
 
 def generate_docs(cookbook: Cookbook, templates: dict[str, str], generated_on: dt.date, cache: RenderCache | None) -> dict[str, str]:
@@ -295,14 +295,6 @@ def generate_docs(cookbook: Cookbook, templates: dict[str, str], generated_on: d
                 cache.put("pages", key, made)
         done[page.slug] = made
     return site_files(cookbook, templates, generated_on, done)
-
-
-def _save_state(state_dir: Path, state: "SiteState") -> None:
-    """Keep the state for the next build; a cache that cannot be written only costs time (and a state
-    left from before never matches the new site: see `SiteState.unchanged`)."""
-    with suppress(OSError):
-        RenderCache(state_dir.parent).ensure()
-        state.save(state_dir)
 
 
 def _keep_docs(docs: Path, scripts: Path, keep: Path, root: Path, title: str, pages_nav: list[dict[str, object]]) -> None:
