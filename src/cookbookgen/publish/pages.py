@@ -300,10 +300,6 @@ def _blocks(dep: Deployment, anchor: str, data: Mapping[str, str]) -> tuple[Bloc
                  for i, b in enumerate(dep.blocks))
 
 
-def point_script(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.date) -> str:
-    return launch_script(cookbook, cell, point, point.deployment, generated_on)
-
-
 def _metric_summary(point: Point) -> str:
     keys = [k for k in SUMMARY if k in point.metrics][:3]
     return " · ".join(f"{_metric(k)[0]} {_format_metric(k, point.metrics[k])} {_metric(k)[1]}" for k in keys)
@@ -314,7 +310,7 @@ def _run_view(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.dat
     blocks = _blocks(point.deployment, anchor, {"cell": cell.id, "point": point.id})
     same = earlier.setdefault("\n\n".join(b.text for b in blocks), tab_title(cell, point))
     return RunView(tab=tab_title(cell, point), anchor=anchor, script=script_name(cell, point),
-                   blocks=blocks, copy_all=point_script(cookbook, cell, point, generated_on),
+                   blocks=blocks, copy_all=launch_script(cookbook, cell, point, point.deployment, generated_on),
                    point=point, summary=_metric_summary(point), same_as=same if same != tab_title(cell, point) else None)
 
 
