@@ -434,16 +434,11 @@ def _merge_search_index(site: Path, out: Path, previous: "SiteState", recorder: 
         return
     new = json.loads(path.read_text(encoding="utf-8"))
     old = json.loads(old_path.read_text(encoding="utf-8"))
-    by_page: dict[str, list[dict[str, object]]] = {}
-    for entry in old["docs"]:
-        by_page.setdefault(str(entry["location"]).split("#", 1)[0], []).append(entry)
-    fresh: dict[str, list[dict[str, object]]] = {}
-    for entry in new["docs"]:
-        fresh.setdefault(str(entry["location"]).split("#", 1)[0], []).append(entry)
-    docs: list[dict[str, object]] = []
-    for src in recorder.order:
-        url = recorder.urls[src]
-        docs.extend((fresh if src in rebuilt else by_page).get(url, []))
+    entries: dict[tuple[bool, str], list[dict[str, object]]] = {}     # (in the new index, page url) -> its entries
+    for in_new, index in ((False, old), (True, new)):
+        for entry in index["docs"]:
+            entries.setdefault((in_new, str(entry["location"]).split("#", 1)[0]), []).append(entry)
+    docs = [entry for src in recorder.order for entry in entries.get((src in rebuilt, recorder.urls[src]), [])]
     data = json.dumps({**new, "docs": docs}, separators=(",", ":"), default=str)   # as Material writes it
     path.write_bytes(data.encode("utf-8"))
     script = site / "search" / "search_index.js"
