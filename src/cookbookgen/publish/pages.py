@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, cast
 
@@ -38,9 +39,7 @@ from ..render.tables import tables
 from ..text import one_line
 from .chart import Axis, ChartPoint, frontier, pareto_svg
 
-TEMPLATES = {"index.md": "home.md.j2", "flags.md": "flags.md.j2"}
-MODEL_TEMPLATE = "model.md.j2"
-CELL_TEMPLATE = "cell.md.j2"
+TEMPLATES = {"index.md": "home.md.j2", "flags.md": "flags.md.j2"}   # site-wide pages (a model page is model.md.j2, its cells cell.md.j2)
 ASSETS = "assets/"
 
 THROUGHPUT = "throughput_per_gpu"
@@ -451,8 +450,7 @@ def home_cell(page: Page, hw: str) -> HomeCell | None:
     cells = [c for c in page.cells if c.hw == hw]
     if not cells:
         return None
-    statuses = list(dict.fromkeys(c.provenance.status for c in cells))
-    counts = tuple((s, sum(c.provenance.status == s for c in cells)) for s in statuses)
+    counts = tuple(Counter(c.provenance.status for c in cells).items())      # in first-seen order
     dates = [c.provenance.date for c in cells if c.provenance.date]
     return HomeCell(f"{page.slug}/index.html#{hardware_anchor(hw)}", counts, max(dates).isoformat() if dates else "—",
                     len(cells), sum(len(c.points) for c in cells))
@@ -583,10 +581,10 @@ def page_files(cookbook: Cookbook, page: Page, env: jinja2.Environment, generate
     """A function of the page, the cookbook's title and repo, the date, the templates and nothing else."""
     view, svgs = page_view(cookbook, page, generated_on)
     files = {f"{page.slug}/{name}": svg for name, svg in svgs.items()}
-    files[page_path(page)] = render_template(env, MODEL_TEMPLATE, cookbook=cookbook, view=view, generated_on=generated_on)
+    files[page_path(page)] = render_template(env, "model.md.j2", cookbook=cookbook, view=view, generated_on=generated_on)
     for hw in view.hardware:
         for cell in hw.cells:
-            files[cell_path(page, cell.cell)] = render_template(env, CELL_TEMPLATE, view=view, c=cell)
+            files[cell_path(page, cell.cell)] = render_template(env, "cell.md.j2", view=view, c=cell)
             derived = tuple(r for g in cell.variants for r in g.runs)
             files.update({f"{page.slug}/{r.script}": r.copy_all for r in cell.runs + derived})
     return PageFiles(files, page_json(view), page_flags(page))
