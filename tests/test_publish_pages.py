@@ -167,7 +167,7 @@ def test_cookbook_json_holds_every_resolved_command(cookbook: Cookbook, files: d
         assert got["provenance"]["commit"] == cell.provenance.commit
         for point, jp in zip(cell.points, got["points"]):
             assert [b["text"] for b in jp["blocks"]] == [format_block(b) for b in point.deployment.blocks]
-            assert "copy_all" not in jp and files[jp["script"]] == pages.point_script(cookbook, cell, point, DATE)   # not repeated
+            assert "copy_all" not in jp and files[jp["script"]] == pages.launch_script(cookbook, cell, point, point.deployment, DATE)   # not repeated
 
 
 def test_home_page_shows_models_by_hardware_with_status_and_date(files: dict[str, str]) -> None:

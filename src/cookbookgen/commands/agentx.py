@@ -27,7 +27,6 @@ from ..text import unknown
 
 # The encoder, decoder and render stack are imported by the handlers, so other commands start fast.
 Json = dict[str, Any]
-EXIT_OK = 0
 
 
 def register(subparsers: Any) -> None:
@@ -61,10 +60,6 @@ def read_text(path: Path) -> str:
     from ..recipes.load import MAX_INPUT_BYTES, read_text_file
 
     return read_text_file(path, str(path), MAX_INPUT_BYTES)
-
-
-def json_text(module: Json) -> str:
-    return json.dumps(module, indent=1, ensure_ascii=False) + "\n"
 
 
 # ---- export ----
@@ -106,7 +101,7 @@ def run_export(args: argparse.Namespace) -> int:
         module = encode(cookbook, str(out))
         header, trailing = header_lines(cookbook), True
         baseline, what = 0, "the fully expanded commands"
-    text = write_module_text(module, header, trailing) if args.format == "agentx" else json_text(module)
+    text = write_module_text(module, header, trailing) if args.format == "agentx" else json.dumps(module, indent=1, ensure_ascii=False) + "\n"
     write_atomic(out, text, durable=True)
     size = len(text.encode("utf-8"))
     expanded = expanded_size(module, str(out))
@@ -114,7 +109,7 @@ def run_export(args: argparse.Namespace) -> int:
           f"the fully expanded commands are {expanded} bytes ({expanded / size:.1f}x larger)")
     if baseline:
         print(f"{what}: {baseline} bytes; re-encoded/original = {size / baseline:.3f}")
-    return EXIT_OK
+    return 0
 
 
 # ---- show ----
@@ -181,4 +176,4 @@ def run_show(args: argparse.Namespace) -> int:
         print(json.dumps([{k: v for k, v in c.items() if k != "_blocks"} for c in combos], indent=1, ensure_ascii=False))
     else:
         print("\n".join(_text(c) for c in combos), end="")
-    return EXIT_OK
+    return 0

@@ -96,14 +96,13 @@ def run_diff(args: argparse.Namespace, out: TextIO | None = None) -> int:
     with cache_run(getattr(args, "cache", None)) as cache:
         source: Path | None = None
         for path in _cookbooks(args):
-            report, source = _report(args, path, fmt, _is_tty(stream), workspaces, cache, source)
-            if isinstance(report, tuple):
-                parts.append(report[0])
-                tally += report[1]
+            part, part_tally, what, source = _report(args, path, fmt, _is_tty(stream), workspaces, cache, source)
+            if isinstance(part, str):
+                parts.append(part)
             else:
-                results.append(report)
-                tally += report.tally
-            checked.append(report[2] if isinstance(report, tuple) else (report.cookbook, report.kind, report.checkout))
+                results.append(part)
+            tally += part_tally
+            checked.append(what)
     from ..diff.report import fit, json_doc, verdict
 
     if fmt == "json":
@@ -115,9 +114,9 @@ def run_diff(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def _report(args: argparse.Namespace, path: Path, fmt: str, color: bool, workspaces: dict[Path, Workspace],
-            cache: RenderCache | None, previous: Path | None) -> tuple[tuple[str, Tally, tuple[str, str, str]] | DiffResult, Path]:
-    """One cookbook's part: (text, tally, what was checked) for text and Markdown, the whole result for JSON;
-    and the checkout it was checked against."""
+            cache: RenderCache | None, previous: Path | None) -> tuple[str | DiffResult, Tally, tuple[str, str, str], Path]:
+    """One cookbook's part (its text for text and Markdown, the whole result for JSON), its tally, what
+    was checked, and the checkout it was checked against."""
     from dataclasses import replace
 
     from ..cells.assemble import workspace_for
@@ -138,12 +137,12 @@ def _report(args: argparse.Namespace, path: Path, fmt: str, color: bool, workspa
     what = (published.name, published.kind, trees.name if trees else str(ws.checkout.root))
     if fmt != "json" and getattr(args, "logs", None) is None:
         text, tally = report_text(published, ws, policy, only, fmt == "markdown", color, getattr(args, "jobs", None), cache, verbose, trees)
-        return (text, tally, what), source
+        return text, tally, what, source
     result = _with_logs(args, check(published, ws, policy, only, trees), policy)
     if fmt == "json":
-        return result, source
+        return result, result.tally, what, source
     text = as_markdown(result) if fmt == "markdown" else as_text(result, color=color, verbose=verbose)
-    return (text, result.tally, what), source
+    return text, result.tally, what, source
 
 
 def _git_trees(source: Path, workspaces: dict[Path, Workspace]) -> GitTrees | None:
@@ -176,10 +175,9 @@ def _with_logs(args: argparse.Namespace, result: DiffResult, policy: Policy) -> 
     points = [pair.published for pair in result.pairs]
     if not points:
         raise CookbookError.at(str(logs), 0, "--logs", "no cookbook point was paired with the checkout, so there is nothing to compare the logs with")
-    from ..diff.check import DiffResult
+    from dataclasses import replace
+
     from ..diff.logcheck import check_logs
     from ..diff.sources import read_logs
 
-    found = check_logs(read_logs(logs), points, policy)
-    return DiffResult(result.cookbook, result.kind, result.checkout, result.configs, result.findings + tuple(found),
-                      result.cells, result.notes, result.pairs)
+    return replace(result, findings=result.findings + tuple(check_logs(read_logs(logs), points, policy)))

@@ -48,22 +48,17 @@ def run_flags(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def _checks(args: argparse.Namespace) -> list[CellCheck]:
+    from ..flags.catalog import shipped_versions
     from ..flags.check import check_points
 
     if args.engine_version is not None:
-        _check_version(args.engine_version)
+        known = sorted({v for items in shipped_versions().values() for v in items})
+        if args.engine_version not in known:
+            raise CookbookError.usage("--engine-version", unknown("engine version (no flag catalog)", args.engine_version, known))
     points = [(cell, image, blocks) for config, cell, image, blocks in _published(args) if not args.config or config == args.config]
     if not points:
         raise CookbookError.usage("--config", f"no cell of config {args.config!r} in the cookbook")
     return check_points(points, args.engine_version)
-
-
-def _check_version(version: str) -> None:
-    from ..flags.catalog import shipped_versions
-
-    known = sorted({v for items in shipped_versions().values() for v in items})
-    if version not in known:
-        raise CookbookError.usage("--engine-version", unknown("engine version (no flag catalog)", version, known))
 
 
 def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tuple[Any, ...]]]:

@@ -85,9 +85,9 @@ def _manifest(args: argparse.Namespace) -> Path:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from ..publish.site import build_site, default_cache, stop_on_signals
+    from ..publish.site import build_site, stop_on_signals
 
-    cache = None if getattr(args, "no_cache", False) else (getattr(args, "cache", None) or default_cache(args.out))
+    cache = None if getattr(args, "no_cache", False) else (getattr(args, "cache", None) or args.out.absolute().parent / ".cookbookgen-cache")
     with stop_on_signals():
         result = build_site(_manifest(args), args.out, _dates(args), cache=cache, keep_docs=getattr(args, "keep_docs", None))
     how = "" if result.rebuilt is None else f"; incremental: MkDocs processed {result.rebuilt} changed file(s)"

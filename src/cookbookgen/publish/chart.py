@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Callable, Literal
 from xml.sax.saxutils import escape, quoteattr
 
 Better = Literal["lower", "higher"]
@@ -44,20 +44,16 @@ class _Scale:
     end: float       # pixel of hi
 
     def __call__(self, value: float) -> float:
-        f = self._f
+        f: Callable[[float], float] = math.log10 if self.log else float
         span = f(self.hi) - f(self.lo)
         t = 0.5 if span == 0 else (f(value) - f(self.lo)) / span
         return self.start + t * (self.end - self.start)
 
-    def _f(self, value: float) -> float:
-        return math.log10(value) if self.log else value
-
 
 def dominates(a: ChartPoint, b: ChartPoint, x_better: Better) -> bool:
     """True when `a` is at least as good as `b` on both axes and strictly better on one."""
-    x_ok = a.x <= b.x if x_better == "lower" else a.x >= b.x
-    x_strict = a.x < b.x if x_better == "lower" else a.x > b.x
-    return x_ok and a.y >= b.y and (x_strict or a.y > b.y)
+    ax, bx = (a.x, b.x) if x_better == "higher" else (-a.x, -b.x)
+    return ax >= bx and a.y >= b.y and (ax > bx or a.y > b.y)
 
 
 def frontier(points: list[ChartPoint], x_better: Better) -> list[int]:
@@ -129,9 +125,7 @@ def _ticks(s: _Scale) -> list[float]:
 
 
 def _fmt(value: float) -> str:
-    if abs(value) >= 1000:
-        return f"{value / 1000:g}k"
-    return f"{value:g}"
+    return f"{value / 1000:g}k" if abs(value) >= 1000 else f"{value:g}"
 
 
 def _grid(sx: _Scale, sy: _Scale, x: Axis, y: Axis) -> list[str]:
@@ -166,16 +160,10 @@ def _marker(p: ChartPoint, on_front: bool, sx: _Scale, sy: _Scale, color: str) -
     fill = color if on_front else "#fff"
     ring = ' stroke-width="2.5"' if on_front else ' stroke-width="1.5"'
     tip = f"{p.series} {p.label}: x={p.x:g}, y={p.y:g}" + (" (Pareto frontier)" if on_front else "")
+    side = -1 if cx > WIDTH - RIGHT - 70 else 1          # the label beside the marker, on its left when the right edge is near
     return (f'<g class="{"cb-on-front" if on_front else "cb-off-front"}"><title>{escape(tip)}</title>'
             f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{6 if on_front else 4.5}" fill="{fill}" stroke="{color}"{ring}/>'
-            + _label(cx, cy, p.label + (" ★" if on_front else "")) + "</g>")
-
-
-def _label(cx: float, cy: float, text: str) -> str:
-    """Beside the marker, on its left when the right edge is near."""
-    if cx > WIDTH - RIGHT - 70:
-        return _text(cx - 8, cy - 7, text, "end")
-    return _text(cx + 8, cy - 7, text, "start")
+            + _text(cx + 8 * side, cy - 7, p.label + (" ★" if on_front else ""), "end" if side < 0 else "start") + "</g>")
 
 
 def _legend(series: list[str], height: int) -> list[str]:

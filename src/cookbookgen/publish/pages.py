@@ -1,4 +1,4 @@
-"""Cookbook -> the files of the site's docs folder, as text. Pure: no I/O, no clock.
+"""Cookbook -> the files of the site's docs folder, as text. Pure: no clock, no I/O but the package's `rules/site.yaml`.
 
 `site_files(cookbook, templates, generated_on)` returns `{relative path: text}`:
 - `index.md` (models x hardware), `<page>/index.md` (one per model: charts and a table of deployments),
@@ -21,8 +21,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping, cast
 
 import jinja2
 from markupsafe import Markup, escape
@@ -31,47 +32,16 @@ from pymdownx.slugs import slugify as _pymdownx_slugify
 from ..cells.model import Cell, Cookbook, Page, Point, Variant
 from ..errors import CookbookError
 from ..flags.check import CellCheck, check_cell
+from ..recipes.load import package_yaml
 from ..render.model import Block, Deployment
 from ..render.shell import copy_all, format_block
 from ..render.tables import tables
 from ..text import one_line
 from .chart import Axis, ChartPoint, frontier, pareto_svg
 
-TEMPLATES = {"index.md": "home.md.j2", "flags.md": "flags.md.j2"}
-MODEL_TEMPLATE = "model.md.j2"
-CELL_TEMPLATE = "cell.md.j2"
+TEMPLATES = {"index.md": "home.md.j2", "flags.md": "flags.md.j2"}   # site-wide pages (a model page is model.md.j2, its cells cell.md.j2)
 ASSETS = "assets/"
 
-STATUS_TEXT = {
-    "verified": "run pinned, PR merged",
-    "verified-pr": "run pinned with /use <run_id>, PR still open",
-    "in-progress": "no pinned run yet: the commands are the recipe at the PR head",
-    "derived": "a router or KV-tier variant derived from measured commands, never run",
-    "flags-ok": "every flag is accepted by the engine version the image pins",
-    "flags-deprecated": "every flag is accepted; some are deprecated",
-    "flags-fail": "a flag the engine version the image pins would refuse: the server would not start",
-    "flags-unchecked": "no flag catalog for the engine version (unknown or not shipped)",
-}
-DISCLOSURE_TEXT = {
-    "synthetic-acceptance": ("Speculative decoding ran with a golden (simulated) acceptance length of {al} "
-                             "(SGLANG_SIMULATE_ACC_LEN); real traffic accepts a different share of draft tokens, "
-                             "so measured throughput and latency will differ."),
-    "chat-template": ("The benchmark client sent chat-template arguments with every request (see benchmark.* in "
-                      "the settings not published); send the same arguments to reproduce the numbers."),
-}
-# metric key -> (name, unit, format); columns follow this order, unknown keys come last, sorted.
-METRICS: dict[str, tuple[str, str, str]] = {
-    "throughput_per_gpu": ("Throughput", "tok/s/GPU", "{:,.0f}"),
-    "p50_e2el_s": ("p50 E2E latency", "s", "{:.2f}"),
-    "p75_e2el_s": ("p75 E2E latency", "s", "{:.2f}"),
-    "p90_e2el_s": ("p90 E2E latency", "s", "{:.2f}"),
-    "p99_e2el_s": ("p99 E2E latency", "s", "{:.2f}"),
-    "p50_interactivity": ("p50 interactivity", "tok/s/user", "{:.1f}"),
-    "p90_interactivity": ("p90 interactivity", "tok/s/user", "{:.1f}"),
-    "p50_ttft_s": ("p50 TTFT", "s", "{:.2f}"),
-    "p90_ttft_s": ("p90 TTFT", "s", "{:.2f}"),
-    "p99_ttft_s": ("p99 TTFT", "s", "{:.2f}"),
-}
 THROUGHPUT = "throughput_per_gpu"
 SUMMARY = (THROUGHPUT, "p90_e2el_s", "p90_interactivity", "p90_ttft_s")   # shown above a point's commands
 # chart x metrics, first present wins per point: (metric key, kind used in file names, axis)
@@ -88,6 +58,12 @@ _tab_slug = _pymdownx_slugify(case="lower")
 
 # MkDocs' theme templates print site_name, nav and page titles without escaping them everywhere.
 _TITLE_SAFE = str.maketrans({"<": "‹", ">": "›", "&": "+", '"': "”", "'": "’"})
+
+
+def site_table(name: str) -> dict[str, Any]:
+    """A table of `rules/site.yaml`: `statuses` (what each badge means), `disclosures` (their texts) or
+    `metrics` (key -> [name, unit, format], in the order of the metrics tables' columns)."""
+    return cast(dict[str, Any], package_yaml("rules/site.yaml")[name])
 
 
 def safe_title(text: str) -> str:
@@ -133,7 +109,7 @@ def link(url: str | None, text: object) -> Markup:
 
 def badge(status: str) -> Markup:
     slug = re.sub(r"[^a-z0-9-]", "", status)
-    return Markup(f'<span class="cb-badge cb-status-{slug}" title="{md(STATUS_TEXT.get(status, status))}">{md(status)}</span>')
+    return Markup(f'<span class="cb-badge cb-status-{slug}" title="{md(site_table("statuses").get(status, status))}">{md(status)}</span>')
 
 
 def code(value: object) -> Markup:
@@ -206,7 +182,6 @@ class ChartView:
 @dataclass(frozen=True)
 class HardwareView:
     hw: str
-    title: str
     cells: tuple[CellView, ...]
     charts: tuple[ChartView, ...]
 
@@ -218,15 +193,9 @@ class PageView:
 
 
 @dataclass(frozen=True)
-class StatusCount:
-    status: str
-    count: int
-
-
-@dataclass(frozen=True)
 class HomeCell:
     href: str            # page-relative link to the hardware tab
-    statuses: tuple[StatusCount, ...]
+    statuses: tuple[tuple[str, int], ...]   # (status, cells with it)
     date: str
     cells: int
     points: int
@@ -262,22 +231,14 @@ def script_name(cell: Cell, point: Point) -> str:
     return f"launch-{cell.slug}-{_tab_slug(tab_title(cell, point), '-')}.sh"
 
 
-def variant_group_title(router: str, kv: str) -> str:
-    return f"{router} router, KV tier {kv}"
-
-
-def variant_group_anchor(cell: Cell, router: str, kv: str) -> str:
-    """The prefix of the combination's variant anchors: `<this>-<tab slug>`."""
-    return f"{cell.slug}-derived-{_tab_slug(router, '-')}-{_tab_slug(kv, '-')}"
-
-
 def variant_tab(cell: Cell, variant: Variant) -> str:
     point = _variant_point(cell, variant)
     return tab_title(cell, point) if point else variant.point.replace("/", " ")
 
 
 def variant_anchor(cell: Cell, variant: Variant) -> str:
-    return f"{variant_group_anchor(cell, variant.router, variant.kv)}-{_tab_slug(variant_tab(cell, variant), '-')}"
+    slugs = (_tab_slug(text, "-") for text in (variant.router, variant.kv, variant_tab(cell, variant)))
+    return f"{cell.slug}-derived-" + "-".join(slugs)
 
 
 def _variant_point(cell: Cell, variant: Variant) -> Point | None:
@@ -312,15 +273,12 @@ def where_text(block: Block) -> str:
         facts.append(f"{block.count} instances")
     if block.ports:
         facts.append("ports " + ", ".join(block.ports))
-    parts = [block.where] if block.where else []
-    if facts:
-        parts.append(", ".join(facts))
-    return "; ".join(parts)
+    return "; ".join(part for part in (block.where, ", ".join(facts)) if part)
 
 
-def script_heading(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment, generated_on: dt.date,
-                   derived: str | None = None) -> list[str]:
-    """The `# ...` lines at the top of a copy-all script: what it is and where it came from
+def launch_script(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment, generated_on: dt.date,
+                  derived: str | None = None) -> str:
+    """The copy-all script of `dep`, headed by `# ...` lines saying what it is and where it came from
     (`render.shell.copy_all` keeps each on its comment line)."""
     prov = cell.provenance
     run = f"run {prov.run} attempt {prov.attempt}" if prov.run else "no pinned run"
@@ -332,7 +290,7 @@ def script_heading(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment
              f"{cookbook.title}, generated {generated_on.isoformat()} by cookbookgen"]
     if derived:
         lines.insert(0, f"DERIVED, NOT BENCHMARKED: {derived}")
-    return lines
+    return copy_all(list(dep.blocks), lines, tables().describe_placeholder)
 
 
 def _blocks(dep: Deployment, anchor: str, data: Mapping[str, str]) -> tuple[BlockView, ...]:
@@ -341,21 +299,9 @@ def _blocks(dep: Deployment, anchor: str, data: Mapping[str, str]) -> tuple[Bloc
                  for i, b in enumerate(dep.blocks))
 
 
-def point_script(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.date) -> str:
-    heading = script_heading(cookbook, cell, point, point.deployment, generated_on)
-    return copy_all(list(point.deployment.blocks), heading, tables().describe_placeholder)
-
-
-def variant_script(cookbook: Cookbook, cell: Cell, variant: Variant, generated_on: dt.date) -> str:
-    point = _variant_point(cell, variant) or cell.points[0]
-    what = f"{variant.router} router, {variant.kv} KV tier, from measured point {variant.point}"
-    heading = script_heading(cookbook, cell, point, variant.deployment, generated_on, derived=what)
-    return copy_all(list(variant.deployment.blocks), heading, tables().describe_placeholder)
-
-
 def _metric_summary(point: Point) -> str:
     keys = [k for k in SUMMARY if k in point.metrics][:3]
-    return " · ".join(f"{METRICS[k][0]} {_format_metric(k, point.metrics[k])} {METRICS[k][1]}" for k in keys)
+    return " · ".join(f"{_metric(k)[0]} {_format_metric(k, point.metrics[k])} {_metric(k)[1]}" for k in keys)
 
 
 def _run_view(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.date, earlier: dict[str, str]) -> RunView:
@@ -363,15 +309,17 @@ def _run_view(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.dat
     blocks = _blocks(point.deployment, anchor, {"cell": cell.id, "point": point.id})
     same = earlier.setdefault("\n\n".join(b.text for b in blocks), tab_title(cell, point))
     return RunView(tab=tab_title(cell, point), anchor=anchor, script=script_name(cell, point),
-                   blocks=blocks, copy_all=point_script(cookbook, cell, point, generated_on),
+                   blocks=blocks, copy_all=launch_script(cookbook, cell, point, point.deployment, generated_on),
                    point=point, summary=_metric_summary(point), same_as=same if same != tab_title(cell, point) else None)
 
 
 def _variant_view(cookbook: Cookbook, cell: Cell, variant: Variant, generated_on: dt.date) -> RunView:
     anchor = variant_anchor(cell, variant)
     point = _variant_point(cell, variant) or cell.points[0]
+    what = f"{variant.router} router, {variant.kv} KV tier, from measured point {variant.point}"
+    script = launch_script(cookbook, cell, point, variant.deployment, generated_on, derived=what)
     return RunView(tab=variant_tab(cell, variant), anchor=anchor, script=f"launch-{anchor}.sh",
-                   blocks=_blocks(variant.deployment, anchor, {}), copy_all=variant_script(cookbook, cell, variant, generated_on),
+                   blocks=_blocks(variant.deployment, anchor, {}), copy_all=script,
                    point=point, summary=f"{variant.router} router with KV tier {variant.kv}, derived from point {variant.point}",
                    same_as=None)
 
@@ -381,40 +329,43 @@ def variant_groups(cookbook: Cookbook, cell: Cell, generated_on: dt.date) -> tup
     groups: dict[tuple[str, str], list[RunView]] = {}
     for v in cell.variants:
         groups.setdefault((v.router, v.kv), []).append(_variant_view(cookbook, cell, v, generated_on))
-    return tuple(VariantGroup(variant_group_title(r, k), tuple(runs))
-                 for (r, k), runs in groups.items())
+    return tuple(VariantGroup(f"{router} router, KV tier {kv}", tuple(runs)) for (router, kv), runs in groups.items())
 
 
 # --- metrics and charts ---------------------------------------------------------------------------
 
+def _metric(key: str) -> list[str]:
+    """[name, unit, format] of a metric; an unknown key names itself, without a unit."""
+    spec: list[str] = site_table("metrics").get(key, [key, "", "{:g}"])
+    return spec
+
+
 def _format_metric(key: str, value: float) -> str:
-    return METRICS.get(key, (key, "", "{:g}"))[2].format(value)
+    return _metric(key)[2].format(value)
 
 
 def metric_title(key: str) -> str:
-    name, unit, _ = METRICS.get(key, (key, "", ""))
+    name, unit, _ = _metric(key)
     return f"{name} ({unit})" if unit else name
 
 
 def metric_keys(points: tuple[Point, ...]) -> list[str]:
     present = {k for p in points for k in p.metrics}
-    return [k for k in METRICS if k in present] + sorted(present - set(METRICS))
+    known = site_table("metrics")
+    return [k for k in known if k in present] + sorted(present - set(known))
 
 
-def _x_metric(point: Point) -> tuple[str, str, Axis] | None:
-    if THROUGHPUT not in point.metrics:
-        return None
-    return next((x for x in X_METRICS if x[0] in point.metrics), None)
+XMetric = tuple[str, str, Axis]   # an entry of X_METRICS
 
 
-def chart_groups(cells: tuple[Cell, ...]) -> dict[str, list[tuple[Cell, Point]]]:
-    """Measured points with a throughput and an x metric, grouped by the kind of x metric."""
-    groups: dict[str, list[tuple[Cell, Point]]] = {}
+def chart_groups(cells: tuple[Cell, ...]) -> dict[XMetric, list[tuple[Cell, Point]]]:
+    """Measured points with a throughput and an x metric, grouped by their x metric (the first one present)."""
+    groups: dict[XMetric, list[tuple[Cell, Point]]] = {}
     for cell in cells:
         for point in cell.points:
-            x = _x_metric(point)
-            if x:
-                groups.setdefault(x[1], []).append((cell, point))
+            x = next((x for x in X_METRICS if x[0] in point.metrics), None)
+            if x and THROUGHPUT in point.metrics:
+                groups.setdefault(x, []).append((cell, point))
     return groups
 
 
@@ -427,9 +378,9 @@ def cell_title(cell: Cell) -> str:
     return f"{hardware_title(cell.hw)} · {series_name(cell)}"
 
 
-def chart(page: Page, hw: str, kind: str, members: list[tuple[Cell, Point]]) -> tuple[ChartView, str, set[tuple[str, str]]]:
+def chart(page: Page, hw: str, x: XMetric, members: list[tuple[Cell, Point]]) -> tuple[ChartView, str, set[tuple[str, str]]]:
     """The chart's view, its SVG text and the (cell id, point id) pairs on its frontier."""
-    key, _, axis = next(x for x in X_METRICS if x[1] == kind)
+    key, kind, axis = x
     pts = [ChartPoint(series_name(c), tab_title(c, p), p.metrics[key], p.metrics[THROUGHPUT]) for c, p in members]
     best = frontier(pts, axis.better)
     title = f"{page.title} on {hardware_title(hw)}: throughput per GPU vs {axis.title}"
@@ -451,7 +402,7 @@ def _metric_rows(cell: Cell, keys: list[str], on_front: set[tuple[str, str]]) ->
 
 def _disclosures(cell: Cell) -> tuple[str, ...]:
     al = ", ".join(dict.fromkeys(p.golden_al for p in cell.points if p.golden_al)) or "unknown"
-    return tuple(DISCLOSURE_TEXT.get(d, d).format(al=al) for d in cell.disclosures)
+    return tuple(site_table("disclosures").get(d, d).format(al=al) for d in cell.disclosures)
 
 
 def cell_view(cookbook: Cookbook, cell: Cell, generated_on: dt.date, on_front: set[tuple[str, str]]) -> CellView:
@@ -483,13 +434,13 @@ def page_view(cookbook: Cookbook, page: Page, generated_on: dt.date) -> tuple[Pa
     for hw in page.hardware:
         cells = tuple(c for c in page.cells if c.hw == hw)
         charts, on_front = [], set()
-        for kind, members in chart_groups(cells).items():
-            view, svg, on = chart(page, hw, kind, members)
+        for x, members in chart_groups(cells).items():
+            view, svg, on = chart(page, hw, x, members)
             charts.append(view)
             svgs[view.file] = svg
             on_front |= on
         views = tuple(cell_view(cookbook, c, generated_on, on_front) for c in cells)
-        hardware.append(HardwareView(hw, hardware_title(hw), views, tuple(charts)))
+        hardware.append(HardwareView(hw, views, tuple(charts)))
     return PageView(page, tuple(hardware)), svgs
 
 
@@ -499,15 +450,10 @@ def home_cell(page: Page, hw: str) -> HomeCell | None:
     cells = [c for c in page.cells if c.hw == hw]
     if not cells:
         return None
-    statuses = list(dict.fromkeys(c.provenance.status for c in cells))
-    counts = tuple(StatusCount(s, sum(c.provenance.status == s for c in cells)) for s in statuses)
+    counts = tuple(Counter(c.provenance.status for c in cells).items())      # in first-seen order
     dates = [c.provenance.date for c in cells if c.provenance.date]
     return HomeCell(f"{page.slug}/index.html#{hardware_anchor(hw)}", counts, max(dates).isoformat() if dates else "—",
                     len(cells), sum(len(c.points) for c in cells))
-
-
-def all_hardware(cookbook: Cookbook) -> list[str]:
-    return list(dict.fromkeys(hw for page in cookbook.pages for hw in page.hardware))
 
 
 def _settings_of(dep: Deployment) -> list[tuple[str, str, str]]:
@@ -606,7 +552,7 @@ def environment(templates: Mapping[str, str]) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.DictLoader(dict(templates)), autoescape=True, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     env.filters.update(md=md, code=code, badge=badge, command=command, safe_title=lambda t: Markup(json.dumps(safe_title(one_line(t)))))
-    env.globals.update(link=link, STATUS_TEXT=STATUS_TEXT, hardware_title=hardware_title, cell_title=cell_title, series_name=series_name,
+    env.globals.update(link=link, STATUS_TEXT=site_table("statuses"), hardware_title=hardware_title, cell_title=cell_title, series_name=series_name,
                        hardware_anchor=hardware_anchor, page_path=page_path)
     return env
 
@@ -635,10 +581,10 @@ def page_files(cookbook: Cookbook, page: Page, env: jinja2.Environment, generate
     """A function of the page, the cookbook's title and repo, the date, the templates and nothing else."""
     view, svgs = page_view(cookbook, page, generated_on)
     files = {f"{page.slug}/{name}": svg for name, svg in svgs.items()}
-    files[page_path(page)] = render_template(env, MODEL_TEMPLATE, cookbook=cookbook, view=view, generated_on=generated_on)
+    files[page_path(page)] = render_template(env, "model.md.j2", cookbook=cookbook, view=view, generated_on=generated_on)
     for hw in view.hardware:
         for cell in hw.cells:
-            files[cell_path(page, cell.cell)] = render_template(env, CELL_TEMPLATE, view=view, c=cell)
+            files[cell_path(page, cell.cell)] = render_template(env, "cell.md.j2", view=view, c=cell)
             derived = tuple(r for g in cell.variants for r in g.runs)
             files.update({f"{page.slug}/{r.script}": r.copy_all for r in cell.runs + derived})
     return PageFiles(files, page_json(view), page_flags(page))
@@ -653,7 +599,7 @@ def site_files(cookbook: Cookbook, templates: Mapping[str, str], generated_on: d
     made = [(done or {}).get(page.slug) or page_files(cookbook, page, env, generated_on) for page in cookbook.pages]
     for each in made:
         files.update(each.files)
-    context = {"cookbook": cookbook, "pages": cookbook.pages, "generated_on": generated_on, "hardware": all_hardware(cookbook),
+    context = {"cookbook": cookbook, "pages": cookbook.pages, "generated_on": generated_on, "hardware": list(dict.fromkeys(hw for page in cookbook.pages for hw in page.hardware)),
                "home_cell": home_cell, "flags": flag_rows(each.flags for each in made)}
     for path, name in TEMPLATES.items():
         files[path] = render_template(env, name, **context)

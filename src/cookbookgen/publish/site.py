@@ -48,10 +48,10 @@ import sys
 import tempfile
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Callable, Iterator
 
 from mkdocs.commands.build import build as mkdocs_build
 from mkdocs.config import load_config
@@ -124,39 +124,37 @@ def nav(cookbook: Cookbook) -> list[dict[str, object]]:
     return [{"Home": "index.md"}, {"Models": models}, {"Flag index": "flags.md"}]
 
 
-class _Collect(logging.Handler):
-    """Keeps MkDocs' warnings and errors, so they become problems instead of stray log lines."""
+class _Pass(logging.Handler):
+    """Hands the message of every record at `level` or above to `to`."""
 
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
+    def __init__(self, level: int, to: Report) -> None:
+        super().__init__(level)
+        self.to = to
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
+        self.to(record.getMessage())
 
 
 @contextmanager
 def _mkdocs_problems(where: str) -> Iterator[None]:
+    """MkDocs' warnings and errors become problems instead of stray log lines."""
     logger = logging.getLogger("mkdocs")
-    handler = _Collect()
+    messages: list[str] = []
+    handler = _Pass(logging.WARNING, messages.append)
     logger.addHandler(handler)
     try:
         yield
     except MkDocsException as exc:
-        lines = handler.messages + [exc.format_message()]
+        lines = messages + [exc.format_message()]
         raise CookbookError([Problem(where, 0, "mkdocs", line) for line in lines]) from None
     finally:
         logger.removeHandler(handler)
 
 
-def mkdocs_config(root: Path, docs: Path, site: Path, cookbook: Cookbook, strict: bool = True, **extra: Any) -> MkDocsConfig:
-    return _config(root, docs, site, safe_title(cookbook.title), nav(cookbook), strict, **extra)
-
-
-def _config(root: Path, docs: Path, site: Path, site_name: str, pages_nav: list[dict[str, object]], strict: bool = True,
-            **extra: Any) -> MkDocsConfig:
-    return load_config(config_file=str(root / "mkdocs.yml"), docs_dir=str(docs), site_dir=str(site),
-                       site_name=site_name, nav=pages_nav, strict=strict, **extra)
+def _config(root: Path, scratch: Path, site_name: str, pages_nav: list[dict[str, object]]) -> MkDocsConfig:
+    """MkDocs' strict config for building `scratch/docs` into `scratch/site`."""
+    return load_config(config_file=str(root / "mkdocs.yml"), docs_dir=str(scratch / "docs"), site_dir=str(scratch / "site"),
+                       site_name=site_name, nav=pages_nav, strict=True)
 
 
 def generate(manifest: Path, root: Path, dates: Dates) -> tuple[Cookbook, dict[str, str]]:
@@ -190,11 +188,6 @@ def swap_in(new: Path, out: Path, scratch: Path) -> None:
             raise
 
 
-def default_cache(out: Path) -> Path:
-    """Where `cookbookgen build` keeps its cache unless told otherwise: beside the site folder."""
-    return out.absolute().parent / ".cookbookgen-cache"
-
-
 def build_site(manifest: Path, out: Path, dates: Dates = Dates(), show_progress: bool | None = None,
                cache: Path | None = None, keep_docs: Path | None = None) -> BuildResult:
     """Load the manifest, then `publish` (see the module docstring). With `cache`, configs whose inputs
@@ -206,11 +199,11 @@ def build_site(manifest: Path, out: Path, dates: Dates = Dates(), show_progress:
         step("reading recipes")
         cookbook = load_cookbook(manifest, progress=lambda key: step(f"rendering {key}"), cache=renders)
         step("deriving router and KV-tier variants")
-        box = [with_variants_cached(cookbook, renders) if renders is not None else with_variants(cookbook)]
+        box = [with_variants_cached(cookbook, renders)]
         del cookbook                       # `publish` holds the only reference, and drops it before MkDocs runs
         generated_on = dates.pick(box[0], manifest)
         result = publish(box.pop(), out, generated_on, root, step, cache=cache, keep_docs=keep_docs, pages=renders)
-    return BuildResult(result.out, result.pages, result.scripts, result.files, time.perf_counter() - started, result.rebuilt)
+    return replace(result, seconds=time.perf_counter() - started)
 
 
 def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | None = None,
@@ -233,110 +226,75 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
     rebuilt: int | None = None
     try:
         state_dir = cache / "site" if cache is not None else None
-        previous = SiteState.load(state_dir) if state_dir is not None else None
-        if previous is not None and not previous.holds(out):
-            previous = None                    # it describes another site than the one in `out`
+        previous = SiteState.load(state_dir, out) if state_dir is not None else None
         step("generating pages")
-        made = generate_docs(cookbook, read_templates(root / "templates"), generated_on, pages,
-                             previous.pages if previous is not None else {})
-        files = made.files
-        step(f"writing {len(files) + len(made.kept)} files")
-        counts = (len(cookbook.pages), sum(map(_is_script, files)) + len(made.kept), len(files) + len(made.kept))
-        write_docs({rel: files.pop(rel) for rel in [rel for rel in files if _is_script(rel)]}, scratch / "scripts")
-        for rel in made.kept:
-            (scratch / "scripts" / rel).parent.mkdir(parents=True, exist_ok=True)
-            _link_or_copy(str(out / rel), str(scratch / "scripts" / rel))
+        files = generate_docs(cookbook, read_templates(root / "templates"), generated_on, pages)
+        step(f"writing {len(files)} files")
+        scripts = {rel: files.pop(rel) for rel in [rel for rel in files if rel.endswith(".sh")]}
+        counts = (len(cookbook.pages), len(scripts), len(scripts) + len(files))
+        (scratch / "scripts").mkdir()
+        write_docs(scripts, scratch / "scripts")
         write_docs(files, scratch / "docs")
         hashes = {rel: hashlib.sha256(text.encode("utf-8")).hexdigest() for rel, text in files.items()}
         title, pages_nav = safe_title(cookbook.title), nav(cookbook)
         context = build_context(root, cookbook)
-        del files, cookbook                    # the docs are on disk: free the memory before MkDocs needs its own
+        del files, scripts, cookbook           # the docs are on disk: free the memory before MkDocs needs its own
         unchanged = previous.unchanged(context, hashes) if previous is not None else None
         with _mkdocs_problems(str(root / "mkdocs.yml")):
             recorder = None
             if unchanged:
                 step(f"building {len(hashes) - len(unchanged)} changed files with MkDocs (strict, incremental)")
                 assert previous is not None
-                config = _config(root, scratch / "docs", scratch / "site", title, pages_nav)
+                config = _config(root, scratch, title, pages_nav)
                 recorder = _incremental(config, previous, unchanged, out, scratch)
                 rebuilt = len(hashes) - len(unchanged) if recorder is not None else None
             if recorder is None:
                 step("building the site with MkDocs (strict)")
-                recorder = _full(_config(root, scratch / "docs", scratch / "site", title, pages_nav))
+                config = _config(root, scratch, title, pages_nav)
+                recorder = _Recorder()
+                config.plugins["cookbookgen-recorder"] = recorder
+                mkdocs_build(config)
         if keep_docs is not None:
             _keep_docs(scratch / "docs", scratch / "scripts", keep_docs, root, title, pages_nav)
-        _move_into(scratch / "scripts", scratch / "site")
+        shutil.copytree(scratch / "scripts", scratch / "site", copy_function=os.replace, dirs_exist_ok=True)   # renames: one file system
         write_marker(scratch / "site", SITE_MARKER, files_under(scratch / "site"))
         step("moving the site into place")
         swap_in(scratch / "site", out, scratch)
         if state_dir is not None:
             with _signals_wait():
-                _save_state(state_dir, SiteState.after(context, hashes, made.scripts, recorder, previous if rebuilt is not None else None, out))
+                state = SiteState.after(context, hashes, recorder, previous if rebuilt is not None else None, out)
+                with suppress(OSError):    # a cache that cannot be written only costs time (an older state never matches the new site)
+                    RenderCache(state_dir.parent).ensure()
+                    state.save(state_dir)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return BuildResult(out, *counts, time.perf_counter() - started, rebuilt)
 
 
-def _is_script(rel: str) -> bool:
-    return rel.endswith(".sh")
-
-
-@dataclass(frozen=True)
-class Generated:
-    files: dict[str, str]            # the docs files and launch scripts to write
-    kept: list[str]                  # launch scripts of unchanged pages, taken from the site in `--out`
-    scripts: dict[str, list[str]]    # page key -> its launch scripts (the next build's `kept`)
-
-
-def generate_docs(cookbook: Cookbook, templates: dict[str, str], generated_on: dt.date, cache: RenderCache | None,
-                  in_site: Mapping[str, list[str]]) -> Generated:
+def generate_docs(cookbook: Cookbook, templates: dict[str, str], generated_on: dt.date, cache: RenderCache | None) -> dict[str, str]:
     """`pages.site_files`, reusing the files of model pages whose data is unchanged.
 
     A model page's files (`pages.page_files`) are a function of its own cells (with variants), the
     cookbook's title and repo, the date, the templates and cookbookgen's code, nothing else; its key
-    (`RenderCache.page_key`) covers all of them. The cache keeps a page's launch scripts apart from
-    its other files: those of a page whose key is in `in_site` (it is built into the unchanged site
-    in `--out`) are not read, but taken from that site. `tests/test_incremental.py` pins the result
-    to the plain `site_files`.
+    (`RenderCache.page_key`) covers all of them. `tests/test_incremental.py` pins the result to the
+    plain `site_files`.
     """
     if cache is None:
-        return Generated(site_files(cookbook, templates, generated_on), [], {})
+        return site_files(cookbook, templates, generated_on)
     env = environment(templates)
     common = "\0".join([code_fingerprint(), json.dumps(templates, sort_keys=True), cookbook.title, cookbook.repo,
                         generated_on.isoformat()])
     done: dict[str, PageFiles] = {}
-    kept: list[str] = []
-    scripts: dict[str, list[str]] = {}
     for page in cookbook.pages:
         data = cache.page_key(page)
         key = hashlib.sha256(f"{common}\0{data}".encode()).hexdigest() if data else ""
         made = cache.get("pages", key) if key else None
-        if isinstance(made, PageFiles) and key in in_site:
-            kept += in_site[key]                       # its launch scripts are in the site already
-            scripts[key] = in_site[key]
-        else:
-            texts = cache.get("scripts", key) if isinstance(made, PageFiles) else None
-            if isinstance(made, PageFiles) and isinstance(texts, dict):
-                made = replace(made, files={**made.files, **texts})
-            else:
-                made = page_files(cookbook, page, env, generated_on)
-                if key:
-                    cache.put("pages", key, replace(made, files={r: t for r, t in made.files.items() if not _is_script(r)}))
-                    cache.put("scripts", key, {r: t for r, t in made.files.items() if _is_script(r)})
+        if not isinstance(made, PageFiles):
+            made = page_files(cookbook, page, env, generated_on)
             if key:
-                scripts[key] = [r for r in made.files if _is_script(r)]
+                cache.put("pages", key, made)
         done[page.slug] = made
-    return Generated(site_files(cookbook, templates, generated_on, done), kept, scripts)
-
-
-def _save_state(state_dir: Path, state: "SiteState") -> None:
-    """Keep the state for the next build; a cache that cannot be written only costs time (and a state
-    left from before never matches the new site: see `SiteState.unchanged`)."""
-    try:
-        RenderCache(state_dir.parent).ensure()
-        state.save(state_dir)
-    except OSError:
-        pass
+    return site_files(cookbook, templates, generated_on, done)
 
 
 def _keep_docs(docs: Path, scripts: Path, keep: Path, root: Path, title: str, pages_nav: list[dict[str, object]]) -> None:
@@ -358,15 +316,6 @@ def _keep_docs(docs: Path, scripts: Path, keep: Path, root: Path, title: str, pa
     write_marker(keep, DOCS_MARKER, ["mkdocs.yml", *(f"docs/{rel}" for rel in files_under(keep / "docs"))])
 
 
-def _move_into(src: Path, dst: Path) -> None:
-    """Move every file under `src` to the same path under `dst` (renames: one file system)."""
-    for folder, _dirs, names in os.walk(src):
-        target = dst / Path(folder).relative_to(src)
-        target.mkdir(parents=True, exist_ok=True)
-        for name in names:
-            os.replace(os.path.join(folder, name), target / name)
-
-
 def _link_or_copy(src: str, dst: str) -> None:
     try:
         os.link(src, dst)
@@ -378,7 +327,6 @@ def _link_or_copy(src: str, dst: str) -> None:
 
 STATE_FORMAT = 1
 _OLD_NS = 1_000_000_000   # mtime given to unchanged docs: older than any output, so MkDocs skips them
-_DIRTY_WARNING = "A 'dirty' build is being performed"
 
 
 def build_context(root: Path, cookbook: Cookbook) -> str:
@@ -393,14 +341,8 @@ def build_context(root: Path, cookbook: Cookbook) -> str:
 
 def site_fingerprint(out: Path) -> dict[str, list[int]]:
     """(size, mtime, inode) of every file of the site: the state applies only to the site it built."""
-    found: dict[str, list[int]] = {}
-    top = os.path.join(out, "")               # os.walk's folders start with it: their relative path is the rest
-    for folder, _dirs, names in os.walk(out):
-        rel = os.path.join(folder, "")[len(top):]
-        for name in names:
-            st = os.stat(os.path.join(folder, name))
-            found[rel + name] = [st.st_size, st.st_mtime_ns, st.st_ino]
-    return found
+    stats = {rel: (out / rel).stat() for rel in files_under(out)}
+    return {rel: [st.st_size, st.st_mtime_ns, st.st_ino] for rel, st in stats.items()}
 
 
 class _Recorder(BasePlugin):  # type: ignore[type-arg, no-untyped-call]
@@ -436,18 +378,9 @@ class _Recorder(BasePlugin):  # type: ignore[type-arg, no-untyped-call]
         return env
 
 
-class _NoDirtyWarning(logging.Filter):
+def _not_dirty_warning(record: logging.LogRecord) -> bool:
     """MkDocs warns about every dirty build (its navigation may be stale); ours is complete, see above."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(_DIRTY_WARNING)
-
-
-def _full(config: MkDocsConfig) -> _Recorder:
-    recorder = _Recorder()
-    config.plugins["cookbookgen-recorder"] = recorder
-    mkdocs_build(config)
-    return recorder
+    return not str(record.msg).startswith("A 'dirty' build is being performed")
 
 
 def _incremental(config: MkDocsConfig, previous: "SiteState", unchanged: set[str], out: Path, scratch: Path) -> _Recorder | None:
@@ -465,12 +398,11 @@ def _incremental(config: MkDocsConfig, previous: "SiteState", unchanged: set[str
         os.utime(docs / rel, ns=(_OLD_NS, _OLD_NS))
     recorder = _Recorder(previous.anchors)
     config.plugins["cookbookgen-recorder"] = recorder
-    quiet = _NoDirtyWarning()
-    logging.getLogger("mkdocs.commands.build").addFilter(quiet)
+    logging.getLogger("mkdocs.commands.build").addFilter(_not_dirty_warning)
     try:
         mkdocs_build(config, dirty=True)
     finally:
-        logging.getLogger("mkdocs.commands.build").removeFilter(quiet)
+        logging.getLogger("mkdocs.commands.build").removeFilter(_not_dirty_warning)
     if any(path.stat().st_mtime_ns != mtime for path, mtime in linked.items()):
         raise CookbookError.at(str(out), 0, "build", "MkDocs rewrote an unchanged file of the previous site; "
                                                      "delete the cache folder and build again")
@@ -502,16 +434,11 @@ def _merge_search_index(site: Path, out: Path, previous: "SiteState", recorder: 
         return
     new = json.loads(path.read_text(encoding="utf-8"))
     old = json.loads(old_path.read_text(encoding="utf-8"))
-    by_page: dict[str, list[dict[str, object]]] = {}
-    for entry in old["docs"]:
-        by_page.setdefault(str(entry["location"]).split("#", 1)[0], []).append(entry)
-    fresh: dict[str, list[dict[str, object]]] = {}
-    for entry in new["docs"]:
-        fresh.setdefault(str(entry["location"]).split("#", 1)[0], []).append(entry)
-    docs: list[dict[str, object]] = []
-    for src in recorder.order:
-        url = recorder.urls[src]
-        docs.extend((fresh if src in rebuilt else by_page).get(url, []))
+    entries: dict[tuple[bool, str], list[dict[str, object]]] = {}     # (in the new index, page url) -> its entries
+    for in_new, index in ((False, old), (True, new)):
+        for entry in index["docs"]:
+            entries.setdefault((in_new, str(entry["location"]).split("#", 1)[0]), []).append(entry)
+    docs = [entry for src in recorder.order for entry in entries.get((src in rebuilt, recorder.urls[src]), [])]
     data = json.dumps({**new, "docs": docs}, separators=(",", ":"), default=str)   # as Material writes it
     path.write_bytes(data.encode("utf-8"))
     script = site / "search" / "search_index.js"
@@ -532,37 +459,33 @@ class SiteState:
     anchors: dict[str, list[str]]
     links: dict[str, dict[str, dict[str, str]]]
     site: dict[str, list[int]]
-    pages: dict[str, list[str]]     # page key (`generate_docs`) -> its launch scripts
 
     @classmethod
-    def load(cls, folder: Path) -> "SiteState | None":
+    def load(cls, folder: Path, out: Path) -> "SiteState | None":
+        """The state kept in `folder`, when it describes the site in `out` (None: none, or another site)."""
         try:
             data = json.loads((folder / "state.json").read_text(encoding="utf-8"))
-            return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+            state = cls(**{k: data[k] for k in cls.__dataclass_fields__})
         except (OSError, ValueError, KeyError, TypeError):
             return None
+        return state if out.is_dir() and site_fingerprint(out) == state.site else None
 
     def save(self, folder: Path) -> None:
         write_atomic(folder / "state.json", json.dumps(self.__dict__, separators=(",", ":")))
 
-    def holds(self, out: Path) -> bool:
-        """Whether `out` is still the site this state describes."""
-        return out.is_dir() and site_fingerprint(out) == self.site
-
     def unchanged(self, context: str, docs: dict[str, str]) -> set[str] | None:
-        """The docs files whose output can be kept (from the site this state `holds`), or None when
+        """The docs files whose output can be kept (from the site in `out` when it was loaded), or None when
         only a full build will do."""
         if context != self.context or set(docs) != set(self.docs):
             return None
         return {rel for rel, digest in docs.items() if self.docs[rel] == digest} or None
 
     @classmethod
-    def after(cls, context: str, docs: dict[str, str], pages: dict[str, list[str]], recorder: _Recorder, previous: "SiteState | None",
-              out: Path) -> "SiteState":
+    def after(cls, context: str, docs: dict[str, str], recorder: _Recorder, previous: "SiteState | None", out: Path) -> "SiteState":
         """The state of the site just swapped into `out` (`previous` fills in the unchanged pages)."""
         anchors = {**(previous.anchors if previous else {}), **recorder.anchors}
         links = {**(previous.links if previous else {}), **recorder.links}
-        return cls(context, docs, recorder.dest, recorder.order, recorder.urls, anchors, links, site_fingerprint(out), pages)
+        return cls(context, docs, recorder.dest, recorder.order, recorder.urls, anchors, links, site_fingerprint(out))
 
 
 @contextmanager
@@ -584,20 +507,16 @@ def _inputs(manifest: Path, root: Path) -> list[Path]:
     """Files whose change should regenerate the docs: the manifest's folder, its checkout, templates
     (without the checkout while the manifest cannot be read: its next edit is seen all the same)."""
     folders = [manifest.parent, root / "templates"]
-    try:
+    with suppress(CookbookError):
         folders.insert(1, source_root(manifest, *read_manifest(manifest)))
-    except CookbookError:
-        pass
     return [p for folder in dict.fromkeys(folders) for p in folder.rglob("*") if p.is_file()]
 
 
 def _stamp(paths: list[Path]) -> tuple[tuple[str, int], ...]:
     found = []
     for path in paths:
-        try:
+        with suppress(OSError):           # removed since it was listed
             found.append((str(path), path.stat().st_mtime_ns))
-        except OSError:           # removed since it was listed
-            pass
     return tuple(found)
 
 
@@ -644,7 +563,7 @@ def serve_site(manifest: Path, host: str, port: int, dates: Dates = Dates(), rep
     check_address(host, port)
     cookbook, files = generate(manifest, root, dates)
     logger = logging.getLogger("mkdocs")
-    logger.addHandler(_Report(report))
+    logger.addHandler(_Pass(logging.INFO, lambda message: report(f"mkdocs: {message}")))   # "Serving on ...", rebuilds
     logger.setLevel(logging.INFO)
     with tempfile.TemporaryDirectory(prefix="cookbookgen-serve-") as tmp:
         docs = Path(tmp) / "docs"
@@ -731,14 +650,3 @@ def _signals_wait() -> Iterator[None]:
         signum, _Held.signum = _Held.signum, None
         if signum is not None:
             raise Interrupted(signum)
-
-
-class _Report(logging.Handler):
-    """MkDocs' own messages while serving ("Serving on ...", rebuilds), passed to `report`."""
-
-    def __init__(self, report: Report) -> None:
-        super().__init__(logging.INFO)
-        self.report = report
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.report(f"mkdocs: {record.getMessage()}")
