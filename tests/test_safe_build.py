@@ -199,6 +199,22 @@ def test_a_signal_during_build_keeps_the_old_site_and_leaves_nothing(stop: str, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "site"] and _leftovers(tmp_path) == []
 
 
+def test_a_signal_just_after_the_scratch_folder_is_made_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # was: a signal between mkdtemp and the `try` that removes the folder left .site.*.building behind
+    real_mkdtemp = site.tempfile.mkdtemp
+
+    def mkdtemp_then_signal(*args: Any, **kwargs: Any) -> str:
+        made = real_mkdtemp(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        return made
+
+    monkeypatch.setattr(site.tempfile, "mkdtemp", mkdtemp_then_signal)
+    with pytest.raises(site.Interrupted), site.stop_on_signals():
+        site.build_site(MANIFEST, tmp_path / "site", site.Dates(date=DATE), show_progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_signal_while_the_site_is_swapped_in_waits_for_the_swap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "site"
     site.build_site(MANIFEST, out, site.Dates(date=DATE), show_progress=False)

@@ -222,9 +222,11 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
     out = out.absolute()
     check_paths(out, cache, keep_docs)
     out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent))
+    scratch: Path | None = None
     rebuilt: int | None = None
     try:
+        with _signals_wait():    # a signal while the folder is made waits until `finally` knows to remove it
+            scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent))
         state_dir = cache / "site" if cache is not None else None
         previous = SiteState.load(state_dir, out) if state_dir is not None else None
         step("generating pages")
@@ -267,7 +269,8 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
                     RenderCache(state_dir.parent).ensure()
                     state.save(state_dir)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     return BuildResult(out, *counts, time.perf_counter() - started, rebuilt)
 
 
