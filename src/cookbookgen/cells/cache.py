@@ -245,13 +245,13 @@ class RenderCache:
 
     def prune(self) -> None:
         """Remove entries this run did not use that are older than `PRUNE_AGE_S`; touch the ones it used.
-        Only files with the name of an entry (`<sha256>.pickle`) are ever removed."""
+        Every kind's folder is looked at (those of kinds an older version wrote too); only files with the
+        name of an entry (`<sha256>.pickle`) are ever removed."""
         import time
 
         now = time.time()
-        for kind in ("render", "variants", "diff", "pages"):
-            folder = self.root / kind
-            if not folder.is_dir():
+        for folder in self.root.iterdir():
+            if not folder.is_dir() or folder.is_symlink():
                 continue
             for path in folder.iterdir():
                 if not _ENTRY.fullmatch(path.name) or path.is_symlink():
