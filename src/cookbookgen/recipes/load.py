@@ -439,7 +439,7 @@ class _Builder:
         Only the winning value of each key is built. `depth` is the depth of the values."""
         winners: dict[str, tuple[yaml.Node, yaml.Node]] = {}
         for key_node, value_node in self.merged_pairs(merges, path, 0):
-            winners[self.merged_key(key_node, path)] = (key_node, value_node)
+            winners[self.build_key(key_node, path)] = (key_node, value_node)
         out: dict[str, RawYaml] = {}
         for key, (key_node, value_node) in winners.items():
             if key in explicit:
@@ -451,11 +451,6 @@ class _Builder:
         for key, value in explicit.items():
             out.setdefault(key, value)
         return out
-
-    def merged_key(self, key_node: yaml.Node, path: KeyPath) -> str:
-        if key_node.tag == _STR_TAG and type(key_node) is _Scalar:
-            return str(key_node.value)
-        return self.build_key(key_node, path)
 
     def merged_pairs(self, merges: list[yaml.Node], path: KeyPath, level: int) -> list[tuple[yaml.Node, yaml.Node]]:
         """The key/value pairs the `<<` values bring, in PyYAML's order: each `<<` in turn; in a list
