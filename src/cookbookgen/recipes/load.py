@@ -22,12 +22,11 @@ import operator
 import re
 import stat
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
@@ -222,20 +221,14 @@ def parse_yaml(text: str, file: str) -> Document:
     """Parse one YAML document from `text`; `file` is only used in messages."""
     if len(text) > MAX_BYTES:
         raise CookbookError.at(file, 0, "", f"text is {len(text)} characters; the limit is {MAX_BYTES}")
-    with _collector_paused():
-        return _parse(text, file)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a file is parsed. The parse only allocates: nodes, then
-    plain data (the one cycle, in the loader, `_Builder.close` breaks), so a collection finds
-    nothing, yet the allocations of a large file set off full collections, each of which scans every
-    object of the process: they took two thirds of the time of a 1.4 MB master config."""
+    # No cyclic garbage collection while a file is parsed. The parse only allocates: nodes, then
+    # plain data (the one cycle, in the loader, `_Builder.close` breaks), so a collection finds
+    # nothing, yet the allocations of a large file set off full collections, each of which scans every
+    # object of the process: they took two thirds of the time of a 1.4 MB master config.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        yield
+        return _parse(text, file)
     finally:
         if enabled:
             gc.enable()
