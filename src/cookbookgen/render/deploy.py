@@ -156,8 +156,6 @@ def _shared_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, l
                    slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
     """`_worker`, once per run for each role subtree and slot (`_shared`): the block is a function of
     the role subtree (which `spec` validates) and of the values keyed below."""
-    if not isinstance(raw, dict):
-        return _worker(typed, ctx, kind, layout, slot, spec, cluster_env)
     plane = typed.dynamo.request_plane
     mooncake = any(s.type == "mooncake-master" for s in typed.services or [])
     key = ("worker", kind, layout, slot, ctx.model_id, plane, mooncake, tuple(cluster_env.items()))
