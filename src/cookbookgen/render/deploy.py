@@ -343,31 +343,23 @@ def dynamo_infra_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderConte
     return [_with_service(block, declared.get(block.kind), ctx) for block in (etcd, nats_block)]
 
 
-@dataclass(frozen=True)
-class _ServiceEntry:
+def _service_entry(ctx: RenderContext, i: int, svc: ServiceSpec) -> tuple[list[tuple[str, ...]], dict[str, str], tuple[str, ...]]:
     """What a `services` entry adds to its block: args (over the block's defaults), env, preamble."""
-
-    args: list[tuple[str, ...]]
-    env: dict[str, str]
-    preamble: tuple[str, ...]
-
-
-def _service_entry(ctx: RenderContext, i: int, svc: ServiceSpec) -> _ServiceEntry:
     own = args_from_words(svc.args) if isinstance(svc.args, list) else args_from_mapping(svc.args)
     preamble = tuple(svc.preamble.splitlines()) if isinstance(svc.preamble, str) else tuple(svc.preamble or ())
-    return _ServiceEntry(own, kept_env(ctx.policy, ("services", i, "env"), svc.env, ctx.memo.env), preamble)
+    return own, kept_env(ctx.policy, ("services", i, "env"), svc.env, ctx.memo.env), preamble
 
 
 def _with_service(block: Block, declared: tuple[int, ServiceSpec] | None, ctx: RenderContext) -> Block:
     """An etcd or NATS block with what the recipe's service entry adds, as for the other services."""
     if declared is None:
         return block
-    entry = _service_entry(ctx, *declared)
-    if not (entry.args or entry.env or entry.preamble):
+    args, env, preamble = _service_entry(ctx, *declared)
+    if not (args or env or preamble):
         return block
-    return block.model_copy(update={"args": tuple(replace_args(list(block.args), entry.args)),
-                                    "env": dict(sorted({**block.env, **entry.env}.items())),
-                                    "preamble": entry.preamble or block.preamble})
+    return block.model_copy(update={"args": tuple(replace_args(list(block.args), args)),
+                                    "env": dict(sorted({**block.env, **env}.items())),
+                                    "preamble": preamble or block.preamble})
 
 
 def _mooncake(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout], kind: str) -> list[Block]:
@@ -375,8 +367,7 @@ def _mooncake(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layout
     endpoints = dynamo_env(typed) if kind == "dynamo" else {}
     endpoints.pop("DYN_REQUEST_PLANE", None)
     for i, svc in enumerate(typed.services or []):
-        entry = _service_entry(ctx, i, svc)
-        env, own = entry.env, entry.args
+        own, env, preamble = _service_entry(ctx, i, svc)
         if svc.type == "mooncake-master":
             defaults = [tuple(a) for a in tables().raw["mooncake_master_args"]]
             blocks.append(Block(kind="mooncake-master", title=tables().title("mooncake-master"), cmd=tables().command("mooncake-master"),
@@ -386,7 +377,6 @@ def _mooncake(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layout
             node_role = (svc.placement.node or "") if svc.placement else ""
             nodes = layouts[node_role].nodes if node_role in layouts else 1
             env = {**tables().raw["mooncake_store_env"], **env, **endpoints}
-            preamble = entry.preamble
             port = next((a[1] for a in own if a[0] == "--port" and len(a) > 1), "")
             blocks.append(Block(kind="mooncake-store", title=f"{tables().title('mooncake-store')} {svc.name}", cmd=tables().command("mooncake-store"),
                                 args=tuple(own), env=dict(sorted(env.items())), preamble=preamble, count_nodes=nodes,
