@@ -162,10 +162,10 @@ _LONG_INTEGER = re.compile(r"\d{%d,}" % (sys.get_int_max_str_digits() + 1))
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def parse_json(text: str, file: str, start: int = 0, first_line: int = 0) -> tuple[Any, int]:
-    """The JSON value that starts at `text[start:]` (after blanks) and the index just past it.
-    `first_line` is the number of lines of the file before `text`; every failure is one problem."""
-    begin = len(text) - len(text[start:].lstrip())
+def parse_json(text: str, file: str, first_line: int = 0) -> tuple[Any, int]:
+    """The JSON value that starts `text` (after blanks) and the index just past it. `first_line` is
+    the number of lines of the file before `text`; every failure is one problem."""
+    begin = len(text) - len(text.lstrip())
     try:
         data, end = json.JSONDecoder().raw_decode(text, begin)
     except json.JSONDecodeError as exc:
