@@ -11,25 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..policy.classify import PathMemo, SettingsMemo, classify, may_prohibit
-from ..policy.rules import Policy
+from ..policy.rules import Policy, Setting
 from ..recipes.bundle import EffectiveRecipe
 from ..recipes.schema import FrontendSpec, Recipe, RoleSpec, ServiceSpec
 from .layout import RoleLayout, Slot, plan
-from ..policy.rules import Setting
 from .model import Block, Deployment
 from .nginx import nginx_conf
 from .tables import order_worker_args, tables
 from . import trtllm
 from .vllm import router_block, worker_parts
-from .values import (
-    ValuesMemo,
-    args_from_mapping,
-    args_from_words,
-    kept_args,
-    kept_env,
-    replace_args,
-    word,
-)
+from .values import ValuesMemo, args_from_mapping, args_from_words, kept_args, kept_env, replace_args, word
 
 RawYaml = Any
 
