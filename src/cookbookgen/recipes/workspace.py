@@ -178,13 +178,12 @@ class Workspace:
                                                     "name one with :override_<name>")])
 
     def bare_recipe(self, ref: str, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> ResolvedPoint:
-        file, _, selector = ref.partition(":")
-        path = Path(file)
+        """A recipe named on the command line as FILE[:SELECTOR], outside any master config."""
         from .schema import normalise
 
-        recipe = apply_overrides(select(read_yaml_file(path, file), selector or None), sets, unsets)
-        normal, typed = normalise(recipe)
-        return ResolvedPoint(None, None, None, normal, typed, file)
+        file, _, selector = ref.partition(":")
+        recipe = apply_overrides(select(read_yaml_file(Path(file), file), selector or None), sets, unsets)
+        return ResolvedPoint(None, None, None, *normalise(recipe), file)
 
 
 def _matches(data: dict[str, RawYaml], tp: int | None, conc: int) -> bool:
