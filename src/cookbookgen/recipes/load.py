@@ -96,11 +96,9 @@ class Document:
     def line_of(self, path: KeyPath) -> int:
         """Line of `path`, or of its nearest ancestor that has one (0 when none)."""
         p = tuple(path)
-        while p:
-            if p in self.lines:
-                return self.lines[p]
+        while p and p not in self.lines:
             p = p[:-1]
-        return self.lines.get((), 0)
+        return self.lines.get(p, 0)
 
     def problem(self, path: KeyPath, message: str) -> Problem:
         return Problem(self.file, self.line_of(path), dotted(path), message)
