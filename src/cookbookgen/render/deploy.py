@@ -125,11 +125,8 @@ def _dedicated_infra(typed: Recipe) -> bool:
 def _cluster_env(ctx: RenderContext, typed: Recipe) -> tuple[dict[str, tuple[str, str]], list[Setting]]:
     entries = ctx.policy.clusters.get(ctx.cluster or "", ())
     env: dict[str, tuple[str, str]] = {e.name: (e.value, e.reason) for e in entries}
-    settings = []
-    for role, spec in typed.roles.items():
-        for name, (value, reason) in env.items():
-            if name not in spec.env:
-                settings.append(Setting(f"roles.{role}.env.{name}", value, "cluster-provided", reason, f"clusters.{ctx.cluster}"))
+    settings = [Setting(f"roles.{role}.env.{name}", value, "cluster-provided", reason, f"clusters.{ctx.cluster}")
+                for role, spec in typed.roles.items() for name, (value, reason) in env.items() if name not in spec.env]
     return env, settings
 
 
