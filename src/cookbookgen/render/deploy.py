@@ -117,7 +117,7 @@ def _shared(ctx: RenderContext, key: tuple[object, ...], inputs: tuple[RawYaml, 
 
 def _dedicated_infra(typed: Recipe) -> bool:
     """Whether the recipe puts the frontend or the control-plane services on a CPU node of their own."""
-    names = tables().dedicated_placements
+    names = tables().raw["dedicated_placements"]
     placements = [typed.frontend.placement] + [s.placement for s in typed.services or ()]
     return typed.infra.etcd_nats_dedicated_node or any(p is not None and p.node in names for p in placements)
 
