@@ -90,11 +90,8 @@ class Workspace:
 
     def entries(self) -> Mapping[str, ConfigEntry]:
         """Every master config entry by key (read on first use)."""
-        if self._entries is None:
-            self._entries = self._read_entries()
-        return self._entries
-
-    def _read_entries(self) -> dict[str, ConfigEntry]:
+        if self._entries is not None:
+            return self._entries
         found: dict[str, ConfigEntry] = {}
         files = self.checkout.master_files()
         if not files:
@@ -106,6 +103,7 @@ class Workspace:
                 if key in found:
                     raise doc.error((key,), f"config key also defined in {found[key].doc.file}")
                 found[key] = entry
+        self._entries = found
         return found
 
     def entry(self, key: str) -> ConfigEntry:
