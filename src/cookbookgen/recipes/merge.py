@@ -25,7 +25,6 @@ the whole string is the placeholder), and `"...{name}..."` by its text.
 from __future__ import annotations
 
 import itertools
-import operator
 import re
 from typing import Any, Iterator
 
@@ -56,13 +55,6 @@ def _without_nulls(value: RawYaml) -> RawYaml:
     if isinstance(value, dict):
         return {k: _without_nulls(v) for k, v in value.items() if v is not None}
     return value
-
-
-def changed_positions(values: tuple[RawYaml, ...], before: tuple[RawYaml, ...]) -> list[int]:
-    """The positions of `values` that are not the very object they were in `before` (same length).
-    Recipe trees are never mutated, so the same object is the same subtree: whatever was worked out
-    from it still holds."""
-    return list(itertools.compress(itertools.count(), map(operator.is_not, values, before)))   # at C speed
 
 
 def node_paths(data: RawYaml, prefix: KeyPath = ()) -> list[KeyPath]:
