@@ -276,12 +276,6 @@ class YamlFloat(float):
         return self.text
 
 
-# tag -> text -> value of the int/float/bool/null scalars built so far (values of these types never
-# change, and the same texts recur from file to file: `4`, `true`, `0.85`), texts of at most 64 characters
-_SCALAR_MEMOS: dict[str, dict[str, Any]] = {}
-_SCALAR_MEMO_MAX = 50_000
-
-
 class _Builder:
     """Turns a composed node graph into plain data, recording lines; applies merge keys.
 
@@ -295,8 +289,7 @@ class _Builder:
     - A ScalarNode tagged str (most keys and values) is its `.value`, which is all the str constructor
       returns; the loops take it inline, without a call.
     - int/float/bool/null scalars call PyYAML's constructor for the tag directly, not through
-      `construct_object`, whose cache only returns an equal value again for an aliased node; once
-      per text and tag in the process (`_SCALAR_MEMOS`).
+      `construct_object`, whose cache only returns an equal value again for an aliased node.
     - Dispatch on the node's exact class (the composer makes only the three `yaml` node classes).
     """
 
@@ -307,7 +300,6 @@ class _Builder:
         self.scalars = yaml.SafeLoader("")  # used only for its scalar constructors
         constructors = self.scalars.yaml_constructors
         self.direct: dict[str, Any] = {tag: constructors[tag] for tag in _DIRECT_TAGS if tag in constructors}
-        self.memos = {tag: _SCALAR_MEMOS.setdefault(tag, {}) for tag in self.direct}
 
     def close(self) -> None:
         """Drop the constructor's cache of every node it built and its parser state (a reference
@@ -347,17 +339,7 @@ class _Builder:
         tag = node.tag
         if tag == _STR_TAG:
             return node.value          # what the str constructor returns, without its bookkeeping
-        memo = self.memos.get(tag)
-        if memo is None:
-            value = self.construct(node, path, None)
-        else:
-            value = memo.get(node.value, memo)  # `memo` itself marks a miss: None is a real value
-            if value is memo:
-                value = self.construct(node, path, self.direct[tag])
-                if len(node.value) <= 64:
-                    if len(memo) >= _SCALAR_MEMO_MAX:
-                        memo.clear()
-                    memo[node.value] = value
+        value = self.construct(node, path, self.direct.get(tag))
         return YamlFloat(value, node.value) if type(value) is float else value
 
     def construct(self, node: yaml.Node, path: KeyPath, constructor: Any) -> RawYaml:
