@@ -43,9 +43,9 @@ def _points(base_args: dict[str, Any], overrides: list[dict[str, Any]], env_chan
             section.setdefault("roles", {}).setdefault("agg", {})["env"] = {"SGLANG_X": "2"}
         bundle[f"override_p{i}"] = section
     doc = parse_yaml(dump(bundle), "bundle.yaml")
-    out, sibling = [], None
+    out = []
     for i in range(len(overrides)):
-        normal, typed = sibling = normalise(select(doc, f"override_p{i}"), sibling)
+        normal, typed = normalise(select(doc, f"override_p{i}"))
         out.append((normal, typed))
     return out
 
@@ -82,9 +82,9 @@ def test_a_point_whose_env_has_the_same_names_in_another_order_is_made_whole() -
     bundle: dict[str, Any] = {"base": minimal_recipe(), "override_a": {"roles": {"agg": {"env": {"A": "1", "B": "2"}}}},
                               "override_b": {"roles": {"agg": {"env": {"B": "1", "A": "2"}}}}}
     doc = parse_yaml(dump(bundle), "bundle.yaml")
-    shared, sibling = RunMemo(), None
+    shared = RunMemo()
     for selector in ("override_a", "override_b"):
-        recipe, typed = sibling = normalise(select(doc, selector), sibling)
+        recipe, typed = normalise(select(doc, selector))
         assert _render(recipe, typed, shared) == _render(recipe, typed, RunMemo())
 
 
@@ -93,9 +93,9 @@ def test_a_point_whose_kv_events_settings_are_equal_but_not_the_same_is_made_who
     bundle: dict[str, Any] = {"base": minimal_recipe(), "override_a": {"roles": {"agg": {"kv_events": {"buffer": 1}}}},
                               "override_b": {"roles": {"agg": {"kv_events": {"buffer": True}}}}}
     doc = parse_yaml(dump(bundle), "bundle.yaml")
-    shared, sibling, shown = RunMemo(), None, []
+    shared, shown = RunMemo(), []
     for selector in ("override_a", "override_b"):
-        recipe, typed = sibling = normalise(select(doc, selector), sibling)
+        recipe, typed = normalise(select(doc, selector))
         deployment = _render(recipe, typed, shared)
         assert deployment == _render(recipe, typed, RunMemo())
         shown += [a for b in deployment.blocks for a in b.args if a[0] == "--kv-events-config"]

@@ -18,17 +18,7 @@ from typing import Any, Sequence
 from ..errors import CookbookError, Problem
 from ..text import listing, unknown
 from .load import Document, KeyPath, dotted, parse_yaml
-from .merge import (
-    Origins,
-    deep_merge,
-    node_paths,
-    set_path,
-    substitute,
-    sweep_combinations,
-    unset_path,
-    zip_length,
-    zip_variant,
-)
+from .merge import Origins, deep_merge, node_paths, set_path, substitute, sweep_combinations, unset_path, zip_length, zip_variant
 
 RawYaml = Any
 _ZIP_SELECTOR = re.compile(r"(zip_override_[\w.-]+)\[(\d+)\]")

@@ -22,12 +22,11 @@ import operator
 import re
 import stat
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
@@ -97,11 +96,9 @@ class Document:
     def line_of(self, path: KeyPath) -> int:
         """Line of `path`, or of its nearest ancestor that has one (0 when none)."""
         p = tuple(path)
-        while p:
-            if p in self.lines:
-                return self.lines[p]
+        while p and p not in self.lines:
             p = p[:-1]
-        return self.lines.get((), 0)
+        return self.lines.get(p, 0)
 
     def problem(self, path: KeyPath, message: str) -> Problem:
         return Problem(self.file, self.line_of(path), dotted(path), message)
@@ -163,10 +160,10 @@ _LONG_INTEGER = re.compile(r"\d{%d,}" % (sys.get_int_max_str_digits() + 1))
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def parse_json(text: str, file: str, start: int = 0, first_line: int = 0) -> tuple[Any, int]:
-    """The JSON value that starts at `text[start:]` (after blanks) and the index just past it.
-    `first_line` is the number of lines of the file before `text`; every failure is one problem."""
-    begin = len(text) - len(text[start:].lstrip())
+def parse_json(text: str, file: str, first_line: int = 0) -> tuple[Any, int]:
+    """The JSON value that starts `text` (after blanks) and the index just past it. `first_line` is
+    the number of lines of the file before `text`; every failure is one problem."""
+    begin = len(text) - len(text.lstrip())
     try:
         data, end = json.JSONDecoder().raw_decode(text, begin)
     except json.JSONDecodeError as exc:
@@ -222,20 +219,14 @@ def parse_yaml(text: str, file: str) -> Document:
     """Parse one YAML document from `text`; `file` is only used in messages."""
     if len(text) > MAX_BYTES:
         raise CookbookError.at(file, 0, "", f"text is {len(text)} characters; the limit is {MAX_BYTES}")
-    with _collector_paused():
-        return _parse(text, file)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a file is parsed. The parse only allocates: nodes, then
-    plain data (the one cycle, in the loader, `_Builder.close` breaks), so a collection finds
-    nothing, yet the allocations of a large file set off full collections, each of which scans every
-    object of the process: they took two thirds of the time of a 1.4 MB master config."""
+    # No cyclic garbage collection while a file is parsed. The parse only allocates: nodes, then
+    # plain data (the one cycle, in the loader, `_Builder.close` breaks), so a collection finds
+    # nothing, yet the allocations of a large file set off full collections, each of which scans every
+    # object of the process: they took two thirds of the time of a 1.4 MB master config.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        yield
+        return _parse(text, file)
     finally:
         if enabled:
             gc.enable()
@@ -288,12 +279,6 @@ class YamlFloat(float):
         return self.text
 
 
-# tag -> text -> value of the int/float/bool/null scalars built so far (values of these types never
-# change, and the same texts recur from file to file: `4`, `true`, `0.85`), texts of at most 64 characters
-_SCALAR_MEMOS: dict[str, dict[str, Any]] = {}
-_SCALAR_MEMO_MAX = 50_000
-
-
 class _Builder:
     """Turns a composed node graph into plain data, recording lines; applies merge keys.
 
@@ -307,8 +292,7 @@ class _Builder:
     - A ScalarNode tagged str (most keys and values) is its `.value`, which is all the str constructor
       returns; the loops take it inline, without a call.
     - int/float/bool/null scalars call PyYAML's constructor for the tag directly, not through
-      `construct_object`, whose cache only returns an equal value again for an aliased node; once
-      per text and tag in the process (`_SCALAR_MEMOS`).
+      `construct_object`, whose cache only returns an equal value again for an aliased node.
     - Dispatch on the node's exact class (the composer makes only the three `yaml` node classes).
     """
 
@@ -319,7 +303,6 @@ class _Builder:
         self.scalars = yaml.SafeLoader("")  # used only for its scalar constructors
         constructors = self.scalars.yaml_constructors
         self.direct: dict[str, Any] = {tag: constructors[tag] for tag in _DIRECT_TAGS if tag in constructors}
-        self.memos = {tag: _SCALAR_MEMOS.setdefault(tag, {}) for tag in self.direct}
 
     def close(self) -> None:
         """Drop the constructor's cache of every node it built and its parser state (a reference
@@ -359,17 +342,7 @@ class _Builder:
         tag = node.tag
         if tag == _STR_TAG:
             return node.value          # what the str constructor returns, without its bookkeeping
-        memo = self.memos.get(tag)
-        if memo is None:
-            value = self.construct(node, path, None)
-        else:
-            value = memo.get(node.value, memo)  # `memo` itself marks a miss: None is a real value
-            if value is memo:
-                value = self.construct(node, path, self.direct[tag])
-                if len(node.value) <= 64:
-                    if len(memo) >= _SCALAR_MEMO_MAX:
-                        memo.clear()
-                    memo[node.value] = value
+        value = self.construct(node, path, self.direct.get(tag))
         return YamlFloat(value, node.value) if type(value) is float else value
 
     def construct(self, node: yaml.Node, path: KeyPath, constructor: Any) -> RawYaml:
@@ -442,7 +415,7 @@ class _Builder:
         Only the winning value of each key is built. `depth` is the depth of the values."""
         winners: dict[str, tuple[yaml.Node, yaml.Node]] = {}
         for key_node, value_node in self.merged_pairs(merges, path, 0):
-            winners[self.merged_key(key_node, path)] = (key_node, value_node)
+            winners[self.build_key(key_node, path)] = (key_node, value_node)
         out: dict[str, RawYaml] = {}
         for key, (key_node, value_node) in winners.items():
             if key in explicit:
@@ -454,11 +427,6 @@ class _Builder:
         for key, value in explicit.items():
             out.setdefault(key, value)
         return out
-
-    def merged_key(self, key_node: yaml.Node, path: KeyPath) -> str:
-        if key_node.tag == _STR_TAG and type(key_node) is _Scalar:
-            return str(key_node.value)
-        return self.build_key(key_node, path)
 
     def merged_pairs(self, merges: list[yaml.Node], path: KeyPath, level: int) -> list[tuple[yaml.Node, yaml.Node]]:
         """The key/value pairs the `<<` values bring, in PyYAML's order: each `<<` in turn; in a list

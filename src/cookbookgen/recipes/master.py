@@ -62,7 +62,17 @@ class ConfigEntry:
 
     @cached_property
     def rows(self) -> tuple[Row, ...]:
-        return _read_rows(self.doc, self.key, self.data)
+        scenarios = self.data.get("scenarios", {})
+        if not isinstance(scenarios, dict):
+            raise self.doc.error((self.key, "scenarios"), "must be a mapping of scenario name to a list of search spaces")
+        rows: list[Row] = []
+        for name, groups in scenarios.items():
+            if not isinstance(groups, list):
+                raise self.doc.error((self.key, "scenarios", name), "must be a list")
+            for g, group in enumerate(groups):
+                rows.extend(_rows(self.doc, self.key, self.data, name, g, group, len(rows)))
+        _dedupe_slugs(rows)
+        return tuple(rows)
 
     @property
     def framework(self) -> str:
@@ -95,20 +105,6 @@ def _entry(doc: Document, key: str, data: RawYaml) -> ConfigEntry:
     if not isinstance(data, dict):
         raise doc.error((key,), "a config entry must be a mapping")
     return ConfigEntry(key, doc, data)
-
-
-def _read_rows(doc: Document, key: str, data: dict[str, RawYaml]) -> tuple[Row, ...]:
-    scenarios = data.get("scenarios", {})
-    if not isinstance(scenarios, dict):
-        raise doc.error((key, "scenarios"), "must be a mapping of scenario name to a list of search spaces")
-    rows: list[Row] = []
-    for name, groups in scenarios.items():
-        if not isinstance(groups, list):
-            raise doc.error((key, "scenarios", name), "must be a list")
-        for g, group in enumerate(groups):
-            rows.extend(_rows(doc, key, data, name, g, group, len(rows)))
-    _dedupe_slugs(rows)
-    return tuple(rows)
 
 
 def _rows(doc: Document, key: str, entry: dict[str, RawYaml], scenario: str, g: int, group: RawYaml, start: int) -> list[Row]:

@@ -25,7 +25,6 @@ the whole string is the placeholder), and `"...{name}..."` by its text.
 from __future__ import annotations
 
 import itertools
-import operator
 import re
 from typing import Any, Iterator
 
@@ -56,21 +55,6 @@ def _without_nulls(value: RawYaml) -> RawYaml:
     if isinstance(value, dict):
         return {k: _without_nulls(v) for k, v in value.items() if v is not None}
     return value
-
-
-def _copy(value: RawYaml) -> RawYaml:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
-
-
-def changed_positions(values: tuple[RawYaml, ...], before: tuple[RawYaml, ...]) -> list[int]:
-    """The positions of `values` that are not the very object they were in `before` (same length).
-    Recipe trees are never mutated, so the same object is the same subtree: whatever was worked out
-    from it still holds."""
-    return list(itertools.compress(itertools.count(), map(operator.is_not, values, before)))   # at C speed
 
 
 def node_paths(data: RawYaml, prefix: KeyPath = ()) -> list[KeyPath]:
@@ -110,7 +94,7 @@ def zip_variant(section: RawYaml, index: int) -> RawYaml:
     if isinstance(section, dict):
         return {k: zip_variant(v, index) for k, v in section.items()}
     if isinstance(section, list):
-        return _copy(section[0] if len(section) == 1 else section[index])
+        return section[0] if len(section) == 1 else section[index]
     return section
 
 
@@ -135,19 +119,19 @@ def substitute(data: RawYaml, params: dict[str, RawYaml]) -> RawYaml:
 
 
 def set_path(data: RawYaml, path: list[str], value: RawYaml) -> RawYaml:
-    """A copy of `data` with `path` set to `value` (intermediate mappings created)."""
+    """`data` with `path` set to `value` (intermediate mappings created)."""
     if not path:
-        return _copy(value)
-    out = _copy(data) if isinstance(data, dict) else {}
+        return value
+    out = dict(data) if isinstance(data, dict) else {}
     out[path[0]] = set_path(out.get(path[0]), path[1:], value)
     return out
 
 
 def unset_path(data: RawYaml, path: list[str]) -> tuple[RawYaml, bool]:
-    """A copy of `data` without `path`; the flag says whether it existed."""
+    """`data` without `path`; the flag says whether it existed."""
     if not isinstance(data, dict) or path[0] not in data:
-        return _copy(data), False
-    out = _copy(data)
+        return data, False
+    out = dict(data)
     if len(path) == 1:
         del out[path[0]]
         return out, True

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, TypeAdapter, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
 from ..errors import CookbookError, schema_messages
 from ..text import unknown
 from .bundle import EffectiveRecipe
 from .load import KeyPath
-from .merge import Origins, changed_positions, deep_merge
+from .merge import Origins, deep_merge
 
 RawYaml = Any
 
@@ -164,9 +164,8 @@ class OptionsRecipe(Recipe):
 Typed = tuple[EffectiveRecipe, Recipe]     # an effective recipe and its typed view, as `normalise` returns them
 
 
-def normalise(recipe: EffectiveRecipe, sibling: Typed | None = None) -> Typed:
-    """The v2-shaped effective recipe and its typed view. Raises CookbookError naming each bad key.
-    `sibling`: another variant of the same file, normalised; what the two share is not validated again."""
+def normalise(recipe: EffectiveRecipe) -> Typed:
+    """The v2-shaped effective recipe and its typed view. Raises CookbookError naming each bad key."""
     normal = recipe
     if "backend" in recipe.data and "roles" not in recipe.data:
         normal = EffectiveRecipe(recipe.file, recipe.selector, *_from_v1(recipe.data, dict(recipe.origins)))
@@ -178,86 +177,16 @@ def normalise(recipe: EffectiveRecipe, sibling: Typed | None = None) -> Typed:
             if isinstance(spec, dict) and "options" in spec:
                 raise normal.error(("roles", role, "options"), "unknown key 'options'; write the role's LLM-API options under args")
         normal = EffectiveRecipe(normal.file, normal.selector, *_args_to_options(normal.data, dict(normal.origins)))
-    data = normal.data
-    typed = _from_sibling(normal, sibling) if sibling is not None else None
-    if typed is None:
-        model = OptionsRecipe if _engine_type(data) in OPTIONS_FILE_ENGINES else Recipe
-        try:
-            typed = model.model_validate(data)
-        except ValidationError as exc:
-            raise CookbookError([normal.problem(loc, message) for loc, message in schema_messages(exc.errors(), model)]) from None
+    model = OptionsRecipe if _engine_type(normal.data) in OPTIONS_FILE_ENGINES else Recipe
+    try:
+        typed = model.model_validate(normal.data)
+    except ValidationError as exc:
+        raise CookbookError([normal.problem(loc, message) for loc, message in schema_messages(exc.errors(), model)]) from None
     if set(typed.roles) not in ({"agg"}, {"prefill", "decode"}):
         found = ", ".join(typed.roles) or "none"
         raise normal.error(("roles",), f"worker roles {found}: expected roles.agg, or roles.prefill and roles.decode")
     _check_parallel_sizes(normal, typed)
     return normal, typed
-
-
-# The sections of a role a sibling's typed view is remade from, each checked as `RoleSpec` checks it.
-_ROLE_SECTIONS: dict[str, TypeAdapter[Any]] = {name: TypeAdapter(RoleSpec.model_fields[name].annotation) for name in ("args", "env")}
-
-
-def _from_sibling(recipe: EffectiveRecipe, sibling: Typed) -> Recipe | None:
-    """The typed view of `recipe` made from a sibling's (another variant of its file, which shares
-    the subtrees its override leaves alone), when the two differ, object by object, only in settings
-    outside the schema and in the args and env of roles: only the args and env mappings that differ
-    are validated (validation is a function of the value, and recipe trees are never mutated). None
-    otherwise, or when one of them does not validate (the whole recipe is validated then, which names
-    every bad key)."""
-    before, typed = sibling
-    data = recipe.data
-    names = tuple(data)
-    if names != tuple(before.data):
-        return None
-    update: dict[str, Any] = {}
-    for i in changed_positions(tuple(data.values()), tuple(before.data.values())):
-        name = names[i]
-        if name == "roles":
-            roles = _roles_from_sibling(data["roles"], before.data["roles"], typed)
-            if roles is None:
-                return None
-            update["roles"] = roles
-        elif name in Recipe.model_fields:
-            return None
-        else:
-            update[name] = data[name]      # kept as it is, as validation keeps a setting outside the schema
-    return typed.model_copy(update=update)
-
-
-def _roles_from_sibling(roles: RawYaml, before: RawYaml, typed: Recipe) -> dict[RoleName, RoleSpec] | None:
-    if not isinstance(roles, dict) or not isinstance(before, dict) or tuple(roles) != tuple(before) or tuple(roles) != tuple(typed.roles):
-        return None
-    out = dict(typed.roles)
-    for role, spec in roles.items():
-        old = before[role]
-        if spec is old:
-            continue
-        if not isinstance(spec, dict) or not isinstance(old, dict) or tuple(spec) != tuple(old):
-            return None
-        update = {}
-        for section, value in spec.items():
-            if value is old[section]:
-                continue
-            adapter = _ROLE_SECTIONS.get(section)
-            if adapter is None:
-                return None
-            try:
-                update[section] = _section_from_sibling(adapter, value, old[section], getattr(typed.roles[role], section))
-            except ValidationError:
-                return None
-        out[role] = typed.roles[role].model_copy(update=update)
-    return out
-
-
-def _section_from_sibling(adapter: TypeAdapter[Any], value: RawYaml, before: RawYaml, typed_before: Any) -> Any:
-    """`adapter.validate_python(value)` for a role's args or env. A mapping validates entry by entry,
-    so when `value` has the keys of the sibling's mapping `before`, in order, only the entries that
-    are not the very objects of `before` are validated: the others are the sibling's (`typed_before`)."""
-    if not (isinstance(value, dict) and isinstance(before, dict) and isinstance(typed_before, dict)
-            and tuple(value) == tuple(before) == tuple(typed_before)):
-        return adapter.validate_python(value)
-    changed = {key: item for key, item in value.items() if item is not before[key]}
-    return {**typed_before, **adapter.validate_python(changed)}
 
 
 def _check_parallel_sizes(recipe: EffectiveRecipe, typed: Recipe) -> None:

@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -127,14 +128,10 @@ def _wait(proc: subprocess.Popen[bytes]) -> bool:
     except subprocess.TimeoutExpired:
         timed_out = True
         proc.send_signal(signal.SIGTERM)
-        try:
+        with suppress(subprocess.TimeoutExpired):
             proc.wait(1)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
+    with suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()
     return timed_out
 

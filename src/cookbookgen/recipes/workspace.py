@@ -18,7 +18,7 @@ from .load import Document, read_yaml_file
 from .master import ConfigEntry, Row, read_entries
 
 if TYPE_CHECKING:  # the typed schema (pydantic) loads when a point is first resolved
-    from .schema import Recipe, Typed
+    from .schema import Recipe
 
 RawYaml = Any
 
@@ -57,7 +57,6 @@ class Workspace:
         self._recipe_paths: dict[str, Path] = {}
         self._shown: dict[Path, str] = {}
         self._points: dict[tuple[str, int, int], ResolvedPoint] = {}
-        self._last_typed: dict[Path, Typed] = {}     # per recipe file, the last variant normalised
         self._masters: set[Path] = set()
         self._changelog: Changelog | None = None
 
@@ -79,7 +78,6 @@ class Workspace:
         self._docs = {k: v for k, v in self._docs.items() if k in self._masters}
         self._selected.clear()
         self._points.clear()
-        self._last_typed.clear()
 
     def changelog(self) -> Changelog:
         """The checkout's perf-changelog, indexed (empty when it has none); read once per run."""
@@ -90,11 +88,8 @@ class Workspace:
 
     def entries(self) -> Mapping[str, ConfigEntry]:
         """Every master config entry by key (read on first use)."""
-        if self._entries is None:
-            self._entries = self._read_entries()
-        return self._entries
-
-    def _read_entries(self) -> dict[str, ConfigEntry]:
+        if self._entries is not None:
+            return self._entries
         found: dict[str, ConfigEntry] = {}
         files = self.checkout.master_files()
         if not files:
@@ -106,6 +101,7 @@ class Workspace:
                 if key in found:
                     raise doc.error((key,), f"config key also defined in {found[key].doc.file}")
                 found[key] = entry
+        self._entries = found
         return found
 
     def entry(self, key: str) -> ConfigEntry:
@@ -147,12 +143,10 @@ class Workspace:
         from .schema import normalise
 
         if path.suffix == ".sh":            # a single-node benchmark script: run in a sandbox
-            recipe = apply_overrides(script_recipe(path, self.shown(path), entry, row, conc), sets, unsets)
-            normal, typed = normalise(recipe)
+            recipe = script_recipe(path, self.shown(path), entry, row, conc)
         else:
-            recipe = apply_overrides(self.selected(path, self.selector(entry, row, conc)), sets, unsets)
-            normal, typed = self._last_typed[path] = normalise(recipe, self._last_typed.get(path))
-        point = ResolvedPoint(entry, row, conc, normal, typed, self.shown(path))
+            recipe = self.selected(path, self.selector(entry, row, conc))
+        point = ResolvedPoint(entry, row, conc, *normalise(apply_overrides(recipe, sets, unsets)), self.shown(path))
         if memo:
             self._points[key] = point
         return point
@@ -178,13 +172,12 @@ class Workspace:
                                                     "name one with :override_<name>")])
 
     def bare_recipe(self, ref: str, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> ResolvedPoint:
-        file, _, selector = ref.partition(":")
-        path = Path(file)
+        """A recipe named on the command line as FILE[:SELECTOR], outside any master config."""
         from .schema import normalise
 
-        recipe = apply_overrides(select(read_yaml_file(path, file), selector or None), sets, unsets)
-        normal, typed = normalise(recipe)
-        return ResolvedPoint(None, None, None, normal, typed, file)
+        file, _, selector = ref.partition(":")
+        recipe = apply_overrides(select(read_yaml_file(Path(file), file), selector or None), sets, unsets)
+        return ResolvedPoint(None, None, None, *normalise(recipe), file)
 
 
 def _matches(data: dict[str, RawYaml], tp: int | None, conc: int) -> bool:

@@ -11,25 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..policy.classify import PathMemo, SettingsMemo, classify, may_prohibit
-from ..policy.rules import Policy
+from ..policy.rules import Policy, Setting
 from ..recipes.bundle import EffectiveRecipe
 from ..recipes.schema import FrontendSpec, Recipe, RoleSpec, ServiceSpec
 from .layout import RoleLayout, Slot, plan
-from ..policy.rules import Setting
 from .model import Block, Deployment
 from .nginx import nginx_conf
 from .tables import order_worker_args, tables
 from . import trtllm
 from .vllm import router_block, worker_parts
-from .values import (
-    ValuesMemo,
-    args_from_mapping,
-    args_from_words,
-    kept_args,
-    kept_env,
-    replace_args,
-    word,
-)
+from .values import ValuesMemo, args_from_mapping, args_from_words, kept_args, kept_env, replace_args, word
 
 RawYaml = Any
 
@@ -126,7 +117,7 @@ def _shared(ctx: RenderContext, key: tuple[object, ...], inputs: tuple[RawYaml, 
 
 def _dedicated_infra(typed: Recipe) -> bool:
     """Whether the recipe puts the frontend or the control-plane services on a CPU node of their own."""
-    names = tables().dedicated_placements
+    names = tables().raw["dedicated_placements"]
     placements = [typed.frontend.placement] + [s.placement for s in typed.services or ()]
     return typed.infra.etcd_nats_dedicated_node or any(p is not None and p.node in names for p in placements)
 
@@ -134,11 +125,8 @@ def _dedicated_infra(typed: Recipe) -> bool:
 def _cluster_env(ctx: RenderContext, typed: Recipe) -> tuple[dict[str, tuple[str, str]], list[Setting]]:
     entries = ctx.policy.clusters.get(ctx.cluster or "", ())
     env: dict[str, tuple[str, str]] = {e.name: (e.value, e.reason) for e in entries}
-    settings = []
-    for role, spec in typed.roles.items():
-        for name, (value, reason) in env.items():
-            if name not in spec.env:
-                settings.append(Setting(f"roles.{role}.env.{name}", value, "cluster-provided", reason, f"clusters.{ctx.cluster}"))
+    settings = [Setting(f"roles.{role}.env.{name}", value, "cluster-provided", reason, f"clusters.{ctx.cluster}")
+                for role, spec in typed.roles.items() for name, (value, reason) in env.items() if name not in spec.env]
     return env, settings
 
 
@@ -156,8 +144,6 @@ def _shared_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, l
                    slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
     """`_worker`, once per run for each role subtree and slot (`_shared`): the block is a function of
     the role subtree (which `spec` validates) and of the values keyed below."""
-    if not isinstance(raw, dict):
-        return _worker(typed, ctx, kind, layout, slot, spec, cluster_env)
     plane = typed.dynamo.request_plane
     mooncake = any(s.type == "mooncake-master" for s in typed.services or [])
     key = ("worker", kind, layout, slot, ctx.model_id, plane, mooncake, tuple(cluster_env.items()))
@@ -345,31 +331,23 @@ def dynamo_infra_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderConte
     return [_with_service(block, declared.get(block.kind), ctx) for block in (etcd, nats_block)]
 
 
-@dataclass(frozen=True)
-class _ServiceEntry:
+def _service_entry(ctx: RenderContext, i: int, svc: ServiceSpec) -> tuple[list[tuple[str, ...]], dict[str, str], tuple[str, ...]]:
     """What a `services` entry adds to its block: args (over the block's defaults), env, preamble."""
-
-    args: list[tuple[str, ...]]
-    env: dict[str, str]
-    preamble: tuple[str, ...]
-
-
-def _service_entry(ctx: RenderContext, i: int, svc: ServiceSpec) -> _ServiceEntry:
     own = args_from_words(svc.args) if isinstance(svc.args, list) else args_from_mapping(svc.args)
     preamble = tuple(svc.preamble.splitlines()) if isinstance(svc.preamble, str) else tuple(svc.preamble or ())
-    return _ServiceEntry(own, kept_env(ctx.policy, ("services", i, "env"), svc.env, ctx.memo.env), preamble)
+    return own, kept_env(ctx.policy, ("services", i, "env"), svc.env, ctx.memo.env), preamble
 
 
 def _with_service(block: Block, declared: tuple[int, ServiceSpec] | None, ctx: RenderContext) -> Block:
     """An etcd or NATS block with what the recipe's service entry adds, as for the other services."""
     if declared is None:
         return block
-    entry = _service_entry(ctx, *declared)
-    if not (entry.args or entry.env or entry.preamble):
+    args, env, preamble = _service_entry(ctx, *declared)
+    if not (args or env or preamble):
         return block
-    return block.model_copy(update={"args": tuple(replace_args(list(block.args), entry.args)),
-                                    "env": dict(sorted({**block.env, **entry.env}.items())),
-                                    "preamble": entry.preamble or block.preamble})
+    return block.model_copy(update={"args": tuple(replace_args(list(block.args), args)),
+                                    "env": dict(sorted({**block.env, **env}.items())),
+                                    "preamble": preamble or block.preamble})
 
 
 def _mooncake(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout], kind: str) -> list[Block]:
@@ -377,8 +355,7 @@ def _mooncake(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layout
     endpoints = dynamo_env(typed) if kind == "dynamo" else {}
     endpoints.pop("DYN_REQUEST_PLANE", None)
     for i, svc in enumerate(typed.services or []):
-        entry = _service_entry(ctx, i, svc)
-        env, own = entry.env, entry.args
+        own, env, preamble = _service_entry(ctx, i, svc)
         if svc.type == "mooncake-master":
             defaults = [tuple(a) for a in tables().raw["mooncake_master_args"]]
             blocks.append(Block(kind="mooncake-master", title=tables().title("mooncake-master"), cmd=tables().command("mooncake-master"),
@@ -388,7 +365,6 @@ def _mooncake(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layout
             node_role = (svc.placement.node or "") if svc.placement else ""
             nodes = layouts[node_role].nodes if node_role in layouts else 1
             env = {**tables().raw["mooncake_store_env"], **env, **endpoints}
-            preamble = entry.preamble
             port = next((a[1] for a in own if a[0] == "--port" and len(a) > 1), "")
             blocks.append(Block(kind="mooncake-store", title=f"{tables().title('mooncake-store')} {svc.name}", cmd=tables().command("mooncake-store"),
                                 args=tuple(own), env=dict(sorted(env.items())), preamble=preamble, count_nodes=nodes,

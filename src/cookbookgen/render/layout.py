@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..recipes.bundle import EffectiveRecipe
 from ..recipes.schema import EngineSpec, Recipe, RoleSpec
@@ -22,7 +22,6 @@ from .model import ROLES, Role
 # The spellings of each parallel size among a role's args (`tp`: SGLang's argparse takes it for --tp-size)
 PARALLEL_KEYS = {"tp": ("tensor-parallel-size", "tp-size", "tp"), "pp": ("pipeline-parallel-size", "pp-size"),
                  "dp": ("data-parallel-size", "dp-size", "dp"), "ep": ("expert-parallel-size", "ep-size")}
-_TP_KEYS, _PP_KEYS, _DP_KEYS = PARALLEL_KEYS["tp"], PARALLEL_KEYS["pp"], PARALLEL_KEYS["dp"]
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,7 @@ def plan(recipe: EffectiveRecipe, typed: Recipe) -> dict[str, RoleLayout]:
         layout = _plan_role(recipe, role, spec, gpn, previous, across)
         if layout.shares_nodes_with and previous is not None and previous.slots[0].gpus is None:
             pinned = tuple(Slot(s.index, s.workers, tuple(range(previous.gpus_per_worker))) for s in previous.slots)
-            out[previous.role] = RoleLayout(**{**previous.__dict__, "slots": pinned})
+            out[previous.role] = replace(previous, slots=pinned)
         out[role] = layout
         previous = layout
     if pool is not None and out["prefill"].nodes + out["decode"].nodes != pool:
@@ -83,9 +82,9 @@ def plan(recipe: EffectiveRecipe, typed: Recipe) -> dict[str, RoleLayout]:
 
 
 def _plan_role(recipe: EffectiveRecipe, role: Role, spec: RoleSpec, gpn: int, previous: RoleLayout | None, across: bool) -> RoleLayout:
-    gpus = spec.gpus or int_arg(spec, _TP_KEYS) * int_arg(spec, _PP_KEYS)
+    gpus = spec.gpus or int_arg(spec, PARALLEL_KEYS["tp"]) * int_arg(spec, PARALLEL_KEYS["pp"])
     workers = spec.workers or 1
-    dp = int_arg(spec, _DP_KEYS)
+    dp = int_arg(spec, PARALLEL_KEYS["dp"])
     if gpus >= gpn:
         per = math.ceil(gpus / gpn)
         need = per * workers

@@ -31,42 +31,24 @@ class Block(BaseModel):
     cmd: str
     args: tuple[Arg, ...] = ()
     env: dict[str, str] = Field(default_factory=dict)
-    preamble: tuple[str, ...] = ()
-    files: dict[str, str] = Field(default_factory=dict)
     workers: int | None = None
     nodes_per_worker: int | None = None
     count: int | None = None
     count_nodes: int | None = None
     gpu_pinning: tuple[tuple[str, ...], ...] | None = None
     ports: tuple[str, ...] | None = None
+    preamble: tuple[str, ...] = ()
+    files: dict[str, str] = Field(default_factory=dict)
     where: str = ""
 
     def arg_values(self, flag: str) -> list[Arg]:
         return [a for a in self.args if a[0] == flag]
 
     def to_json(self) -> dict[str, object]:
-        """The `render --format json` shape: args as lists, empty optional fields left out."""
-        out: dict[str, object] = {"kind": self.kind}
-        if self.role:
-            out["role"] = self.role
-        out["title"] = self.title
-        out["cmd"] = self.cmd
-        out["args"] = [list(a) for a in self.args]
-        out["env"] = dict(self.env)
-        for key in ("workers", "nodes_per_worker", "count", "count_nodes"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        if self.gpu_pinning is not None:
-            out["gpu_pinning"] = [list(p) for p in self.gpu_pinning]
-        if self.ports is not None:
-            out["ports"] = list(self.ports)
-        if self.preamble:
-            out["preamble"] = list(self.preamble)
-        if self.files:
-            out["files"] = dict(self.files)
-        out["where"] = self.where
-        return out
+        """The `render --format json` shape, in field order: args as lists; unset fields, and an empty
+        preamble or files, left out."""
+        empty = {name for name in ("preamble", "files") if not getattr(self, name)}
+        return self.model_dump(mode="json", exclude_none=True, exclude=empty)
 
 
 class Deployment(BaseModel):

@@ -20,18 +20,9 @@ class Tables:
         return cast(dict[str, int], self.raw["ports"])
 
     @cached_property
-    def lead_flags(self) -> dict[str, int]:
-        return {flag: i for i, flag in enumerate(self.raw["lead_flags"])}
-
-    @cached_property
     def launch_order(self) -> dict[str, int]:
         """Each block kind's place in the order blocks are launched."""
         return {kind: i for i, kind in enumerate(self.raw["launch_order"])}
-
-    @cached_property
-    def dedicated_placements(self) -> frozenset[str]:
-        """The named nodes that put a process on a CPU node of its own."""
-        return frozenset(self.raw["dedicated_placements"])
 
     def command(self, kind: str, frontend: str | None = None) -> str:
         value = self.raw["commands"][kind]
@@ -71,7 +62,7 @@ Arg = TypeVar("Arg", bound=Sequence[Any])   # `(flag, *values)`, a tuple or (in 
 def order_worker_args(args: Iterable[Arg], lead_flags: Sequence[str] | None = None) -> tuple[Arg, ...]:
     """Lead flags first in their order (`lead_flags`, by default this table's), then the rest
     alphabetically; stable for repeated flags."""
-    lead = tables().lead_flags if lead_flags is None else {flag: i for i, flag in enumerate(lead_flags)}
+    lead = {flag: i for i, flag in enumerate(tables().raw["lead_flags"] if lead_flags is None else lead_flags)}
     args = list(args)
     first = sorted([a for a in args if a[0] in lead], key=lambda a: lead[a[0]])
     return (*first, *sorted([a for a in args if a[0] not in lead], key=itemgetter(0)))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterable, cast
+from typing import Any, Callable, Iterable
 
 from ..policy.rules import DROPPED, Policy
 from ..recipes.load import KeyPath
@@ -35,12 +35,8 @@ def arg_tuple(name: str, value: RawYaml) -> tuple[str, ...] | None:
     return (flag(name), word(value))
 
 
-def kept(policy: Policy, path: KeyPath, value: RawYaml) -> tuple[bool, RawYaml]:
+def kept(policy: Policy, path: tuple[str, ...], value: RawYaml) -> tuple[bool, RawYaml]:
     """Whether a recipe setting reaches the command, and the value it shows (placeholders applied)."""
-    return _kept(policy, cast("tuple[str, ...]", path) if all(type(p) is str for p in path) else tuple(map(str, path)), value)
-
-
-def _kept(policy: Policy, path: tuple[str, ...], value: RawYaml) -> tuple[bool, RawYaml]:
     rule = policy.first_match(path, value)
     if rule is None:
         return True, value
@@ -80,7 +76,7 @@ def _shown(policy: Policy, base: tuple[str, ...], name: str, value: RawYaml, mem
     key = (base, name, id(value))
     hit = memo.get(key) if memo is not None else None
     if hit is None or hit[0] is not value:
-        keep, shown = _kept(policy, base + (str(name),), value)
+        keep, shown = kept(policy, base + (str(name),), value)
         hit = (value, show(name, shown) if keep else None)
         if memo is not None:
             memo[key] = hit
