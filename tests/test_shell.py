@@ -6,6 +6,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +31,22 @@ def test_quote_rules_match_the_explorer() -> None:
     assert quote("it's") == "'it'\\''s'"
     assert quote("") == "''"
     assert quote("daemon off;") == "'daemon off;'"
+
+
+@pytest.mark.parametrize("value", ["${", "a${b", "$}", "${}", "$1", "$$", "a$", "$_", "${X", "$X}{${"])
+def test_a_dollar_that_starts_no_placeholder_is_single_quoted(value: str) -> None:
+    # was: "${" came out double-quoted, which bash refuses (and "$1" would have expanded)
+    quoted = quote(value)
+    assert quoted.startswith("'") and _bash_ok(f"X={quoted}\n") and shlex.split(quoted) == [value]
+    run = subprocess.run(["bash", "-c", f"printf %s {quoted}"], capture_output=True, text=True)
+    assert run.stdout == value
+
+
+def test_placeholders_stay_double_quoted_so_they_expand() -> None:
+    assert quote("${HEAD_IP}:${PORT}/$_SUFFIX") == '"${HEAD_IP}:${PORT}/$_SUFFIX"'
+    run = subprocess.run(["bash", "-c", f"HEAD_IP=10.0.0.1 PORT=8000 _SUFFIX=x; printf %s {quote('${HEAD_IP}:${PORT}/$_SUFFIX')}"],
+                         capture_output=True, text=True)
+    assert run.stdout == "10.0.0.1:8000/x"
 
 
 @settings(max_examples=examples(300))

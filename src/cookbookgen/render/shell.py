@@ -2,7 +2,8 @@
 
 Rules (kept identical to the SGLang cookbook explorer so readers see familiar text):
 - a value of only `[A-Za-z0-9_@%+=:,./-]` is bare;
-- one that also has `$`, `{` or `}` (and nothing else) is double-quoted so placeholders expand;
+- one that also has `$`, `{` or `}` (and nothing else) is double-quoted so placeholders expand, if
+  every `$` starts a `$NAME` or `${NAME}` placeholder (else `${` or `$1` would be bad or other shell);
 - anything else is single-quoted, `'` written as `'\\''`; the empty string is `''`.
 A block prints as preamble lines, one `K=V \\` line per env entry, `cmd \\`, then one
 two-space-indented `--flag v1 v2 \\` line per arg, the last without the backslash.
@@ -19,12 +20,13 @@ from .model import Block
 
 _BARE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 _EXPANDABLE = re.compile(r"[A-Za-z0-9_@%+=:,./${}-]+")
+_PLACEHOLDER = re.compile(r"\$(?:[A-Za-z]\w*|_\w+|\{(?:[A-Za-z]\w*|_\w+)\})")   # not `$_`, bash's last argument
 
 
 def quote(value: str) -> str:
     if _BARE.fullmatch(value):
         return value
-    if _EXPANDABLE.fullmatch(value):
+    if _EXPANDABLE.fullmatch(value) and "$" not in _PLACEHOLDER.sub("", value):
         return f'"{value}"'
     return "'" + value.replace("'", "'\\''") + "'"
 
@@ -142,6 +144,8 @@ def copy_all(blocks: list[Block], heading: list[str], describe: Callable[[str], 
     lines += [f"  {name}) {'' if rank is None else f'NODE_RANK={rank}; '}_block_{index} ;;" for name, index, rank, _ in procs]
     lines += ['  *) echo "unknown process \'$1\'; one of:" >&2; _list >&2; exit 2 ;;', "esac"]
     return "\n".join(lines) + "\n"
+
+
 def comment_line(text: str) -> str:
     """One comment line, whatever `text` holds (a model name with a newline must not become a command)."""
     return f"# {one_line(text)}"
