@@ -119,7 +119,8 @@ def substitute(data: RawYaml, params: dict[str, RawYaml]) -> RawYaml:
 
 
 def set_path(data: RawYaml, path: list[str], value: RawYaml) -> RawYaml:
-    """`data` with `path` set to `value` (intermediate mappings created)."""
+    """A new tree: `data` with `path` set to `value` (intermediate mappings created; what is off the path
+    is shared, as recipe trees are never mutated)."""
     if not path:
         return value
     out = dict(data) if isinstance(data, dict) else {}
@@ -128,7 +129,7 @@ def set_path(data: RawYaml, path: list[str], value: RawYaml) -> RawYaml:
 
 
 def unset_path(data: RawYaml, path: list[str]) -> tuple[RawYaml, bool]:
-    """`data` without `path`; the flag says whether it existed."""
+    """A new tree: `data` without `path` (what is off the path shared); the flag says whether it existed."""
     if not isinstance(data, dict) or path[0] not in data:
         return data, False
     out = dict(data)
