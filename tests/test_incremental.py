@@ -123,7 +123,7 @@ def test_a_failed_incremental_build_leaves_the_previous_site(data: Path, tmp_pat
 
 def test_links_from_unchanged_pages_must_still_find_their_anchors() -> None:
     state = site.SiteState(context="", docs={}, dest={}, order=["index.md", "a/index.md"], urls={}, anchors={},
-                           links={"index.md": {"a/index.md": {"cell-1": "a/index.md#cell-1"}}}, site={})
+                           links={"index.md": {"a/index.md": {"cell-1": "a/index.md#cell-1"}}}, site={}, pages={})
     recorder = site._Recorder()
     recorder.anchors = {"a/index.md": ["cell-1", "cell-2"]}
     assert site._links_hold(state, recorder, {"a/index.md"})

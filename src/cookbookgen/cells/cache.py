@@ -4,7 +4,7 @@
 Layout (default `.cookbookgen-cache/` beside the site folder, or `--cache DIR`):
 - `render/<sha256>.pickle`: the cells of one config, keyed by every input of its rendering;
 - `variants/<sha256>.pickle`: the derived variants of one cell, keyed by its config's key and donors;
-- `pages/<sha256>.pickle`: the files of one model page (see `publish.site`);
+- `pages/<sha256>.pickle`, `scripts/<sha256>.pickle`: the files of one model page, its launch scripts apart (see `publish.site`);
 - `site/`: the state of the last successful build (`publish.site`, for incremental MkDocs builds);
 - `CACHEDIR.TAG`, the cache directory tag (backup tools skip the folder) and the proof that the folder
   is a cookbookgen cache, and `.gitignore` holding `*`, so the folder never lands in a commit.

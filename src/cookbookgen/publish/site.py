@@ -51,7 +51,7 @@ import time
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping
 
 from mkdocs.commands.build import build as mkdocs_build
 from mkdocs.config import load_config
@@ -230,12 +230,17 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
         state_dir = cache / "site" if cache is not None else None
         previous = SiteState.load(state_dir, out) if state_dir is not None else None
         step("generating pages")
-        files = generate_docs(cookbook, read_templates(root / "templates"), generated_on, pages)
-        step(f"writing {len(files)} files")
-        scripts = {rel: files.pop(rel) for rel in [rel for rel in files if rel.endswith(".sh")]}
-        counts = (len(cookbook.pages), len(scripts), len(scripts) + len(files))
+        made = generate_docs(cookbook, read_templates(root / "templates"), generated_on, pages,
+                             previous.pages if previous is not None else {})
+        files = made.files
+        step(f"writing {len(files) + len(made.kept)} files")
+        scripts = {rel: files.pop(rel) for rel in [rel for rel in files if _is_script(rel)]}
+        counts = (len(cookbook.pages), len(scripts) + len(made.kept), len(scripts) + len(files) + len(made.kept))
         (scratch / "scripts").mkdir()
         write_docs(scripts, scratch / "scripts")
+        for rel in made.kept:
+            (scratch / "scripts" / rel).parent.mkdir(parents=True, exist_ok=True)
+            _link_or_copy(str(out / rel), str(scratch / "scripts" / rel))
         write_docs(files, scratch / "docs")
         hashes = {rel: hashlib.sha256(text.encode("utf-8")).hexdigest() for rel, text in files.items()}
         title, pages_nav = safe_title(cookbook.title), nav(cookbook)
@@ -264,7 +269,7 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
         swap_in(scratch / "site", out, scratch)
         if state_dir is not None:
             with _signals_wait():
-                state = SiteState.after(context, hashes, recorder, previous if rebuilt is not None else None, out)
+                state = SiteState.after(context, hashes, made.scripts, recorder, previous if rebuilt is not None else None, out)
                 with suppress(OSError):    # a cache that cannot be written only costs time (an older state never matches the new site)
                     RenderCache(state_dir.parent).ensure()
                     state.save(state_dir)
@@ -274,30 +279,56 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
     return BuildResult(out, *counts, time.perf_counter() - started, rebuilt)
 
 
-def generate_docs(cookbook: Cookbook, templates: dict[str, str], generated_on: dt.date, cache: RenderCache | None) -> dict[str, str]:
+def _is_script(rel: str) -> bool:
+    return rel.endswith(".sh")
+
+
+@dataclass(frozen=True)
+class Generated:
+    files: dict[str, str]            # the docs files and launch scripts to write
+    kept: list[str]                  # launch scripts of unchanged pages, taken from the site in `--out`
+    scripts: dict[str, list[str]]    # page key -> its launch scripts (the next build's `kept`)
+
+
+def generate_docs(cookbook: Cookbook, templates: dict[str, str], generated_on: dt.date, cache: RenderCache | None,
+                  in_site: Mapping[str, list[str]]) -> Generated:
     """`pages.site_files`, reusing the files of model pages whose data is unchanged.
 
     A model page's files (`pages.page_files`) are a function of its own cells (with variants), the
     cookbook's title and repo, the date, the templates and cookbookgen's code, nothing else; its key
-    (`RenderCache.page_key`) covers all of them. `tests/test_incremental.py` pins the result to the
-    plain `site_files`.
+    (`RenderCache.page_key`) covers all of them. The cache keeps a page's launch scripts apart from
+    its other files: those of a page whose key is in `in_site` (it is built into the unchanged site
+    in `--out`) are not read, but taken from that site. `tests/test_incremental.py` pins the result
+    to the plain `site_files`.
     """
     if cache is None:
-        return site_files(cookbook, templates, generated_on)
+        return Generated(site_files(cookbook, templates, generated_on), [], {})
     env = environment(templates)
     common = "\0".join([code_fingerprint(), json.dumps(templates, sort_keys=True), cookbook.title, cookbook.repo,
                         generated_on.isoformat()])
     done: dict[str, PageFiles] = {}
+    kept: list[str] = []
+    scripts: dict[str, list[str]] = {}
     for page in cookbook.pages:
         data = cache.page_key(page)
         key = hashlib.sha256(f"{common}\0{data}".encode()).hexdigest() if data else ""
         made = cache.get("pages", key) if key else None
-        if not isinstance(made, PageFiles):
-            made = page_files(cookbook, page, env, generated_on)
+        if isinstance(made, PageFiles) and key in in_site:
+            kept += in_site[key]                       # its launch scripts are in the site already
+            scripts[key] = in_site[key]
+        else:
+            texts = cache.get("scripts", key) if isinstance(made, PageFiles) else None
+            if isinstance(made, PageFiles) and isinstance(texts, dict):
+                made = replace(made, files={**made.files, **texts})
+            else:
+                made = page_files(cookbook, page, env, generated_on)
+                if key:
+                    cache.put("pages", key, replace(made, files={r: t for r, t in made.files.items() if not _is_script(r)}))
+                    cache.put("scripts", key, {r: t for r, t in made.files.items() if _is_script(r)})
             if key:
-                cache.put("pages", key, made)
+                scripts[key] = [r for r in made.files if _is_script(r)]
         done[page.slug] = made
-    return site_files(cookbook, templates, generated_on, done)
+    return Generated(site_files(cookbook, templates, generated_on, done), kept, scripts)
 
 
 def _keep_docs(docs: Path, scripts: Path, keep: Path, root: Path, title: str, pages_nav: list[dict[str, object]]) -> None:
@@ -462,6 +493,7 @@ class SiteState:
     anchors: dict[str, list[str]]
     links: dict[str, dict[str, dict[str, str]]]
     site: dict[str, list[int]]
+    pages: dict[str, list[str]]     # page key (`generate_docs`) -> its launch scripts
 
     @classmethod
     def load(cls, folder: Path, out: Path) -> "SiteState | None":
@@ -484,11 +516,12 @@ class SiteState:
         return {rel for rel, digest in docs.items() if self.docs[rel] == digest} or None
 
     @classmethod
-    def after(cls, context: str, docs: dict[str, str], recorder: _Recorder, previous: "SiteState | None", out: Path) -> "SiteState":
+    def after(cls, context: str, docs: dict[str, str], pages: dict[str, list[str]], recorder: _Recorder, previous: "SiteState | None",
+              out: Path) -> "SiteState":
         """The state of the site just swapped into `out` (`previous` fills in the unchanged pages)."""
         anchors = {**(previous.anchors if previous else {}), **recorder.anchors}
         links = {**(previous.links if previous else {}), **recorder.links}
-        return cls(context, docs, recorder.dest, recorder.order, recorder.urls, anchors, links, site_fingerprint(out))
+        return cls(context, docs, recorder.dest, recorder.order, recorder.urls, anchors, links, site_fingerprint(out), pages)
 
 
 @contextmanager
