@@ -100,7 +100,7 @@ def test_pruning_removes_only_what_the_cache_wrote(tmp_path: Path, capsys) -> No
     _user_folder(cache, f"render/{ENTRY}", "render/notes.txt", "pages/draft.md", f"scripts/{ENTRY}")
     assert _build(capsys, "--out", str(tmp_path / "site"), "--cache", str(cache))[0] == 0
     assert not (cache / "render" / ENTRY).exists()                   # an old entry of its own: pruned
-    assert not (cache / "scripts" / ENTRY).exists()                  # also of a kind an older version wrote
+    assert not (cache / "scripts" / ENTRY).exists()                  # of every kind (scripts/ were never pruned)
     assert (cache / "render" / "notes.txt").is_file() and (cache / "pages" / "draft.md").is_file()
 
 
