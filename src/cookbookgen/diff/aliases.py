@@ -54,7 +54,8 @@ def load_alias_table(doc: Document) -> AliasTable:
         table = _AliasFile.model_validate(doc.data)
     except ValidationError as exc:
         raise CookbookError([doc.problem(loc, message) for loc, message in schema_messages(exc.errors(), _AliasFile)]) from None
-    named: list[tuple[KeyPath, str, str]] = [(("fields", field, i), flag, field) for field, flags in table.fields.items() for i, flag in enumerate(flags)]
+    named: list[tuple[KeyPath, str, str]] = [(("fields", field, i), flag, field)
+                                             for field, flags in table.fields.items() for i, flag in enumerate(flags)]
     named += [(("deprecated", flag), flag, field) for flag, field in table.deprecated.items()]
     named += [(("switch_constants", flag), flag, constant.field) for flag, constant in table.switch_constants.items()]
     field_of: dict[str, str] = {}

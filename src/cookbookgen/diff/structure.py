@@ -195,7 +195,8 @@ def expected_blocks(ctx: "Ctx") -> dict[tuple[str, str | None], tuple[str, bool]
     for i, svc in enumerate(ctx.recipe.data.get("services") or []):
         out[(str(svc.get("type")), None)] = (f"services[{i}].type", True)
     for kind, entry in table()["blocks"].items():     # implied blocks: the table's check holds for this point
-        if entry.get("required") and (kind, None) not in out and ctx.blocks and isinstance(explain_block(kind, ctx.scope(ctx.blocks[0])), Explanation):
+        if (entry.get("required") and (kind, None) not in out and ctx.blocks
+                and isinstance(explain_block(kind, ctx.scope(ctx.blocks[0])), Explanation)):
             out[(kind, None)] = (f"synthesized.blocks.{kind}", True)
     return out
 

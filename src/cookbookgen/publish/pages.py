@@ -599,7 +599,8 @@ def site_files(cookbook: Cookbook, templates: Mapping[str, str], generated_on: d
     made = [(done or {}).get(page.slug) or page_files(cookbook, page, env, generated_on) for page in cookbook.pages]
     for each in made:
         files.update(each.files)
-    context = {"cookbook": cookbook, "pages": cookbook.pages, "generated_on": generated_on, "hardware": list(dict.fromkeys(hw for page in cookbook.pages for hw in page.hardware)),
+    hardware = list(dict.fromkeys(hw for page in cookbook.pages for hw in page.hardware))
+    context = {"cookbook": cookbook, "pages": cookbook.pages, "generated_on": generated_on, "hardware": hardware,
                "home_cell": home_cell, "flags": flag_rows(each.flags for each in made)}
     for path, name in TEMPLATES.items():
         files[path] = render_template(env, name, **context)
