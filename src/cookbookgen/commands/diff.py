@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -117,8 +118,6 @@ def _report(args: argparse.Namespace, path: Path, fmt: str, color: bool, workspa
             cache: RenderCache | None, previous: Path | None) -> tuple[str | DiffResult, Tally, tuple[str, str, str], Path]:
     """One cookbook's part (its text for text and Markdown, the whole result for JSON), its tally, what
     was checked, and the checkout it was checked against."""
-    from dataclasses import replace
-
     from ..cells.assemble import workspace_for
     from ..diff.check import check, report_text
     from ..diff.report import as_markdown, as_text
@@ -175,8 +174,6 @@ def _with_logs(args: argparse.Namespace, result: DiffResult, policy: Policy) -> 
     points = [pair.published for pair in result.pairs]
     if not points:
         raise CookbookError.at(str(logs), 0, "--logs", "no cookbook point was paired with the checkout, so there is nothing to compare the logs with")
-    from dataclasses import replace
-
     from ..diff.logcheck import check_logs
     from ..diff.sources import read_logs
 

@@ -232,13 +232,14 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
         step("generating pages")
         made = generate_docs(cookbook, read_templates(root / "templates"), generated_on, pages,
                              previous.pages if previous is not None else {})
-        files = made.files
-        step(f"writing {len(files) + len(made.kept)} files")
+        files, kept, page_scripts = made.files, made.kept, made.scripts
+        del made                               # so that `del files` below frees the docs
+        step(f"writing {len(files) + len(kept)} files")
         scripts = {rel: files.pop(rel) for rel in [rel for rel in files if _is_script(rel)]}
-        counts = (len(cookbook.pages), len(scripts) + len(made.kept), len(scripts) + len(files) + len(made.kept))
+        counts = (len(cookbook.pages), len(scripts) + len(kept), len(scripts) + len(files) + len(kept))
         (scratch / "scripts").mkdir()
         write_docs(scripts, scratch / "scripts")
-        for rel in made.kept:
+        for rel in kept:
             (scratch / "scripts" / rel).parent.mkdir(parents=True, exist_ok=True)
             _link_or_copy(str(out / rel), str(scratch / "scripts" / rel))
         write_docs(files, scratch / "docs")
@@ -269,7 +270,7 @@ def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | N
         swap_in(scratch / "site", out, scratch)
         if state_dir is not None:
             with _signals_wait():
-                state = SiteState.after(context, hashes, made.scripts, recorder, previous if rebuilt is not None else None, out)
+                state = SiteState.after(context, hashes, page_scripts, recorder, previous if rebuilt is not None else None, out)
                 with suppress(OSError):    # a cache that cannot be written only costs time (an older state never matches the new site)
                     RenderCache(state_dir.parent).ensure()
                     state.save(state_dir)
