@@ -29,7 +29,7 @@ from cookbookgen.render.shell import format_block
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+        "--disable-component-update", "--disable-sync", "--host-resolver-rules=MAP cookbook.test 127.0.0.1"]
 SCREENSHOT = ROOT / "test-output" / "browser.png"
 B200_KEY = "dsv41flash-fp4-b200-sglang-agentic-dspark"
 B200_MASTER = f"""
@@ -232,6 +232,30 @@ def test_query_links_open_the_combination(two_hw: tuple[Cookbook, Path], server:
     page.goto(f"{url}?conc=999999&router={variant.router}")                               # not on this page: left as it is
     assert page.evaluate("location.hash") == "" and page.locator(f'input[id="{pages.point_anchor(cell, cell.points[0])}"]').is_checked()
     page.context.close()
+
+
+def test_derived_copy_buttons_work_on_a_plain_http_host(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
+    """A site served over http from a host name (a cluster's web server, `serve --host 0.0.0.0`) is not a
+    secure context: no navigator.clipboard. The derived blocks' copy buttons still copy, as Material's do
+    (bug: they called navigator.clipboard.writeText and threw)."""
+    cookbook, _ = two_hw
+    cell = next(c for c in cookbook.pages[0].cells if c.variants)
+    variant = cell.variants[0]
+    insecure = server.replace("127.0.0.1", "cookbook.test")
+    context = browser.new_context()  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors, outside = _watch(context, page, insecure)
+    page.goto(_cell_url(insecure, cookbook, cell) + f"#{pages.variant_anchor(cell, variant)}")
+    assert page.evaluate("window.isSecureContext") is False
+    page.locator(".cb-variant-view button.cb-copy").last.click()
+    reader = browser.new_context()  # type: ignore[attr-defined]    # the clipboard, read where the browser allows it
+    reader.grant_permissions(["clipboard-read"], origin=server)
+    read = reader.new_page()
+    read.goto(f"{server}/index.html")
+    assert read.evaluate("navigator.clipboard.readText()") == format_block(variant.deployment.blocks[-1])
+    assert errors == [] and outside == []
+    reader.close()
+    context.close()
 
 
 # per visible block title: how often its text (without the "N. ") appears in its tab or section

@@ -103,8 +103,9 @@
         var text = texts[b.text];
         if (b.where) out.appendChild(el("p", {class: "cb-where"}, b.where));
         var pre = el("pre", {class: "cb-derived-code"}), title = el("span", {class: "filename"}, (i + 1) + ". " + b.title);
-        var copy = el("button", {class: "cb-copy", type: "button", title: "Copy this command"}, "Copy");
-        copy.addEventListener("click", function () { navigator.clipboard.writeText(text); });
+        // Material copies what a [data-clipboard-text] button holds, as its own buttons do: also over
+        // plain http, where the page has no navigator.clipboard
+        var copy = el("button", {class: "cb-copy", type: "button", title: "Copy this command", "data-clipboard-text": text}, "Copy");
         pre.appendChild(el("code", {"data-variant-block": pick.anchor + "-" + i}, text));
         out.appendChild(title); out.appendChild(copy); out.appendChild(pre);
       });
