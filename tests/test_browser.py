@@ -313,6 +313,25 @@ def test_search_works_offline(two_hw: tuple[Cookbook, Path], server: str, browse
     context.close()
 
 
+def test_search_finds_a_flag_as_commands_write_it(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
+    """`--mem-fraction-static`, typed or pasted from a command, finds the flag index (bug: the search's
+    query language read the leading '-' as "must not contain" and found nothing); a single '-' still excludes."""
+    context = browser.new_context()  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors, outside = _watch(context, page, server)
+    page.goto(f"{server}/index.html")
+    page.click(".md-search__input")
+    page.keyboard.type("--mem-fraction-static", delay=10)
+    page.wait_for_selector(".md-search-result__item")
+    assert page.locator(".md-search-result__item a[href*='flags.html']").count() >= 1
+    page.fill(".md-search__input", "")
+    page.keyboard.type("hicache -flag", delay=10)
+    page.wait_for_selector(".md-search-result__item")
+    assert page.locator(".md-search-result__item a[href*='flags.html']").count() == 0
+    assert errors == [] and outside == []
+    context.close()
+
+
 def test_search_works_from_file_urls(two_hw: tuple[Cookbook, Path], browser: object) -> None:
     _, out = two_hw
     context = browser.new_context()  # type: ignore[attr-defined]

@@ -138,3 +138,18 @@
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
 })();
+
+// Search: a flag as the commands write it (--mem-fraction-static) is searched without its leading dashes.
+// The search's query language reads a leading '-' as "must not contain" and '--' as an error, so the
+// flag found nothing. The box still shows what was typed; a single '-' keeps its meaning.
+(function () {
+  "use strict";
+
+  var input = document.querySelector(".md-search__input");
+  var value = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value");
+  if (!input || !value) return;
+  Object.defineProperty(input, "value", {
+    get: function () { return value.get.call(this).replace(/(^|\s)--+(?=\S)/g, "$1"); },
+    set: function (text) { value.set.call(this, text); }
+  });
+})();
