@@ -191,6 +191,17 @@ def test_cell_shows_provenance_metrics_exclusions_disclosures_notes(cookbook: Co
     assert "Newer SGLang releases rename --enable-dp-attention" in text   # note on a renamed flag
 
 
+def test_the_manifests_results_dashboard_is_linked(cookbook: Cookbook, files: dict[str, str]) -> None:
+    """Bug: `dashboard:` was accepted in the manifest and then published nowhere."""
+    url = "https://inferencex.semianalysis.com/inference?unofficialRun=38911006463"
+    pinned = [c for c in _cells(cookbook) if c.provenance.run == 38911006463]
+    page = cookbook.pages[0]
+    assert pinned and all(f'<a href="{url}">' in html.unescape(files[pages.cell_path(page, c)]) for c in pinned)
+    doc = json.loads(files["cookbook.json"])
+    assert {c["id"]: c["provenance"]["dashboard"] for p in doc["pages"] for c in p["cells"] if c["provenance"]["run"]} == \
+        {c.id: url for c in pinned}
+
+
 def test_identical_commands_across_concurrencies_are_explained(cookbook: Cookbook, templates: dict[str, str]) -> None:
     cell = _cells(cookbook)[0]
     first, second = cell.points[:2]
