@@ -135,6 +135,14 @@ def _cell_url(server: str, cookbook: Cookbook, cell: Cell) -> str:
     return f"{server}/{cookbook.pages[0].slug}/{cell.slug}/index.html"
 
 
+def _below_the_header(page: object, element: object) -> bool:
+    """Whether the top of `element` is on screen, below Material's sticky header."""
+    header = page.locator("header.md-header").bounding_box()  # type: ignore[attr-defined]
+    box = element.bounding_box()  # type: ignore[attr-defined]
+    height = page.viewport_size["height"]  # type: ignore[attr-defined]
+    return header is not None and box is not None and header["y"] + header["height"] <= box["y"] < height
+
+
 def test_a_deployments_blocks_are_two_clicks_from_the_model_page(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
     cookbook, _ = two_hw
     context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
@@ -199,6 +207,7 @@ def test_deep_links_open_the_combination(two_hw: tuple[Cookbook, Path], server: 
     assert shown.first.get_attribute("data-variant-block") == f"{anchor}-0"
     assert [shown.nth(i).inner_text() for i in range(shown.count())] == [format_block(b) for b in variant.deployment.blocks]
     assert [page.locator(f".cb-selectors select >> nth={i}").input_value() for i in range(2)] == [variant.router, variant.kv]
+    assert _below_the_header(page, page.locator(".cb-selectors"))        # the router and KV tier shown, not under the header
     page.locator(".cb-variant-view button.cb-copy").last.click()          # a derived block's copy button: just its command
     assert page.evaluate("navigator.clipboard.readText()") == format_block(variant.deployment.blocks[-1])
     checked = "[...document.querySelectorAll('.tabbed-set input')].map(i => i.checked)"
@@ -328,6 +337,27 @@ def test_search_finds_a_flag_as_commands_write_it(two_hw: tuple[Cookbook, Path],
     page.keyboard.type("hicache -flag", delay=10)
     page.wait_for_selector(".md-search-result__item")
     assert page.locator(".md-search-result__item a[href*='flags.html']").count() == 0
+    assert errors == [] and outside == []
+    context.close()
+
+
+@pytest.mark.parametrize("query,name", [("--mem-fraction-static", "--mem-fraction-static"), ("--mem-fraction", "--mem-fraction-static"),
+                                        ("SGLANG_DSV41_REASONING_EFFORT", "SGLANG_DSV41_REASONING_EFFORT")])
+def test_a_flag_found_by_search_is_shown_open(two_hw: tuple[Cookbook, Path], server: str, browser: object, query: str, name: str) -> None:
+    """Bug: the search led to the top of the flag index with every flag folded, the one searched for
+    screens further down; now it is open and scrolled into view."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors, outside = _watch(context, page, server)
+    page.goto(f"{server}/index.html")
+    page.click(".md-search__input")
+    page.keyboard.type(query, delay=10)
+    page.locator(".md-search-result__item a[href*='flags.html']").first.click()
+    page.wait_for_load_state()
+    flag = page.locator("details.cb-flag").filter(has=page.locator("summary code", has_text=re.compile(f"^{re.escape(name)}$")))
+    assert flag.evaluate("d => d.open") and flag.locator("li a").first.is_visible()
+    assert _below_the_header(page, flag)
+    assert page.locator("details.cb-flag[open]").count() == 1
     assert errors == [] and outside == []
     context.close()
 

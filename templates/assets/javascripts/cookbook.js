@@ -153,3 +153,26 @@
     set: function (text) { value.set.call(this, text); }
   });
 })();
+
+// The flag index opened from a search result (flags.html?h=mem+fraction+static): the flag named by the
+// search, or else the first one whose name starts with it, is opened and scrolled into view (every flag
+// is folded, and the one searched for is often screens down the page).
+(function () {
+  "use strict";
+
+  function words(text) { return text.toLowerCase().replace(/[^a-z0-9]+/g, " ").trim(); }
+
+  function open() {
+    var query = words(new URLSearchParams(location.search).get("h") || "");
+    var flags = Array.prototype.slice.call(document.querySelectorAll("details.cb-flag"));
+    if (!query || !flags.length) return;
+    var name = function (flag) { return words(flag.querySelector("summary code").textContent); };
+    var flag = flags.filter(function (f) { return name(f) === query; })[0] ||
+               flags.filter(function (f) { return name(f).indexOf(query) === 0; })[0];
+    if (!flag) return;
+    flag.open = true;
+    flag.scrollIntoView();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", open); else open();
+})();
