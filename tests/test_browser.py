@@ -135,12 +135,15 @@ def _cell_url(server: str, cookbook: Cookbook, cell: Cell) -> str:
     return f"{server}/{cookbook.pages[0].slug}/{cell.slug}/index.html"
 
 
-def _below_the_header(page: object, element: object) -> bool:
-    """Whether the top of `element` is on screen, below Material's sticky header."""
+def _below_the_header(page: object, element: object, within: float | None = None) -> bool:
+    """Whether the top of `element` is on screen (or `within` pixels of the top), below Material's sticky header."""
     header = page.locator("header.md-header").bounding_box()  # type: ignore[attr-defined]
     box = element.bounding_box()  # type: ignore[attr-defined]
     height = page.viewport_size["height"]  # type: ignore[attr-defined]
-    return header is not None and box is not None and header["y"] + header["height"] <= box["y"] < height
+    if header is None or box is None:
+        return False
+    top = header["y"] + header["height"]
+    return top <= box["y"] < (top + within if within is not None else height)
 
 
 def test_a_deployments_blocks_are_two_clicks_from_the_model_page(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
@@ -214,6 +217,26 @@ def test_deep_links_open_the_combination(two_hw: tuple[Cookbook, Path], server: 
     before = page.evaluate(checked)
     page.locator(".cb-selectors select >> nth=2").select_option(pages.variant_tab(cell, cell.variants[0]))
     assert page.evaluate(checked) == before and True in before            # the measured tabs are untouched
+    context.close()
+
+
+@pytest.mark.parametrize("width,height", [(1400, 1000), (390, 844)])
+def test_a_derived_variants_link_opens_at_its_commands(two_hw: tuple[Cookbook, Path], server: str, browser: object,
+                                                       width: int, height: int) -> None:
+    """A shared link to a derived variant, opened afresh, shows its router/KV selectors at the top with its
+    commands below (bug: the browser's own jump to the variants table's link came last, so on a phone the
+    commands were below the screen)."""
+    cookbook, _ = two_hw
+    cell = next(c for c in cookbook.pages[0].cells if c.variants)
+    context = browser.new_context(viewport={"width": width, "height": height})  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors, outside = _watch(context, page, server)
+    for variant in (cell.variants[0], cell.variants[-1]):
+        page.goto(f"{server}/index.html")
+        page.goto(f"{_cell_url(server, cookbook, cell)}#{pages.variant_anchor(cell, variant)}")
+        page.wait_for_load_state("load")
+        assert _below_the_header(page, page.locator(".cb-selectors"), within=40)
+    assert errors == [] and outside == []
     context.close()
 
 

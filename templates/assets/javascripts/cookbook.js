@@ -117,7 +117,10 @@
       if (!linked && !first) return;
       keys.forEach(function (k) { sels[k].sel.value = (linked || data[0])[k]; });
       show();
-      if (linked) view.scrollIntoView();
+      if (!linked) return;
+      view.scrollIntoView();
+      // opened afresh, the browser's own jump to the link's target (in the variants table) comes later
+      if (document.readyState !== "complete") window.addEventListener("load", function () { view.scrollIntoView(); });
     }
     keys.forEach(function (k) {
       sels[k] = select({router: "Router", kv: "KV tier", point: "Point"}[k], unique(data.map(function (v) { return v[k]; })), show);
