@@ -222,6 +222,19 @@ def test_flag_index_lists_flags_and_env_with_cells(cookbook: Cookbook, files: di
 
 # --- escaping ---------------------------------------------------------------------------------------
 
+def test_flag_index_shows_an_empty_value_as_the_command_writes_it(cookbook: Cookbook) -> None:
+    """Bug: `--chat-template ''` and `EMPTY=''` were listed as "none (a switch)"."""
+    cell = _cells(cookbook)[0]
+    point = cell.points[0]
+    last = point.deployment.blocks[-1]
+    block = last.model_copy(update={"args": last.args + (("--chat-template", ""),), "env": {**last.env, "EMPTY": ""}})
+    dep = point.deployment.model_copy(update={"blocks": point.deployment.blocks[:-1] + (block,)})
+    cb = _replace_cell(cookbook, cell, cell.model_copy(update={"points": (point.model_copy(update={"deployment": dep}),) + cell.points[1:]}))
+    rows = {r.name: r for r in pages.flag_rows(pages.page_flags(p) for p in cb.pages)}
+    assert rows["--chat-template"].values == rows["EMPTY"].values == ("''",)
+    assert rows["--trust-remote-code"].values == ()                                   # a switch has none
+
+
 def test_md_filter_writes_markup_and_pipes_as_references() -> None:
     out = str(pages.md(f"{HOSTILE} a|b `c` *d* [e](f)"))
     assert "<" not in out and "|" not in out and "`" not in out and "*" not in out and "[" not in out

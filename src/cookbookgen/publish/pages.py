@@ -457,10 +457,14 @@ def home_cell(page: Page, hw: str) -> HomeCell | None:
 
 
 def _settings_of(dep: Deployment) -> list[tuple[str, str, str]]:
+    """(name, kind, value) of every flag and env entry; a switch's value is "", an empty value `''`."""
+    def shown(value: str) -> str:
+        return value or "''"
+
     out = []
     for block in dep.blocks:
-        out += [(a[0], "flag", " ".join(a[1:])) for a in block.args if a[0].startswith("-")]
-        out += [(k, "env", v) for k, v in block.env.items()]
+        out += [(a[0], "flag", " ".join(map(shown, a[1:]))) for a in block.args if a[0].startswith("-")]
+        out += [(k, "env", shown(v)) for k, v in block.env.items()]
     return out
 
 
