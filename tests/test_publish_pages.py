@@ -235,6 +235,27 @@ def test_flag_index_shows_an_empty_value_as_the_command_writes_it(cookbook: Cook
     assert rows["--trust-remote-code"].values == ()                                   # a switch has none
 
 
+def test_two_configs_of_one_topology_are_told_apart(cookbook: Cookbook, templates: dict[str, str]) -> None:
+    """Bug: two configs on one model page and hardware that differ only in precision (fp4, fp8) had the
+    same name in the deployments table, the chart's legend, their headings and the flag index."""
+    cell = next(c for c in _cells(cookbook) if c.config_key == "dsv41flash-fp4-gb300-sglang-agentic-dspark")
+    key = cell.config_key.replace("fp4", "fp8")
+    twin = cell.model_copy(update={"id": f"{key}#0", "slug": f"{key}-0", "config_key": key})
+    page = cookbook.pages[0]
+    cb = cookbook.model_copy(update={"pages": (page.model_copy(update={"cells": page.cells + (twin,)}),) + cookbook.pages[1:]})
+    files = pages.site_files(cb, templates, DATE)
+    rows = re.findall(r"^\| \[(.*?)\]\((.*?)/index.md\)", files[pages.page_path(page)], re.M)
+    names = [html.unescape(name) for name, _ in rows]
+    assert len(set(names)) == len(names)
+    assert {"Agg TP4 · DSpark 5 · sglang · fp4", "Agg TP4 · DSpark 5 · sglang · fp8", "Agg TP2·EP2 · DSpark 5 · dynamo"} <= set(names)
+    headings = [re.search(r"^# (.*)$", files[pages.cell_path(page, c)], re.M).group(1) for c in (cell, twin)]  # type: ignore[union-attr]
+    assert len(set(headings)) == 2
+    legend = re.findall(r'<text x="26.0"[^>]*>(.*?)</text>', files[f"{page.slug}/pareto-gb300-interactivity.svg"])
+    assert len(legend) == len(set(legend)) and "Agg TP4 · DSpark 5 · sglang · fp8" in legend
+    flag = next(r for r in pages.flag_rows(pages.page_flags(p) for p in cb.pages) if r.name == "--speculative-dspark-block-size")
+    assert len({text for text, _, _ in flag.cells}) == len(flag.cells)
+
+
 def test_md_filter_writes_markup_and_pipes_as_references() -> None:
     out = str(pages.md(f"{HOSTILE} a|b `c` *d* [e](f)"))
     assert "<" not in out and "|" not in out and "`" not in out and "*" not in out and "[" not in out
