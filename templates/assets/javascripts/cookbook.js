@@ -142,17 +142,21 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
 })();
 
-// Search: a flag as the commands write it (--mem-fraction-static) is searched without its leading dashes.
-// The search's query language reads a leading '-' as "must not contain" and '--' as an error, so the
-// flag found nothing. The box still shows what was typed; a single '-' keeps its meaning.
+// Search: a flag as the commands write it (--mem-fraction-static) is searched as its parts, each required
+// and each a prefix (+mem* +fraction* +static*), so the flag index comes first. As typed, the search's
+// query language read the leading '-' as "must not contain" and '--' as an error: nothing was found.
+// The box still shows what was typed; a single '-' keeps its meaning.
 (function () {
   "use strict";
 
   var input = document.querySelector(".md-search__input");
   var value = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value");
   if (!input || !value) return;
+  function parts(match, space, flag) {
+    return space + flag.split("-").filter(Boolean).map(function (part) { return "+" + part + "*"; }).join(" ");
+  }
   Object.defineProperty(input, "value", {
-    get: function () { return value.get.call(this).replace(/(^|\s)--+(?=\S)/g, "$1"); },
+    get: function () { return value.get.call(this).replace(/(^|\s)--+(\S+)/g, parts); },
     set: function (text) { value.set.call(this, text); }
   });
 })();
