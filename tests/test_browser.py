@@ -29,7 +29,7 @@ from cookbookgen.render.shell import format_block
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+        "--disable-component-update", "--disable-sync", "--host-resolver-rules=MAP cookbook.test 127.0.0.1"]
 SCREENSHOT = ROOT / "test-output" / "browser.png"
 B200_KEY = "dsv41flash-fp4-b200-sglang-agentic-dspark"
 B200_MASTER = f"""
@@ -135,6 +135,17 @@ def _cell_url(server: str, cookbook: Cookbook, cell: Cell) -> str:
     return f"{server}/{cookbook.pages[0].slug}/{cell.slug}/index.html"
 
 
+def _below_the_header(page: object, element: object, within: float | None = None) -> bool:
+    """Whether the top of `element` is on screen (or `within` pixels of the top), below Material's sticky header."""
+    header = page.locator("header.md-header").bounding_box()  # type: ignore[attr-defined]
+    box = element.bounding_box()  # type: ignore[attr-defined]
+    height = page.viewport_size["height"]  # type: ignore[attr-defined]
+    if header is None or box is None:
+        return False
+    top = header["y"] + header["height"]
+    return top <= box["y"] < (top + within if within is not None else height)
+
+
 def test_a_deployments_blocks_are_two_clicks_from_the_model_page(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
     cookbook, _ = two_hw
     context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
@@ -199,12 +210,33 @@ def test_deep_links_open_the_combination(two_hw: tuple[Cookbook, Path], server: 
     assert shown.first.get_attribute("data-variant-block") == f"{anchor}-0"
     assert [shown.nth(i).inner_text() for i in range(shown.count())] == [format_block(b) for b in variant.deployment.blocks]
     assert [page.locator(f".cb-selectors select >> nth={i}").input_value() for i in range(2)] == [variant.router, variant.kv]
+    assert _below_the_header(page, page.locator(".cb-selectors"))        # the router and KV tier shown, not under the header
     page.locator(".cb-variant-view button.cb-copy").last.click()          # a derived block's copy button: just its command
     assert page.evaluate("navigator.clipboard.readText()") == format_block(variant.deployment.blocks[-1])
     checked = "[...document.querySelectorAll('.tabbed-set input')].map(i => i.checked)"
     before = page.evaluate(checked)
     page.locator(".cb-selectors select >> nth=2").select_option(pages.variant_tab(cell, cell.variants[0]))
     assert page.evaluate(checked) == before and True in before            # the measured tabs are untouched
+    context.close()
+
+
+@pytest.mark.parametrize("width,height", [(1400, 1000), (390, 844)])
+def test_a_derived_variants_link_opens_at_its_commands(two_hw: tuple[Cookbook, Path], server: str, browser: object,
+                                                       width: int, height: int) -> None:
+    """A shared link to a derived variant, opened afresh, shows its router/KV selectors at the top with its
+    commands below (bug: the browser's own jump to the variants table's link came last, so on a phone the
+    commands were below the screen)."""
+    cookbook, _ = two_hw
+    cell = next(c for c in cookbook.pages[0].cells if c.variants)
+    context = browser.new_context(viewport={"width": width, "height": height})  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors, outside = _watch(context, page, server)
+    for variant in (cell.variants[0], cell.variants[-1]):
+        page.goto(f"{server}/index.html")
+        page.goto(f"{_cell_url(server, cookbook, cell)}#{pages.variant_anchor(cell, variant)}")
+        page.wait_for_load_state("load")
+        assert _below_the_header(page, page.locator(".cb-selectors"), within=40)
+    assert errors == [] and outside == []
     context.close()
 
 
@@ -232,6 +264,30 @@ def test_query_links_open_the_combination(two_hw: tuple[Cookbook, Path], server:
     page.goto(f"{url}?conc=999999&router={variant.router}")                               # not on this page: left as it is
     assert page.evaluate("location.hash") == "" and page.locator(f'input[id="{pages.point_anchor(cell, cell.points[0])}"]').is_checked()
     page.context.close()
+
+
+def test_derived_copy_buttons_work_on_a_plain_http_host(two_hw: tuple[Cookbook, Path], server: str, browser: object) -> None:
+    """A site served over http from a host name (a cluster's web server, `serve --host 0.0.0.0`) is not a
+    secure context: no navigator.clipboard. The derived blocks' copy buttons still copy, as Material's do
+    (bug: they called navigator.clipboard.writeText and threw)."""
+    cookbook, _ = two_hw
+    cell = next(c for c in cookbook.pages[0].cells if c.variants)
+    variant = cell.variants[0]
+    insecure = server.replace("127.0.0.1", "cookbook.test")
+    context = browser.new_context()  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors, outside = _watch(context, page, insecure)
+    page.goto(_cell_url(insecure, cookbook, cell) + f"#{pages.variant_anchor(cell, variant)}")
+    assert page.evaluate("window.isSecureContext") is False
+    page.locator(".cb-variant-view button.cb-copy").last.click()
+    reader = browser.new_context()  # type: ignore[attr-defined]    # the clipboard, read where the browser allows it
+    reader.grant_permissions(["clipboard-read"], origin=server)
+    read = reader.new_page()
+    read.goto(f"{server}/index.html")
+    assert read.evaluate("navigator.clipboard.readText()") == format_block(variant.deployment.blocks[-1])
+    assert errors == [] and outside == []
+    reader.close()
+    context.close()
 
 
 # per visible block title: how often its text (without the "N. ") appears in its tab or section
@@ -285,6 +341,48 @@ def test_search_works_offline(two_hw: tuple[Cookbook, Path], server: str, browse
     page.keyboard.type("hicache", delay=20)
     page.wait_for_selector(".md-search-result__item")
     assert page.locator(".md-search-result__item").count() >= 1
+    assert errors == [] and outside == []
+    context.close()
+
+
+@pytest.mark.parametrize("flag", ["--mem-fraction-static", "--speculative-dspark-block-size", "--speculative-dspark-bl"])
+def test_search_finds_a_flag_as_commands_write_it(two_hw: tuple[Cookbook, Path], server: str, browser: object, flag: str) -> None:
+    """A flag, typed or pasted from a command (or its start), has the flag index as its first result (bugs:
+    the search's query language read the leading '-' as "must not contain" and found nothing; without the
+    dashes any one part of the name matched, and pages naming `dspark` often came first); a single '-' still excludes."""
+    context = browser.new_context()  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors, outside = _watch(context, page, server)
+    page.goto(f"{server}/index.html")
+    page.click(".md-search__input")
+    page.keyboard.type(flag, delay=10)
+    page.wait_for_selector(".md-search-result__item")
+    assert "flags.html" in page.locator(".md-search-result__item a").first.get_attribute("href")
+    page.fill(".md-search__input", "")
+    page.keyboard.type("hicache -flag", delay=10)
+    page.wait_for_selector(".md-search-result__item")
+    assert page.locator(".md-search-result__item a[href*='flags.html']").count() == 0
+    assert errors == [] and outside == []
+    context.close()
+
+
+@pytest.mark.parametrize("query,name", [("--mem-fraction-static", "--mem-fraction-static"), ("--mem-fraction", "--mem-fraction-static"),
+                                        ("SGLANG_DSV41_REASONING_EFFORT", "SGLANG_DSV41_REASONING_EFFORT")])
+def test_a_flag_found_by_search_is_shown_open(two_hw: tuple[Cookbook, Path], server: str, browser: object, query: str, name: str) -> None:
+    """Bug: the search led to the top of the flag index with every flag folded, the one searched for
+    screens further down; now it is open and scrolled into view."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors, outside = _watch(context, page, server)
+    page.goto(f"{server}/index.html")
+    page.click(".md-search__input")
+    page.keyboard.type(query, delay=10)
+    page.locator(".md-search-result__item a[href*='flags.html']").first.click()
+    page.wait_for_load_state()
+    flag = page.locator("details.cb-flag").filter(has=page.locator("summary code", has_text=re.compile(f"^{re.escape(name)}$")))
+    assert flag.evaluate("d => d.open") and flag.locator("li a").first.is_visible()
+    assert _below_the_header(page, flag)
+    assert page.locator("details.cb-flag[open]").count() == 1
     assert errors == [] and outside == []
     context.close()
 

@@ -144,6 +144,12 @@ MANIFEST_CASES = {
     "config keys with one anchor": ("key: dsv41flash-fp4-gb300-sglang-agentic-dspark", "key: dsv41flash_fp4_gb300_dynamo_sglang_agentic_agg",
                                     "configs[2].key", "page anchors of the config at line 12"),
     "repo not a web address": ("repo: https://github.com/SemiAnalysisAI/InferenceX", "repo: javascript:alert(1)", "repo", "http(s) URL"),
+    # metrics the tables, charts and cookbook.json cannot show (these ended in a traceback from the chart's axes)
+    "metric not a number": ("tp4/c1: {throughput_per_gpu: 7846.0,", "tp4/c1: {throughput_per_gpu: .nan,",
+                            "configs[0].metrics.tp4/c1.throughput_per_gpu", "finite number"),
+    "infinite metric": ("p90_e2el_s: 8.132,", "p90_e2el_s: -.inf,", "configs[0].metrics.tp4/c1.p90_e2el_s", "finite number"),
+    "metric past any chart": ("tp4/c1: {throughput_per_gpu: 7846.0,", "tp4/c1: {throughput_per_gpu: 1e308,",
+                              "configs[0].metrics.tp4/c1.throughput_per_gpu", "finite number"),
 }
 
 

@@ -191,6 +191,17 @@ def test_cell_shows_provenance_metrics_exclusions_disclosures_notes(cookbook: Co
     assert "Newer SGLang releases rename --enable-dp-attention" in text   # note on a renamed flag
 
 
+def test_the_manifests_results_dashboard_is_linked(cookbook: Cookbook, files: dict[str, str]) -> None:
+    """Bug: `dashboard:` was accepted in the manifest and then published nowhere."""
+    url = "https://inferencex.semianalysis.com/inference?unofficialRun=38911006463"
+    pinned = [c for c in _cells(cookbook) if c.provenance.run == 38911006463]
+    page = cookbook.pages[0]
+    assert pinned and all(f'<a href="{url}">' in html.unescape(files[pages.cell_path(page, c)]) for c in pinned)
+    doc = json.loads(files["cookbook.json"])
+    assert {c["id"]: c["provenance"]["dashboard"] for p in doc["pages"] for c in p["cells"] if c["provenance"]["run"]} == \
+        {c.id: url for c in pinned}
+
+
 def test_identical_commands_across_concurrencies_are_explained(cookbook: Cookbook, templates: dict[str, str]) -> None:
     cell = _cells(cookbook)[0]
     first, second = cell.points[:2]
@@ -210,6 +221,40 @@ def test_flag_index_lists_flags_and_env_with_cells(cookbook: Cookbook, files: di
 
 
 # --- escaping ---------------------------------------------------------------------------------------
+
+def test_flag_index_shows_an_empty_value_as_the_command_writes_it(cookbook: Cookbook) -> None:
+    """Bug: `--chat-template ''` and `EMPTY=''` were listed as "none (a switch)"."""
+    cell = _cells(cookbook)[0]
+    point = cell.points[0]
+    last = point.deployment.blocks[-1]
+    block = last.model_copy(update={"args": last.args + (("--chat-template", ""),), "env": {**last.env, "EMPTY": ""}})
+    dep = point.deployment.model_copy(update={"blocks": point.deployment.blocks[:-1] + (block,)})
+    cb = _replace_cell(cookbook, cell, cell.model_copy(update={"points": (point.model_copy(update={"deployment": dep}),) + cell.points[1:]}))
+    rows = {r.name: r for r in pages.flag_rows(pages.page_flags(p) for p in cb.pages)}
+    assert rows["--chat-template"].values == rows["EMPTY"].values == ("''",)
+    assert rows["--trust-remote-code"].values == ()                                   # a switch has none
+
+
+def test_two_configs_of_one_topology_are_told_apart(cookbook: Cookbook, templates: dict[str, str]) -> None:
+    """Bug: two configs on one model page and hardware that differ only in precision (fp4, fp8) had the
+    same name in the deployments table, the chart's legend, their headings and the flag index."""
+    cell = next(c for c in _cells(cookbook) if c.config_key == "dsv41flash-fp4-gb300-sglang-agentic-dspark")
+    key = cell.config_key.replace("fp4", "fp8")
+    twin = cell.model_copy(update={"id": f"{key}#0", "slug": f"{key}-0", "config_key": key})
+    page = cookbook.pages[0]
+    cb = cookbook.model_copy(update={"pages": (page.model_copy(update={"cells": page.cells + (twin,)}),) + cookbook.pages[1:]})
+    files = pages.site_files(cb, templates, DATE)
+    rows = re.findall(r"^\| \[(.*?)\]\((.*?)/index.md\)", files[pages.page_path(page)], re.M)
+    names = [html.unescape(name) for name, _ in rows]
+    assert len(set(names)) == len(names)
+    assert {"Agg TP4 · DSpark 5 · sglang · fp4", "Agg TP4 · DSpark 5 · sglang · fp8", "Agg TP2·EP2 · DSpark 5 · dynamo"} <= set(names)
+    headings = [re.search(r"^# (.*)$", files[pages.cell_path(page, c)], re.M).group(1) for c in (cell, twin)]  # type: ignore[union-attr]
+    assert len(set(headings)) == 2
+    legend = re.findall(r'<text x="26.0"[^>]*>(.*?)</text>', files[f"{page.slug}/pareto-gb300-interactivity.svg"])
+    assert len(legend) == len(set(legend)) and "Agg TP4 · DSpark 5 · sglang · fp8" in legend
+    flag = next(r for r in pages.flag_rows(pages.page_flags(p) for p in cb.pages) if r.name == "--speculative-dspark-block-size")
+    assert len({text for text, _, _ in flag.cells}) == len(flag.cells)
+
 
 def test_md_filter_writes_markup_and_pipes_as_references() -> None:
     out = str(pages.md(f"{HOSTILE} a|b `c` *d* [e](f)"))

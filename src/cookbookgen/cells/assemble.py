@@ -156,7 +156,8 @@ def _provenance(manifest: Manifest, source: ConfigSource, recipe: str, changelog
     run_url = f"{repo}/actions/runs/{source.run}/attempts/{source.attempt}" if source.run else None
     return Provenance(pr=source.pr, pr_url=f"{repo}/pull/{source.pr}" if source.pr else None, commit=source.commit,
                       commit_url=f"{repo}/commit/{source.commit}", run=source.run, attempt=source.attempt, run_url=run_url,
-                      status=source.status, date=source.date, recipe=recipe, changelog_pr=changelog_pr)
+                      status=source.status, date=source.date, recipe=recipe, changelog_pr=changelog_pr,
+                      dashboard=source.dashboard)
 
 
 def _check_metrics(doc: Document, at: tuple[int, int], source: ConfigSource, points: list[Point]) -> None:

@@ -24,12 +24,14 @@ Values that become file names, nav titles or URLs are checked here, first, each 
 - a page's `model`: a Hugging Face id (`org/name`, each part 1 to 96 letters, digits, `.`, `_`, `-`,
   starting with a letter or digit); its name gives the page folder, so no two pages may share one,
   nor two config keys their anchors;
-- `repo` and `dashboard`: http(s) URLs of at most 500 characters without spaces.
+- `repo` and `dashboard`: http(s) URLs of at most 500 characters without spaces;
+- every metric: a finite number of magnitude below 1e15 (the tables, the charts' axes, cookbook.json).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Callable, Literal
@@ -47,6 +49,7 @@ _MODEL_ID = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z
 _URL = re.compile(r"https?://[^\s\x00-\x1f\x7f]{1,492}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 NAME_MAX = 200
+METRIC_MAX = 1e15      # a metric's magnitude: the charts' axes compute powers of ten above it
 
 
 def slugify(text: str) -> str:
@@ -76,7 +79,15 @@ def _matching(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
     return check
 
 
+def _metric(value: float) -> float:
+    """A measured value the tables, the charts' axes and cookbook.json can show."""
+    if not math.isfinite(value) or abs(value) >= METRIC_MAX:
+        raise ValueError(f"expected a finite number of magnitude below 1e15, got {value!r}")
+    return value
+
+
 Name = Annotated[str, AfterValidator(_name)]
+Metric = Annotated[float, AfterValidator(_metric)]
 Url = Annotated[str, AfterValidator(_matching(_URL, "expected an http(s) URL of at most 500 characters without spaces"))]
 ModelId = Annotated[str, AfterValidator(_matching(_MODEL_ID, "expected a Hugging Face id org/name: each part 1 to 96 letters, "
                                                              "digits, '.', '_' or '-', starting with a letter or digit"))]
@@ -92,7 +103,7 @@ class ConfigSource(BaseModel):
     attempt: int = Field(default=1, ge=1)
     merged: bool = False
     date: dt.date | None = None
-    metrics: dict[str, dict[str, float]] = Field(default_factory=dict)
+    metrics: dict[str, dict[str, Metric]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
     dashboard: Url | None = None
 

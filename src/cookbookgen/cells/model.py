@@ -26,6 +26,7 @@ class Provenance(_Frozen):
     date: dt.date | None
     recipe: str
     changelog_pr: int | None = None  # latest perf-changelog PR naming the key, when it differs
+    dashboard: str | None = None     # the run's results page (the manifest's `dashboard`)
 
 
 class Exclusion(_Frozen):

@@ -161,6 +161,8 @@ class MetricRow:
 @dataclass(frozen=True)
 class CellView:
     cell: Cell
+    name: str                         # in the model page's table (`series_names`)
+    title: str                        # the page's heading (`cell_title`)
     runs: tuple[RunView, ...]
     variants: tuple[VariantGroup, ...]
     metric_titles: tuple[str, ...]
@@ -369,23 +371,38 @@ def chart_groups(cells: tuple[Cell, ...]) -> dict[XMetric, list[tuple[Cell, Poin
     return groups
 
 
-def series_name(cell: Cell) -> str:
-    return " · ".join(t for t in (cell.label, cell.detail, cell.router) if t)
+def series_names(page: Page) -> dict[str, str]:
+    """Each cell's name (by id) in its model page's table and charts, its heading and the flag index:
+    topology label, spec-decode detail and router; when other cells of the page on the same hardware
+    have that name (configs that differ only in precision or image), also the parts of its config key
+    theirs do not all have (`fp8`), or the whole key."""
+    base = {c.id: " · ".join(t for t in (c.label, c.detail, c.router) if t) for c in page.cells}
+    alike: dict[tuple[str, str], list[str]] = {}
+    for c in page.cells:
+        alike.setdefault((c.hw, base[c.id]), []).append(c.config_key)
+    names = {}
+    for c in page.cells:
+        keys = alike[(c.hw, base[c.id])]
+        common = set.intersection(*(set(k.split("-")) for k in keys))
+        own = "-".join(part for part in c.config_key.split("-") if part not in common) or c.config_key
+        names[c.id] = f"{base[c.id]} · {own}" if len(set(keys)) > 1 else base[c.id]
+    return names
 
 
-def cell_title(cell: Cell) -> str:
-    """The cell's heading: unique enough for the table of contents, which spans all hardware tabs."""
-    return f"{hardware_title(cell.hw)} · {series_name(cell)}"
+def cell_title(cell: Cell, name: str) -> str:
+    """The cell's heading (`name` from `series_names`): unique within its model page."""
+    return f"{hardware_title(cell.hw)} · {name}"
 
 
-def chart(page: Page, hw: str, x: XMetric, members: list[tuple[Cell, Point]]) -> tuple[ChartView, str, set[tuple[str, str]]]:
+def chart(page: Page, hw: str, x: XMetric, members: list[tuple[Cell, Point]],
+          names: dict[str, str]) -> tuple[ChartView, str, set[tuple[str, str]]]:
     """The chart's view, its SVG text and the (cell id, point id) pairs on its frontier."""
     key, kind, axis = x
-    pts = [ChartPoint(series_name(c), tab_title(c, p), p.metrics[key], p.metrics[THROUGHPUT]) for c, p in members]
+    pts = [ChartPoint(names[c.id], tab_title(c, p), p.metrics[key], p.metrics[THROUGHPUT]) for c, p in members]
     best = frontier(pts, axis.better)
     title = f"{page.title} on {hardware_title(hw)}: throughput per GPU vs {axis.title}"
     file = f"pareto-{_tab_slug(hw, '-')}-{kind}.svg"
-    front = tuple((f"{series_name(members[i][0])} {pts[i].label}", f"{members[i][0].slug}/index.html#{point_anchor(*members[i])}")
+    front = tuple((f"{pts[i].series} {pts[i].label}", f"{members[i][0].slug}/index.html#{point_anchor(*members[i])}")
                   for i in best)
     alt = f"{title}. Pareto frontier: " + ", ".join(t for t, _ in front)
     on = {(members[i][0].id, members[i][1].id) for i in best}
@@ -405,14 +422,14 @@ def _disclosures(cell: Cell) -> tuple[str, ...]:
     return tuple(site_table("disclosures").get(d, d).format(al=al) for d in cell.disclosures)
 
 
-def cell_view(cookbook: Cookbook, cell: Cell, generated_on: dt.date, on_front: set[tuple[str, str]]) -> CellView:
+def cell_view(cookbook: Cookbook, cell: Cell, name: str, generated_on: dt.date, on_front: set[tuple[str, str]]) -> CellView:
     earlier: dict[str, str] = {}
     runs = tuple(_run_view(cookbook, cell, p, generated_on, earlier) for p in cell.points)
     variants = variant_groups(cookbook, cell, generated_on)
     keys = metric_keys(cell.points)
     overrides = tuple(dict.fromkeys(p.override for p in cell.points if p.override))
     flags = check_cell(cell.id, cell.image, (b for p in cell.points for b in p.deployment.blocks))
-    return CellView(cell, runs, variants, tuple(metric_title(k) for k in keys),
+    return CellView(cell, name, cell_title(cell, name), runs, variants, tuple(metric_title(k) for k in keys),
                     _metric_rows(cell, keys, on_front), _disclosures(cell), overrides, flags, _variant_data(cell, variants))
 
 
@@ -431,15 +448,16 @@ def _variant_data(cell: Cell, groups: tuple[VariantGroup, ...]) -> dict[str, obj
 def page_view(cookbook: Cookbook, page: Page, generated_on: dt.date) -> tuple[PageView, dict[str, str]]:
     """The page's view and its SVG charts (`{file name: svg}`)."""
     hardware, svgs = [], {}
+    names = series_names(page)
     for hw in page.hardware:
         cells = tuple(c for c in page.cells if c.hw == hw)
         charts, on_front = [], set()
         for x, members in chart_groups(cells).items():
-            view, svg, on = chart(page, hw, x, members)
+            view, svg, on = chart(page, hw, x, members, names)
             charts.append(view)
             svgs[view.file] = svg
             on_front |= on
-        views = tuple(cell_view(cookbook, c, generated_on, on_front) for c in cells)
+        views = tuple(cell_view(cookbook, c, names[c.id], generated_on, on_front) for c in cells)
         hardware.append(HardwareView(hw, views, tuple(charts)))
     return PageView(page, tuple(hardware)), svgs
 
@@ -457,10 +475,14 @@ def home_cell(page: Page, hw: str) -> HomeCell | None:
 
 
 def _settings_of(dep: Deployment) -> list[tuple[str, str, str]]:
+    """(name, kind, value) of every flag and env entry; a switch's value is "", an empty value `''`."""
+    def shown(value: str) -> str:
+        return value or "''"
+
     out = []
     for block in dep.blocks:
-        out += [(a[0], "flag", " ".join(a[1:])) for a in block.args if a[0].startswith("-")]
-        out += [(k, "env", v) for k, v in block.env.items()]
+        out += [(a[0], "flag", " ".join(map(shown, a[1:]))) for a in block.args if a[0].startswith("-")]
+        out += [(k, "env", shown(v)) for k, v in block.env.items()]
     return out
 
 
@@ -472,8 +494,9 @@ FlagSettings = dict[tuple[str, str], tuple[dict[str, None], dict[tuple[str, str]
 def page_flags(page: Page) -> FlagSettings:
     """Every flag and env variable a model page's published commands set (`FlagSettings`)."""
     seen: FlagSettings = {}
+    names = series_names(page)
     for cell in page.cells:
-        where = (cell_title(cell), f"{page.slug}/{cell.slug}/index.html")
+        where = (cell_title(cell, names[cell.id]), f"{page.slug}/{cell.slug}/index.html")
         runs = [(p.deployment, False) for p in cell.points] + [(v.deployment, True) for v in cell.variants]
         for dep, derived in runs:
             for name, kind, value in _settings_of(dep):
@@ -552,7 +575,7 @@ def environment(templates: Mapping[str, str]) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.DictLoader(dict(templates)), autoescape=True, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     env.filters.update(md=md, code=code, badge=badge, command=command, safe_title=lambda t: Markup(json.dumps(safe_title(one_line(t)))))
-    env.globals.update(link=link, STATUS_TEXT=site_table("statuses"), hardware_title=hardware_title, cell_title=cell_title, series_name=series_name,
+    env.globals.update(link=link, STATUS_TEXT=site_table("statuses"), hardware_title=hardware_title,
                        hardware_anchor=hardware_anchor, page_path=page_path)
     return env
 

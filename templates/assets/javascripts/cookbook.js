@@ -103,8 +103,9 @@
         var text = texts[b.text];
         if (b.where) out.appendChild(el("p", {class: "cb-where"}, b.where));
         var pre = el("pre", {class: "cb-derived-code"}), title = el("span", {class: "filename"}, (i + 1) + ". " + b.title);
-        var copy = el("button", {class: "cb-copy", type: "button", title: "Copy this command"}, "Copy");
-        copy.addEventListener("click", function () { navigator.clipboard.writeText(text); });
+        // Material copies what a [data-clipboard-text] button holds, as its own buttons do: also over
+        // plain http, where the page has no navigator.clipboard
+        var copy = el("button", {class: "cb-copy", type: "button", title: "Copy this command", "data-clipboard-text": text}, "Copy");
         pre.appendChild(el("code", {"data-variant-block": pick.anchor + "-" + i}, text));
         out.appendChild(title); out.appendChild(copy); out.appendChild(pre);
       });
@@ -116,7 +117,10 @@
       if (!linked && !first) return;
       keys.forEach(function (k) { sels[k].sel.value = (linked || data[0])[k]; });
       show();
-      if (linked) view.scrollIntoView();
+      if (!linked) return;
+      view.scrollIntoView();
+      // opened afresh, the browser's own jump to the link's target (in the variants table) comes later
+      if (document.readyState !== "complete") window.addEventListener("load", function () { view.scrollIntoView(); });
     }
     keys.forEach(function (k) {
       sels[k] = select({router: "Router", kv: "KV tier", point: "Point"}[k], unique(data.map(function (v) { return v[k]; })), show);
@@ -136,4 +140,46 @@
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
+})();
+
+// Search: a flag as the commands write it (--mem-fraction-static) is searched as its parts, each required
+// and each a prefix (+mem* +fraction* +static*), so the flag index comes first. As typed, the search's
+// query language read the leading '-' as "must not contain" and '--' as an error: nothing was found.
+// The box still shows what was typed; a single '-' keeps its meaning.
+(function () {
+  "use strict";
+
+  var input = document.querySelector(".md-search__input");
+  var value = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value");
+  if (!input || !value) return;
+  function parts(match, space, flag) {
+    return space + flag.split("-").filter(Boolean).map(function (part) { return "+" + part + "*"; }).join(" ");
+  }
+  Object.defineProperty(input, "value", {
+    get: function () { return value.get.call(this).replace(/(^|\s)--+(\S+)/g, parts); },
+    set: function (text) { value.set.call(this, text); }
+  });
+})();
+
+// The flag index opened from a search result (flags.html?h=mem+fraction+static): the flag named by the
+// search, or else the first one whose name starts with it, is opened and scrolled into view (every flag
+// is folded, and the one searched for is often screens down the page).
+(function () {
+  "use strict";
+
+  function words(text) { return text.toLowerCase().replace(/[^a-z0-9]+/g, " ").trim(); }
+
+  function open() {
+    var query = words(new URLSearchParams(location.search).get("h") || "");
+    var flags = Array.prototype.slice.call(document.querySelectorAll("details.cb-flag"));
+    if (!query || !flags.length) return;
+    var name = function (flag) { return words(flag.querySelector("summary code").textContent); };
+    var flag = flags.filter(function (f) { return name(f) === query; })[0] ||
+               flags.filter(function (f) { return name(f).indexOf(query) === 0; })[0];
+    if (!flag) return;
+    flag.open = true;
+    flag.scrollIntoView();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", open); else open();
 })();
