@@ -119,3 +119,22 @@ def test_launch_script_runs_exactly_one_process(tmp_path: Path) -> None:
     assert run.returncode == 2 and argv == [] and "unknown process 'decode-2'" in run.stderr and "decode-1-node1" in run.stderr
     run, argv, _ = run_with_stubs(text, "", tmp_path, stubs, cluster)
     assert run.returncode == 2 and argv == [] and "Usage:" in run.stderr
+
+
+def test_launch_script_pasted_into_a_terminal_leaves_the_shell_open(tmp_path: Path) -> None:
+    """Bug: the site's "Copy all" copies the launch script; pasted into an interactive shell (a reader's
+    SSH session), its dispatch saw no argument, printed the usage and ran `exit 2`, closing the session.
+    Run as a script it still exits 2; pasted, it prints the usage, starts nothing and the shell goes on."""
+    blocks = [Block(kind="etcd", title="etcd", cmd="etcd", args=(("--data-dir", "/tmp/etcd"),), where="on one CPU node")]
+    text = copy_all(blocks, ["heading"], {}.get)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "etcd").write_text(STUB)
+    (bin_dir / "etcd").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "STUB_OUT": str(tmp_path / "argv"), "HOME": str(tmp_path)}
+    pasted = subprocess.run(["bash", "--norc", "--noprofile", "-i"], input=text + "echo still-open\n", capture_output=True,
+                            text=True, cwd=tmp_path, env=env)
+    assert "still-open" in pasted.stdout and "Usage:" in pasted.stderr, pasted.stderr
+    assert not (tmp_path / "argv").exists()          # nothing was started
+    run, argv, _ = run_with_stubs(text, "", tmp_path, {"etcd"}, {})
+    assert run.returncode == 2 and argv == [] and "Usage:" in run.stderr

@@ -97,6 +97,11 @@ Start order: services (etcd, NATS, stores), then workers, then the frontend or r
 its processes in that order, waiting for the ports they need: {script} --wait 10.0.0.1:2379 && {script} PROCESS"""
 
 
+# How the dispatch ends without a process to run: exit 2, unless the script was pasted into an
+# interactive shell (the site's "Copy all"), whose session an `exit` would close.
+_LEAVE = "[[ $- == *i* ]] || exit 2"
+
+
 def processes(blocks: list[Block]) -> list[tuple[str, int, int | None, str]]:
     """(name, block index, NODE_RANK or None, where it runs) for every process a node starts, in launch order.
     Workers are `<role>-<replica>`, the other ranks of a multi-node worker `<role>-<replica>-node<rank>`;
@@ -139,10 +144,10 @@ def copy_all(blocks: list[Block], heading: list[str], describe: Callable[[str], 
         lines += ["", block_comment(block), f"_block_{index}() {{",
                   *(f'  : "${{{n}:?{_safe(describe(n) or n)}}}"' for n in names), *body, "}"]
     lines += ["", 'case "${1:-}" in', "  '') cat >&2 <<'COOKBOOK_USAGE'", *_USAGE.format(script="./launch.sh").splitlines(),
-              "COOKBOOK_USAGE", "    exit 2 ;;", "  --list) _list ;;",
+              "COOKBOOK_USAGE", f"    {_LEAVE} ;;", "  --list) _list ;;",
               '  --wait) shift; _wait "$@" ;;']
     lines += [f"  {name}) {'' if rank is None else f'NODE_RANK={rank}; '}_block_{index} ;;" for name, index, rank, _ in procs]
-    lines += ['  *) echo "unknown process \'$1\'; one of:" >&2; _list >&2; exit 2 ;;', "esac"]
+    lines += [f'  *) echo "unknown process \'$1\'; one of:" >&2; _list >&2; {_LEAVE} ;;', "esac"]
     return "\n".join(lines) + "\n"
 
 
