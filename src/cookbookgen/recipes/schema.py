@@ -10,9 +10,10 @@ Type errors are reported at the line of the value that set them (`EffectiveRecip
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
 from ..errors import CookbookError, schema_messages
 from ..text import unknown
@@ -37,6 +38,19 @@ Scalar = str | int | Float | bool
 _ExactScalar = Union[Annotated[str, Strict()], Annotated[bool, Strict()], Annotated[int, Strict()], Float]
 ArgValue = Annotated[Union[_ExactScalar, list[_ExactScalar], None], Field(union_mode="left_to_right")]
 RoleName = Literal["agg", "prefill", "decode"]
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_name(name: str) -> str:
+    """A name the shell takes as an assignment in `NAME=value cmd`; any other word (`DYN-LOG=info`,
+    `$(id)=1`) would be run as a command when the block is pasted."""
+    if not _ENV_NAME.fullmatch(name):
+        raise ValueError("not an environment variable name (letters, digits and _, not starting with a digit)")
+    return name
+
+
+EnvName = Annotated[str, AfterValidator(_env_name)]
+Env = dict[EnvName, Scalar | None]
 SUPPORTED_ENGINES = ("sglang", "vllm", "trtllm")
 # Engines whose recipe-wide `environment:` srt-slurm exports into every serving process (workers and
 # the front process); it is moved into `roles.*.env` and `frontend.env`, where a role's own entry wins.
@@ -65,7 +79,7 @@ class RoleSpec(_Closed):
     nodes: Annotated[int, Field(ge=0)] | Literal["colocate"] | None = None   # colocate: on the previous role's nodes
     workers: int | None = Field(default=None, ge=1)
     gpus: int | None = Field(default=None, ge=1)
-    env: dict[str, Scalar | None] = Field(default_factory=dict)
+    env: Env = Field(default_factory=dict)
     args: dict[str, ArgValue] = Field(default_factory=dict)
     kv_events: bool | dict[str, RawYaml] | None = None
 
@@ -86,7 +100,7 @@ class FrontendSpec(_Open):
     enable_multiple_frontends: bool = True
     num_additional_frontends: int = Field(default=9, ge=0)
     args: dict[str, ArgValue] = Field(default_factory=dict)
-    env: dict[str, Scalar | None] = Field(default_factory=dict)
+    env: Env = Field(default_factory=dict)
     placement: Placement | None = None
 
 
@@ -94,7 +108,7 @@ class ServiceSpec(_Open):
     name: str
     type: Literal["etcd", "nats", "mooncake-master", "mooncake-store"]
     args: list[Scalar] | dict[str, ArgValue] = Field(default_factory=list)
-    env: dict[str, Scalar | None] = Field(default_factory=dict)
+    env: Env = Field(default_factory=dict)
     preamble: str | list[str] | None = None
     options: dict[str, RawYaml] = Field(default_factory=dict)
     placement: Placement | None = None
