@@ -82,6 +82,9 @@ CASES = {
                       "not an environment variable name"),
     "env-name-digit": (dump(minimal_recipe(services=[{"name": "etcd", "type": "etcd", "env": {"1X": "1"}}])), 0,
                        "services[0].env.1X", "not an environment variable name"),
+    # srtctl passes both as --max-running-requests; which one the engine takes is not in the recipe
+    "arg-spelt-twice": (dump(minimal_recipe(roles={"agg": {"args": {"max-running-requests": 8, "max_running_requests": 5}}})), 0,
+                        "roles.agg.args.max_running_requests", "the flag --max-running-requests, which max-running-requests also sets; keep one"),
     "router-args-without-router": (dump(minimal_recipe(frontend={"type": "sglang", "args": {"policy": "round_robin"}})), 0,
                                    "frontend.args", "starts no router"),
 }

@@ -191,6 +191,8 @@ def normalise(recipe: EffectiveRecipe) -> Typed:
             if isinstance(spec, dict) and "options" in spec:
                 raise normal.error(("roles", role, "options"), "unknown key 'options'; write the role's LLM-API options under args")
         normal = EffectiveRecipe(normal.file, normal.selector, *_args_to_options(normal.data, dict(normal.origins)))
+    else:
+        normal = _dashed_args(normal)
     model = OptionsRecipe if _engine_type(normal.data) in OPTIONS_FILE_ENGINES else Recipe
     try:
         typed = model.model_validate(normal.data)
@@ -257,6 +259,38 @@ def _environment_to_processes(data: dict[str, RawYaml], origins: Origins) -> tup
             update = {key: update}
         out = deep_merge(out, update)
     return out, moved
+
+
+def _dashed_args(recipe: EffectiveRecipe) -> EffectiveRecipe:
+    """Role args named as the flags srtctl passes: it writes every `_` of a key as `-`
+    (`max_running_requests: 5` is `--max-running-requests 5`). A flag set under both spellings is an
+    error: srtctl would pass it twice, and the recipe does not say which value the engine keeps."""
+    roles = recipe.data.get("roles")
+    if not isinstance(roles, dict):
+        return recipe
+    out: dict[str, RawYaml] = {}
+    moves: list[tuple[KeyPath, KeyPath]] = []
+    problems = []
+    for role, spec in roles.items():
+        args = spec.get("args") if isinstance(spec, dict) else None
+        if not isinstance(args, dict) or not any(isinstance(k, str) and "_" in k for k in args):
+            out[role] = spec
+            continue
+        dashed: dict[RawYaml, RawYaml] = {}
+        written: dict[RawYaml, RawYaml] = {}      # the key as the recipe spells it, by flag name
+        for key, value in args.items():
+            name = key.replace("_", "-") if isinstance(key, str) else key
+            if name in written:
+                problems.append(recipe.problem(("roles", role, "args", key), f"the flag --{name}, which {written[name]} also sets; keep one"))
+            dashed[name], written[name] = value, key
+            if name != key:
+                moves.append((("roles", role, "args", key), ("roles", role, "args", name)))
+        out[role] = {**spec, "args": dashed}
+    if problems:
+        raise CookbookError(problems)
+    if not moves:
+        return recipe
+    return EffectiveRecipe(recipe.file, recipe.selector, {**recipe.data, "roles": out}, _move_origins(dict(recipe.origins), moves))
 
 
 def _args_to_options(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawYaml], Origins]:
