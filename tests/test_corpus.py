@@ -162,7 +162,7 @@ def test_colocated_example_pins_gpus_and_ports(policy) -> None:
     d = render(point.recipe, point.typed, RenderContext("Qwen/Qwen3-0.6B", policy))
     prefill, decode = (b for b in d.blocks if b.kind == "worker")
     assert (prefill.env["CUDA_VISIBLE_DEVICES"], decode.env["CUDA_VISIBLE_DEVICES"]) == ("0", "1")
-    assert ("--port", "30000") in prefill.args and ("--port", "30001") in decode.args
+    assert ("--port", "30000") in prefill.args and ("--port", "30032") in decode.args
 
 
 def test_underscore_arg_keys_are_the_dashed_flags_srtctl_passes(tmp_path: Path, policy) -> None:
