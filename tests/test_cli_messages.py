@@ -43,6 +43,8 @@ def error_of(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     # set a key named 'services[0]' (exit 0, nothing rendered): a dotted path has no list items
     (["render", "--config", AGG, "--point", "tp4/c1", "--set", "services[0].args=[a]"],
      "cookbookgen: error: --set: 'services[0].args=[a]': a dotted path names mapping keys, not list items; set the whole list"),
+    (["render", "--config", AGG, "--point", "tp4/c1", "--role", ""],    # was every block, as if --role were not given
+     "cookbookgen: error: --role: unknown role or kind ''; expected one of: etcd, nats, dynamo-frontend, agg, worker"),
     # both were ignored with --config (exit 0): the master's runner and model were used all the same
     (["render", "--config", AGG, "--point", "tp4/c1", "--cluster", "gb200-nv"],
      "cookbookgen: error: --cluster: only with --recipe; a config's model and cluster come from its master config"),

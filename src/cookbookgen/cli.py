@@ -104,8 +104,8 @@ def _cmd_render(args: argparse.Namespace) -> int:
                 raise CookbookError.usage(option, "only with --recipe; a config's model and cluster come from its master config")
         source = args.source or bundled(EXAMPLE_SOURCE)
         rendered = render_config_point(Workspace(source), policy, args.config, args.point, args.sets, args.unsets)
-    blocks = [b for b in rendered.deployment.blocks if not args.role or args.role in (b.role, b.kind)]
-    if args.role and not blocks:
+    blocks = [b for b in rendered.deployment.blocks if args.role is None or args.role in (b.role, b.kind)]
+    if not blocks:
         kinds = dict.fromkeys(name for b in rendered.deployment.blocks for name in (b.role, b.kind) if name)
         raise CookbookError.usage("--role", unknown("role or kind", args.role, kinds))
     sys.stdout.write(_FORMATS[args.format](rendered, blocks))
