@@ -177,3 +177,16 @@ def test_underscore_arg_keys_are_the_dashed_flags_srtctl_passes(tmp_path: Path, 
     assert ("--max-running-requests", "5") in worker.args and ("--tensor-parallel-size", "8") in worker.args
     assert not [a for a in worker.args if "_" in a[0]] and ("--enable-metrics",) not in worker.args
     assert {s.path: s.cls for s in d.settings}["roles.agg.args.enable-metrics"] == "harness-only"
+
+
+def test_a_frontend_switch_set_to_false_is_not_passed(tmp_path: Path, policy) -> None:
+    # srtctl passes no flag for `false` (frontends/dynamo.py, sglang.py); the cookbook printed
+    # `--foo false`, which a store_true flag refuses ("unrecognized arguments: false").
+    path = tmp_path / "r.yaml"
+    path.write_text(dump(minimal_recipe(frontend={"args": {"router-mode": "kv", "no-kv-events": False}})))
+    point = Workspace(CORPUS).bare_recipe(str(path))
+    d = render(point.recipe, point.typed, RenderContext("org/Model-1", policy))
+    (fe,) = [b for b in d.blocks if b.kind == "dynamo-frontend"]
+    assert ("--router-mode", "kv") in fe.args and not [a for a in fe.args if a[0] == "--no-kv-events"]
+    (setting,) = [s for s in d.settings if s.path == "frontend.args.no-kv-events"]
+    assert setting.cls == "default-equivalent" and "srtctl passes no flag" in setting.reason
