@@ -5,6 +5,8 @@ v1 -> v2 mapping (paths in the settings report use the v2 names):
 - `backend.sglang_config.{prefill,decode,aggregated}` -> `roles.{prefill,decode,agg}.args`;
 - `backend.{prefill,decode,aggregated}_environment` -> `roles.{...}.env`;
 - `resources.{prefill,decode,agg}_{nodes,workers}` -> `roles.{...}.{nodes,workers}`.
+Role args (of every engine but TRT-LLM, whose args are options) are named as srtctl passes them: each
+`_` of a key becomes `-` (`max_running_requests` -> `max-running-requests`).
 Type errors are reported at the line of the value that set them (`EffectiveRecipe.origins`).
 """
 
@@ -264,7 +266,7 @@ def _environment_to_processes(data: dict[str, RawYaml], origins: Origins) -> tup
 def _dashed_args(recipe: EffectiveRecipe) -> EffectiveRecipe:
     """Role args named as the flags srtctl passes: it writes every `_` of a key as `-`
     (`max_running_requests: 5` is `--max-running-requests 5`). A flag set under both spellings is an
-    error: srtctl would pass it twice, and the recipe does not say which value the engine keeps."""
+    error: srtctl would pass it twice, and which value wins would hang on its key order."""
     roles = recipe.data.get("roles")
     if not isinstance(roles, dict):
         return recipe
