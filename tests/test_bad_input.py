@@ -75,6 +75,16 @@ CASES = {
                    "1 worker(s) of 2 GPUs, 1 per node, fill 1 node(s), not 2"),
     "decode-without-prefill": (dump({**minimal_recipe(), "roles": {"decode": minimal_recipe()["roles"]["agg"]}}), 0, "roles",
                                "worker roles decode: expected roles.agg, or roles.prefill and roles.decode"),
+    # an env name the shell does not take as an assignment runs as a command when pasted (`$(id)=1 \` ran `id`)
+    "env-name-command": (dump(minimal_recipe(roles={"agg": {"env": {"$(id)": "1"}}})), 0, "roles.agg.env.$(id)",
+                         "not an environment variable name (letters, digits and _, not starting with a digit)"),
+    "env-name-dash": (dump(minimal_recipe(frontend={"env": {"DYN-LOG": "info"}})), 0, "frontend.env.DYN-LOG",
+                      "not an environment variable name"),
+    "env-name-digit": (dump(minimal_recipe(services=[{"name": "etcd", "type": "etcd", "env": {"1X": "1"}}])), 0,
+                       "services[0].env.1X", "not an environment variable name"),
+    # srtctl passes both as --max-running-requests; which one the engine takes is not in the recipe
+    "arg-spelt-twice": (dump(minimal_recipe(roles={"agg": {"args": {"max-running-requests": 8, "max_running_requests": 5}}})), 0,
+                        "roles.agg.args.max_running_requests", "the flag --max-running-requests, which max-running-requests also sets; keep one"),
     "router-args-without-router": (dump(minimal_recipe(frontend={"type": "sglang", "args": {"policy": "round_robin"}})), 0,
                                    "frontend.args", "starts no router"),
 }

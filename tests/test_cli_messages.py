@@ -37,6 +37,21 @@ def error_of(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
      "cookbookgen: error: --unset: 'roles.nope': no such setting in the effective recipe"),
     (["render", "--config", AGG, "--point", "tp4/c1", "--unset", "roles..x"],
      "cookbookgen: error: --unset: 'roles..x': expected a dotted path such as roles.decode.args.max-running-requests"),
+    # a non-UTF-8 byte in the value (argv keeps it as a surrogate) was a UnicodeEncodeError traceback in the YAML parser
+    (["render", "--config", AGG, "--point", "tp4/c1", "--set", "roles.agg.env.X=a\udcffb"],
+     "cookbookgen: error: --set: 'roles.agg.env.X=a\\udcffb': not UTF-8"),
+    # set a key named 'services[0]' (exit 0, nothing rendered): a dotted path has no list items
+    (["render", "--config", AGG, "--point", "tp4/c1", "--set", "services[0].args=[a]"],
+     "cookbookgen: error: --set: 'services[0].args=[a]': a dotted path names mapping keys, not list items; set the whole list"),
+    (["render", "--config", AGG, "--point", "tp4/c1", "--role", ""],    # was every block, as if --role were not given
+     "cookbookgen: error: --role: unknown role or kind ''; expected one of: etcd, nats, dynamo-frontend, agg, worker"),
+    # both were ignored with --config (exit 0): the master's runner and model were used all the same
+    (["render", "--config", AGG, "--point", "tp4/c1", "--cluster", "gb200-nv"],
+     "cookbookgen: error: --cluster: only with --recipe; a config's model and cluster come from its master config"),
+    (["render", "--config", AGG, "--point", "tp4/c1", "--model", "org/Other"],
+     "cookbookgen: error: --model: only with --recipe; a config's model and cluster come from its master config"),
+    (["render", "--config", AGG, "--point", "tp4/c1", "--unset", "services[1]"],
+     "cookbookgen: error: --unset: 'services[1]': a dotted path names mapping keys, not list items; set the whole list"),
 ])
 def test_usage_error_has_no_location(capsys: pytest.CaptureFixture[str], argv: list[str], line: str) -> None:
     assert error_of(capsys, argv) == line

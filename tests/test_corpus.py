@@ -19,6 +19,7 @@ from cookbookgen.render.deploy import RenderContext, render
 from cookbookgen.render.shell import block_argv, command_lines, format_block
 
 from conftest import CORPUS
+from recipes_factory import dump, minimal_recipe
 
 INFERENCEX = CORPUS / "inferencex"
 RECIPES = sorted(p for p in CORPUS.rglob("*.yaml") if "srt-slurm-recipes" in str(p) or "examples" in str(p))
@@ -161,4 +162,31 @@ def test_colocated_example_pins_gpus_and_ports(policy) -> None:
     d = render(point.recipe, point.typed, RenderContext("Qwen/Qwen3-0.6B", policy))
     prefill, decode = (b for b in d.blocks if b.kind == "worker")
     assert (prefill.env["CUDA_VISIBLE_DEVICES"], decode.env["CUDA_VISIBLE_DEVICES"]) == ("0", "1")
-    assert ("--port", "30000") in prefill.args and ("--port", "30001") in decode.args
+    assert ("--port", "30000") in prefill.args and ("--port", "30032") in decode.args
+
+
+def test_underscore_arg_keys_are_the_dashed_flags_srtctl_passes(tmp_path: Path, policy) -> None:
+    # srtctl writes every `_` of a role arg key as `-` (`_config_to_cli_args`); the cookbook printed
+    # `--max_running_requests 5`, which SGLang refuses, and counted no GPUs for `tensor_parallel_size`.
+    path = tmp_path / "r.yaml"
+    path.write_text(dump(minimal_recipe(roles={"agg": {"args": {"tensor-parallel-size": None, "tensor_parallel_size": 8,
+                                                               "max_running_requests": 5, "enable_metrics": True}}})))
+    point = Workspace(CORPUS).bare_recipe(str(path))
+    d = render(point.recipe, point.typed, RenderContext("org/Model-1", policy))
+    (worker,) = [b for b in d.blocks if b.kind == "worker"]
+    assert ("--max-running-requests", "5") in worker.args and ("--tensor-parallel-size", "8") in worker.args
+    assert not [a for a in worker.args if "_" in a[0]] and ("--enable-metrics",) not in worker.args
+    assert {s.path: s.cls for s in d.settings}["roles.agg.args.enable-metrics"] == "harness-only"
+
+
+def test_a_frontend_switch_set_to_false_is_not_passed(tmp_path: Path, policy) -> None:
+    # srtctl passes no flag for `false` (frontends/dynamo.py, sglang.py); the cookbook printed
+    # `--foo false`, which a store_true flag refuses ("unrecognized arguments: false").
+    path = tmp_path / "r.yaml"
+    path.write_text(dump(minimal_recipe(frontend={"args": {"router-mode": "kv", "no-kv-events": False}})))
+    point = Workspace(CORPUS).bare_recipe(str(path))
+    d = render(point.recipe, point.typed, RenderContext("org/Model-1", policy))
+    (fe,) = [b for b in d.blocks if b.kind == "dynamo-frontend"]
+    assert ("--router-mode", "kv") in fe.args and not [a for a in fe.args if a[0] == "--no-kv-events"]
+    (setting,) = [s for s in d.settings if s.path == "frontend.args.no-kv-events"]
+    assert setting.cls == "default-equivalent" and "srtctl passes no flag" in setting.reason

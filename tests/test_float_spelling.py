@@ -27,6 +27,10 @@ roles:
       tiny-value: 1.0e-5
       cuda-graph-bs: [1, 2.50, 8]
       plain-int: 16
+      no-limit: .inf
+      floor: -.Inf
+      not-a-number: .NaN
+      sexagesimal: 1:30.5
 """
 
 
@@ -49,3 +53,10 @@ def test_args_keep_their_spelling(rendered: dict) -> None:
 
 def test_env_keeps_its_spelling(rendered: dict) -> None:
     assert rendered["env"]["MY_RATIO"] == "0.50"
+
+
+def test_a_spelling_python_cannot_read_is_written_as_srtctl_writes_it(rendered: dict) -> None:
+    # `.inf` reached the command as `.inf`, which float() (so the engine's argparse) refuses;
+    # srtctl passes str(value): `inf`, `-inf`, `nan`, and 90.5 for the YAML 1.1 sexagesimal 1:30.5
+    args = {a[0]: a[1:] for a in rendered["args"]}
+    assert [args[f] for f in ("--no-limit", "--floor", "--not-a-number", "--sexagesimal")] == [["inf"], ["-inf"], ["nan"], ["90.5"]]

@@ -114,7 +114,7 @@ def test_disagg_point_matches_seed(render_bundled, point: str) -> None:
     assert [b.gpu_pinning for b in prefill] == [(("0,1",),), (("2,3",),)]
     assert sum(b.workers or 0 for b in prefill) == prefill_workers
     for slot, block in enumerate(prefill):
-        synth = {*SYNTH_WORKER, ("--port", str(30000 + slot)),
+        synth = {*SYNTH_WORKER, ("--port", str(30000 + 32 * slot)),
                  ("--kv-events-config", '{"publisher":"zmq","topic":"kv-events","endpoint":"tcp://*:%d"}' % (5557 + 2 * slot))}
         if slot:
             synth.add(("--disaggregation-bootstrap-port", str(8998 + slot)))
@@ -209,3 +209,15 @@ def test_disagg_points_add_the_dedicated_cpu_node(render_bundled) -> None:
     for point, total in (("c1228", 7), ("c2884", 8)):
         d = render_bundled(DISAGG, point).deployment
         assert (d.cpu_nodes, d.nodes + d.cpu_nodes) == (1, total)
+
+
+def test_colocated_dp_attention_workers_reserve_disjoint_ports(render_bundled) -> None:
+    """Seed: two DEP2 prefill workers share a node. With DP attention SGLang binds TCP ports from
+    --port + 233 to --port + 239 (PortArgs.init_new) and ZMQ sockets within --port + 31; at ports
+    30000 and 30001 those ranges overlapped, so the second worker of each node failed to start
+    ("Port is already in use"). srtctl steps co-located workers' ports by 32 (SGLANG_HTTP_PORT_STRIDE)."""
+    for point in DISAGG_POINTS:
+        prefill = _blocks(render_bundled(DISAGG, point), "worker", "prefill")
+        ports = [int(dict((a[0], a[1:]) for a in b.args)["--port"][0]) for b in prefill]
+        taken = [set(range(p, p + 32)) | set(range(p + 233, p + 240)) for p in ports]
+        assert len(taken) == 2 and not taken[0] & taken[1], ports

@@ -166,6 +166,9 @@ POLICIES = {
     "unknown rule key": ("rules:\n  - {match: a, class: prohibited, reason: r, vlaue: 1}\n", "2", "rules[0].vlaue", "unknown key"),
     "blank reason": ("rules:\n  - {match: a, class: prohibited, reason: ' '}\n", "2", "rules[0].reason", "must not be empty"),
     "cluster env without reason": ("clusters:\n  c:\n    worker_env:\n      A: {value: 1}\n", "4", "clusters.c.worker_env.A.reason", "Field required"),
+    # the name was pasted into every worker command as it is: `$(id)=1 \` runs `id`
+    "cluster env name a command": ("clusters:\n  c:\n    worker_env:\n      $(id): {value: 1, reason: r}\n", "4",
+                                   "clusters.c.worker_env.$(id)", "not an environment variable name"),
 }
 
 

@@ -77,7 +77,7 @@ def test_dynamo_to_sglang_disagg(cookbook: Cookbook) -> None:
     router = dep.blocks[0]
     prefill = [a for a in router.args if a[0] == "--prefill"]
     assert len(prefill) == 4 and ("--pd-disaggregation",) in router.args and ("--policy", "cache_aware") in router.args
-    assert prefill[1] == ("--prefill", "http://$PREFILL_1_HEAD_IP:30001", "8999")  # slot 1: its own port and bootstrap
+    assert prefill[1] == ("--prefill", "http://$PREFILL_1_HEAD_IP:30032", "8999")  # slot 1: its own port and bootstrap
     assert ("--port", str(tables().ports["frontend"])) in router.args
 
 

@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--point", help="point label c<conc> (when unique in the config) or full id such as tp4/c16")
     r.add_argument("--recipe", help="render a bare recipe instead: FILE[:selector] (override_x, zip_override_x[i], sweep[i])")
     r.add_argument("--model", help="Hugging Face id for --recipe when the recipe does not name one")
-    r.add_argument("--cluster", help="cluster the recipe ran on, for cluster-provided env (e.g. gb300-nv); default: the master's runner")
+    r.add_argument("--cluster", help="for --recipe: the cluster it ran on, for cluster-provided env (e.g. gb300-nv); a --config point uses its master's runner")
     r.add_argument("--role", help="only blocks of this role or kind (prefill, decode, agg, etcd, nats, nginx, dynamo-frontend, sglang-router, ...)")
     r.add_argument("--format", choices=["text", "json", "sh"], default="text", help="text: commands as a reader copies them; json: blocks and settings; sh: a runnable script")
     r.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE", help="set a recipe value (YAML scalar or list) after the override")
@@ -99,10 +99,13 @@ def _cmd_render(args: argparse.Namespace) -> int:
     else:
         if not args.config or not args.point:
             raise CookbookError.usage("render", "give --config KEY --point LABEL, or --recipe FILE[:selector]")
+        for option in ("--model", "--cluster"):
+            if getattr(args, option[2:]):
+                raise CookbookError.usage(option, "only with --recipe; a config's model and cluster come from its master config")
         source = args.source or bundled(EXAMPLE_SOURCE)
         rendered = render_config_point(Workspace(source), policy, args.config, args.point, args.sets, args.unsets)
-    blocks = [b for b in rendered.deployment.blocks if not args.role or args.role in (b.role, b.kind)]
-    if args.role and not blocks:
+    blocks = [b for b in rendered.deployment.blocks if args.role is None or args.role in (b.role, b.kind)]
+    if not blocks:
         kinds = dict.fromkeys(name for b in rendered.deployment.blocks for name in (b.role, b.kind) if name)
         raise CookbookError.usage("--role", unknown("role or kind", args.role, kinds))
     sys.stdout.write(_FORMATS[args.format](rendered, blocks))

@@ -133,14 +133,14 @@ def _no_policy_context(model: str) -> deploy.RenderContext:
 
 
 def _layouts(workers: list[Block]) -> dict[str, RoleLayout]:
-    """RoleLayouts as render planned them, read back from worker blocks (slot = port offset)."""
-    base = tables().ports["worker"]
+    """RoleLayouts as render planned them, read back from worker blocks (slot from the port: `deploy.sglang_worker_port`)."""
+    base, stride = tables().ports["worker"], tables().ports["worker_stride"]
     out: dict[str, RoleLayout] = {}
     for role in ROLES:
         blocks = [b for b in workers if b.role == role]
         if not blocks:
             continue
-        slots = tuple(Slot(_int(flag_value(b, "--port"), base) - base, b.workers or 1, None) for b in blocks)
+        slots = tuple(Slot((_int(flag_value(b, "--port"), base) - base) // stride, b.workers or 1, None) for b in blocks)
         out[role] = RoleLayout(role, sum(s.workers for s in slots), 0, blocks[0].nodes_per_worker or 1, 0, slots, 1)
     return out
 

@@ -24,6 +24,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from ..errors import CookbookError, schema_messages
 from ..recipes.load import Document, parse_yaml, read_yaml_file
+from ..recipes.schema import EnvName
 
 PolicyClass = Literal["published", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "prohibited"]
 CLASSES: tuple[str, ...] = get_args(PolicyClass)
@@ -160,7 +161,7 @@ class _ClusterEnvSpec(BaseModel):
 class _ClusterSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    worker_env: dict[str, _ClusterEnvSpec] = {}
+    worker_env: dict[EnvName, _ClusterEnvSpec] = {}
 
 
 class _PolicyFile(BaseModel):

@@ -168,6 +168,13 @@ def apply_overrides(recipe: EffectiveRecipe, sets: Sequence[str], unsets: Sequen
 
 def _parse_dotted(text: str, option: str, item: str) -> list[str]:
     parts = text.strip().split(".")
+    if not item.isascii():
+        try:
+            item.encode()
+        except UnicodeEncodeError:     # a byte argv could not decode, kept as a surrogate
+            raise CookbookError.usage(option, f"{item!r}: not UTF-8") from None
     if not text.strip() or any(not p for p in parts):
         raise CookbookError.usage(option, f"{item!r}: expected a dotted path such as roles.decode.args.max-running-requests")
+    if any(p.endswith("]") and "[" in p for p in parts):
+        raise CookbookError.usage(option, f"{item!r}: a dotted path names mapping keys, not list items; set the whole list")
     return parts

@@ -262,6 +262,17 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, file: str) -> Problem:
     return Problem(file, mark.line + 1 if mark else 0, "", f"YAML syntax: {detail}")
 
 
+def _spelling(text: str, value: float) -> str:
+    """How a float shows in a command: as the YAML wrote it, unless Python's float() (so an engine's
+    argparse) cannot read that back (`.inf`, `-.Inf`, `.nan`, sexagesimal `1:30.5`); then as srtctl
+    passes it, `str(value)` (`inf`, `-inf`, `nan`, `90.5`)."""
+    try:
+        float(text)
+    except ValueError:
+        return str(value)
+    return text
+
+
 class YamlFloat(float):
     """A float that remembers how the YAML wrote it, so `0.90` renders as `0.90`, not `0.9`."""
 
@@ -343,7 +354,7 @@ class _Builder:
         if tag == _STR_TAG:
             return node.value          # what the str constructor returns, without its bookkeeping
         value = self.construct(node, path, self.direct.get(tag))
-        return YamlFloat(value, node.value) if type(value) is float else value
+        return YamlFloat(value, _spelling(node.value, value)) if type(value) is float else value
 
     def construct(self, node: yaml.Node, path: KeyPath, constructor: Any) -> RawYaml:
         """`constructor(loader, node)`, or the loader's `construct_object`; errors name `path`."""

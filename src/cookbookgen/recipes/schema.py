@@ -5,14 +5,17 @@ v1 -> v2 mapping (paths in the settings report use the v2 names):
 - `backend.sglang_config.{prefill,decode,aggregated}` -> `roles.{prefill,decode,agg}.args`;
 - `backend.{prefill,decode,aggregated}_environment` -> `roles.{...}.env`;
 - `resources.{prefill,decode,agg}_{nodes,workers}` -> `roles.{...}.{nodes,workers}`.
+Role args (of every engine but TRT-LLM, whose args are options) are named as srtctl passes them: each
+`_` of a key becomes `-` (`max_running_requests` -> `max-running-requests`).
 Type errors are reported at the line of the value that set them (`EffectiveRecipe.origins`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
 from ..errors import CookbookError, schema_messages
 from ..text import unknown
@@ -37,6 +40,19 @@ Scalar = str | int | Float | bool
 _ExactScalar = Union[Annotated[str, Strict()], Annotated[bool, Strict()], Annotated[int, Strict()], Float]
 ArgValue = Annotated[Union[_ExactScalar, list[_ExactScalar], None], Field(union_mode="left_to_right")]
 RoleName = Literal["agg", "prefill", "decode"]
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_name(name: str) -> str:
+    """A name the shell takes as an assignment in `NAME=value cmd`; any other word (`DYN-LOG=info`,
+    `$(id)=1`) would be run as a command when the block is pasted."""
+    if not _ENV_NAME.fullmatch(name):
+        raise ValueError("not an environment variable name (letters, digits and _, not starting with a digit)")
+    return name
+
+
+EnvName = Annotated[str, AfterValidator(_env_name)]
+Env = dict[EnvName, Scalar | None]
 SUPPORTED_ENGINES = ("sglang", "vllm", "trtllm")
 # Engines whose recipe-wide `environment:` srt-slurm exports into every serving process (workers and
 # the front process); it is moved into `roles.*.env` and `frontend.env`, where a role's own entry wins.
@@ -65,7 +81,7 @@ class RoleSpec(_Closed):
     nodes: Annotated[int, Field(ge=0)] | Literal["colocate"] | None = None   # colocate: on the previous role's nodes
     workers: int | None = Field(default=None, ge=1)
     gpus: int | None = Field(default=None, ge=1)
-    env: dict[str, Scalar | None] = Field(default_factory=dict)
+    env: Env = Field(default_factory=dict)
     args: dict[str, ArgValue] = Field(default_factory=dict)
     kv_events: bool | dict[str, RawYaml] | None = None
 
@@ -86,7 +102,7 @@ class FrontendSpec(_Open):
     enable_multiple_frontends: bool = True
     num_additional_frontends: int = Field(default=9, ge=0)
     args: dict[str, ArgValue] = Field(default_factory=dict)
-    env: dict[str, Scalar | None] = Field(default_factory=dict)
+    env: Env = Field(default_factory=dict)
     placement: Placement | None = None
 
 
@@ -94,7 +110,7 @@ class ServiceSpec(_Open):
     name: str
     type: Literal["etcd", "nats", "mooncake-master", "mooncake-store"]
     args: list[Scalar] | dict[str, ArgValue] = Field(default_factory=list)
-    env: dict[str, Scalar | None] = Field(default_factory=dict)
+    env: Env = Field(default_factory=dict)
     preamble: str | list[str] | None = None
     options: dict[str, RawYaml] = Field(default_factory=dict)
     placement: Placement | None = None
@@ -177,6 +193,8 @@ def normalise(recipe: EffectiveRecipe) -> Typed:
             if isinstance(spec, dict) and "options" in spec:
                 raise normal.error(("roles", role, "options"), "unknown key 'options'; write the role's LLM-API options under args")
         normal = EffectiveRecipe(normal.file, normal.selector, *_args_to_options(normal.data, dict(normal.origins)))
+    else:
+        normal = _dashed_args(normal)
     model = OptionsRecipe if _engine_type(normal.data) in OPTIONS_FILE_ENGINES else Recipe
     try:
         typed = model.model_validate(normal.data)
@@ -243,6 +261,38 @@ def _environment_to_processes(data: dict[str, RawYaml], origins: Origins) -> tup
             update = {key: update}
         out = deep_merge(out, update)
     return out, moved
+
+
+def _dashed_args(recipe: EffectiveRecipe) -> EffectiveRecipe:
+    """Role args named as the flags srtctl passes: it writes every `_` of a key as `-`
+    (`max_running_requests: 5` is `--max-running-requests 5`). A flag set under both spellings is an
+    error: srtctl would pass it twice, and which value wins would hang on its key order."""
+    roles = recipe.data.get("roles")
+    if not isinstance(roles, dict):
+        return recipe
+    out: dict[str, RawYaml] = {}
+    moves: list[tuple[KeyPath, KeyPath]] = []
+    problems = []
+    for role, spec in roles.items():
+        args = spec.get("args") if isinstance(spec, dict) else None
+        if not isinstance(args, dict) or not any(isinstance(k, str) and "_" in k for k in args):
+            out[role] = spec
+            continue
+        dashed: dict[RawYaml, RawYaml] = {}
+        written: dict[RawYaml, RawYaml] = {}      # the key as the recipe spells it, by flag name
+        for key, value in args.items():
+            name = key.replace("_", "-") if isinstance(key, str) else key
+            if name in written:
+                problems.append(recipe.problem(("roles", role, "args", key), f"the flag --{name}, which {written[name]} also sets; keep one"))
+            dashed[name], written[name] = value, key
+            if name != key:
+                moves.append((("roles", role, "args", key), ("roles", role, "args", name)))
+        out[role] = {**spec, "args": dashed}
+    if problems:
+        raise CookbookError(problems)
+    if not moves:
+        return recipe
+    return EffectiveRecipe(recipe.file, recipe.selector, {**recipe.data, "roles": out}, _move_origins(dict(recipe.origins), moves))
 
 
 def _args_to_options(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawYaml], Origins]:

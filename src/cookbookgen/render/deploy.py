@@ -155,7 +155,7 @@ def _worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
             slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
     role = layout.role
     ports = tables().ports
-    port = ports["worker"] + slot.index
+    port = sglang_worker_port(slot.index)
     lead: list[tuple[str, ...]] = [("--model-path", ctx.model_id), ("--host", "0.0.0.0"), ("--port", str(port))]
     if role != "agg" and "disaggregation-mode" not in spec.args:
         lead.append(("--disaggregation-mode", role))
@@ -172,6 +172,11 @@ def _worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
     env = kept_env(ctx.policy, ("roles", role, "env"), spec.env, ctx.memo.env)
     cmd = tables().command("worker", "dynamo" if kind == "dynamo" else "sglang")
     return _worker_block(typed, kind, layout, slot, cluster_env, cmd, order_worker_args(args), env)
+
+
+def sglang_worker_port(slot: int) -> int:
+    """The HTTP port of the SGLang worker in `slot` of its node (ports `worker` + `worker_stride` per slot)."""
+    return tables().ports["worker"] + slot * tables().ports["worker_stride"]
 
 
 def _vllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
@@ -276,14 +281,13 @@ def router_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, la
 
 
 def _worker_urls(layout: RoleLayout) -> list[tuple[str, int]]:
-    port = tables().ports["worker"]
     slots = len(layout.slots) if layout.nodes_per_worker == 1 else 1
     if layout.workers == 1 and layout.nodes_per_worker == 1 and layout.role == "agg":
-        return [(f"http://127.0.0.1:{port}", 0)]
+        return [(f"http://127.0.0.1:{sglang_worker_port(0)}", 0)]
     urls = []
     for i in range(layout.workers):
         slot = layout.slots[i % slots].index
-        urls.append((f"http://${layout.role.upper()}_{i}_HEAD_IP:{port + slot}", slot))
+        urls.append((f"http://${layout.role.upper()}_{i}_HEAD_IP:{sglang_worker_port(slot)}", slot))
     return urls
 
 
