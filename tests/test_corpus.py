@@ -135,6 +135,11 @@ def test_v1_low_latency_recipe(policy) -> None:
     # each other node: this recipe's three worker nodes leave room for 2.
     assert [b.count for b in d.blocks if b.kind == "dynamo-frontend"] == [2]
     assert [b.kind for b in d.blocks if b.kind == "nginx"] == ["nginx"]
+    # ... and says so: the frontends run on worker nodes (no "CPU nodes" for a reader to provision on top of
+    # the job's nodes), nginx on the head node
+    where = {b.kind: b.where for b in d.blocks}
+    assert where["dynamo-frontend"] == "on 2 worker nodes other than the head node, one each (FRONTEND_0_IP..FRONTEND_1_IP)"
+    assert where["nginx"] == "on the head node (the first worker node), which clients connect to"
 
 
 def test_zip_override_variant_values(policy) -> None:

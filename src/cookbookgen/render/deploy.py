@@ -251,14 +251,16 @@ def dynamo_frontend_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderCo
     port = tables().ports["frontend_behind_nginx" if behind_nginx else "frontend"]
     args = [("--http-port", str(port))] + kept_args(ctx.policy, ("frontend", "args"), fe.args, ctx.memo.args)
     env = {**kept_env(ctx.policy, ("frontend", "env"), fe.env, ctx.memo.env), **dynamo_env(typed)}
-    where = (f"on {count} CPU nodes (FRONTEND_0_IP..FRONTEND_{count - 1}_IP)" if count > 1
-             else "behind nginx, on a node of its own (FRONTEND_0_IP)" if behind_nginx else "on a CPU node (or any node)")
+    # srtctl's placement: nginx on the head node, each frontend on another worker node (no extra machines)
+    where = (f"on {count} worker nodes other than the head node, one each (FRONTEND_0_IP..FRONTEND_{count - 1}_IP)" if count > 1
+             else "behind nginx, on a worker node other than the head node (FRONTEND_0_IP)" if behind_nginx
+             else "on a CPU node (or any node)")
     blocks = [Block(kind="dynamo-frontend", title=tables().title("dynamo-frontend"), cmd=tables().command("dynamo-frontend"),
                     args=tuple(args), env=dict(sorted(env.items())), count=count, where=where, preamble=trtllm.dynamo_install(typed))]
     if behind_nginx:
         conf = nginx_conf(count, port, tables().ports["frontend"], fe.model_extra or {})
         blocks.append(Block(kind="nginx", title=tables().title("nginx"), cmd=tables().command("nginx"),
-                            files={"nginx.conf": conf}, count=1, where="on the node clients connect to"))
+                            files={"nginx.conf": conf}, count=1, where="on the head node (the first worker node), which clients connect to"))
     return blocks
 
 
