@@ -18,6 +18,7 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -251,3 +252,61 @@ def test_a_single_drift_names_its_setting_and_where_it_is(bundled: tuple[Path, P
     named = [f for f in found if mutation.names in (f["item"], f.get("path"))]
     assert status == 1 and named
     assert all(f["point"] and f["role"] for f in named)
+
+
+# --- drifts of the published side: the recipes stay, one block of the cookbook JSON changes ---------
+
+AGG = "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg#1"
+DISAGG = "dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg#0"
+SGLANG = "dsv41flash-fp4-gb300-sglang-agentic-dspark#0"
+VLLM = "dsv41flash-fp4-mi325x-vllm-agentic-nixl#0"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change to the first point of a published cell: `change` edits the first block `kind` (and `role`) names."""
+
+    cell: str
+    kind: str
+    role: str | None
+    what: str
+    change: Callable[[dict[str, Any]], None]
+    names: str                          # the finding's role/item that must name the drift
+
+    @property
+    def id(self) -> str:
+        return f"{self.what}: {self.names}"
+
+
+def _append(*arg: str) -> Callable[[dict[str, Any]], None]:
+    return lambda block: block["args"].append(list(arg))
+
+
+def _without(flag: str) -> Callable[[dict[str, Any]], None]:
+    def change(block: dict[str, Any]) -> None:
+        block["args"] = [a for a in block["args"] if a[0] != flag]
+    return change
+
+
+PUBLISHED = [
+    Edit(AGG, "worker", "agg", "flag repeated with another value", _append("--mem-fraction-static", "0.9"), "agg/--mem-fraction-static"),
+    Edit(AGG, "worker", "agg", "alias repeated with another value", _append("--tp-size", "4"), "agg/--tensor-parallel-size"),
+    Edit(AGG, "dynamo-frontend", None, "frontend flag repeated with another value", _append("--router-mode", "round-robin"), "frontend/--router-mode"),
+    Edit(SGLANG, "worker", "agg", "switch repeated with a value", _append("--trust-remote-code", "false"), "agg/--trust-remote-code"),
+]
+
+
+def _published_drift(cookbook: Path, edit: Edit) -> tuple[int, list[dict]]:
+    doc = json.loads(cookbook.read_text(encoding="utf-8"))
+    cell = next(c for page in doc["pages"] for c in page["cells"] if c["id"] == edit.cell)
+    block = next(b for b in cell["points"][0]["deployment"]["blocks"] if b["kind"] == edit.kind and b["role"] == edit.role)
+    edit.change(block)
+    mutated = cookbook.with_name("mutated.json")
+    mutated.write_text(json.dumps(doc), encoding="utf-8")
+    return _diff(mutated, cookbook.parent / "inferencex")
+
+
+@pytest.mark.parametrize("edit", PUBLISHED, ids=lambda e: e.id)
+def test_a_drift_of_the_published_commands_is_caught_and_named(bundled: tuple[Path, Path], edit: Edit) -> None:
+    status, found = _published_drift(bundled[0], edit)
+    assert status == 1 and any(f"{f['role']}/{f['item']}" == edit.names for f in found), found

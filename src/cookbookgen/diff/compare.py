@@ -286,7 +286,7 @@ def _shown_as_is(ctx: Ctx, facts: PathFacts, value: RawYaml, where: str, shown_i
     if shown_in[0] == "arg":
         want: Words = () if value is True else (text,)
         for got in shown_in[1:]:
-            if not got or got[0] != want:
+            if len(got) != 1 or got[0] != want:       # absent, repeated or different: `_arg_leaf` says which
                 return None
         item = facts.flag
         if value is True:
@@ -590,8 +590,17 @@ def _arg_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     out = []
     for block in blocks:
         got = ctx.args_by_key(block, worker).get(flag_key(flag, worker), ())
-        out.append(_judge(ctx, leaf, role, "arg", flag, want, got, block))
+        out.append(_repeated(ctx, leaf, role, flag, want, got) or _judge(ctx, leaf, role, "arg", flag, want, got, block))
     return out
+
+
+def _repeated(ctx: Ctx, leaf: Leaf, role: str, flag: str, want: Words | None, got: Sequence[Words]) -> Finding | None:
+    """A flag the recipe sets once but the cookbook gives several times with different values: the
+    parser keeps one of them (argparse the last), so the cookbook's value is not the recipe's."""
+    if len(got) < 2 or all(words_equal(got[0], g) for g in got[1:]):
+        return None
+    return ctx.finding(role, "arg", flag, "mismatch", detail=f"{DIFFERENT}: given {len(got)} times with different values",
+                       recipe=shown(want), cookbook=" | ".join(str(shown(g)) for g in got), path=leaf.dotted, where=leaf.where)
 
 
 def _env_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
