@@ -259,6 +259,7 @@ def test_a_single_drift_names_its_setting_and_where_it_is(bundled: tuple[Path, P
 AGG = "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg#1"
 DISAGG = "dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg#0"
 SGLANG = "dsv41flash-fp4-gb300-sglang-agentic-dspark#0"
+SGLANG_ROUTER = "dsv41flash-fp4-gb300-sglang-agentic-dspark#2"    # a DP-attention worker behind sglang-router
 VLLM = "dsv41flash-fp4-mi325x-vllm-agentic-nixl#0"
 
 
@@ -293,6 +294,13 @@ PUBLISHED = [
     Edit(AGG, "worker", "agg", "alias repeated with another value", _append("--tp-size", "4"), "agg/--tensor-parallel-size"),
     Edit(AGG, "dynamo-frontend", None, "frontend flag repeated with another value", _append("--router-mode", "round-robin"), "frontend/--router-mode"),
     Edit(SGLANG, "worker", "agg", "switch repeated with a value", _append("--trust-remote-code", "false"), "agg/--trust-remote-code"),
+    Edit(DISAGG, "worker", "decode", "multi-node flag dropped", _without("--nnodes"), "decode/--nnodes"),
+    Edit(DISAGG, "worker", "decode", "multi-node flag dropped", _without("--dist-init-addr"), "decode/--dist-init-addr"),
+    Edit(DISAGG, "worker", "decode", "multi-node flag dropped", _without("--node-rank"), "decode/--node-rank"),
+    Edit(SGLANG_ROUTER, "sglang-router", None, "router's workers dropped", _without("--worker-urls"), "router/--worker-urls"),
+    Edit(VLLM, "vllm-router", None, "router's prefill workers dropped", _without("--prefill"), "router/--prefill"),
+    Edit(VLLM, "vllm-router", None, "router's decode workers dropped", _without("--decode"), "router/--decode"),
+    Edit(VLLM, "vllm-router", None, "router's disaggregation switch dropped", _without("--vllm-pd-disaggregation"), "router/--vllm-pd-disaggregation"),
 ]
 
 

@@ -185,6 +185,19 @@ def _disaggregated(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
     return None if {"prefill", "decode"} <= set(scope.expect.roles) else _absent("the recipe is not disaggregated")
 
 
+def _sglang_multi_node(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    """Whether an SGLang worker may leave out the multi-node flags: only when it fits on one node."""
+    topo = _topology(scope)
+    if topo is None or topo.nodes_per_worker < 2 or "sglang" not in scope.block.cmd:
+        return None
+    return _wrong(f"an SGLang worker on {topo.nodes_per_worker} nodes needs it")
+
+
+def _disaggregated_router(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    """Whether a router may leave out its prefill/decode switch: only when the point is not disaggregated."""
+    return _wrong("the point has prefill and decode roles") if _disaggregated(words, scope, entry) is None else None
+
+
 def _several_frontends(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
     return None if scope.expect.dynamo and scope.expect.nginx else _absent("the recipe runs one frontend and no nginx")
 
@@ -207,6 +220,8 @@ CHECKS: dict[str, Check] = {
     "router_decode": _router_count("decode", "--decode"),
     "router_workers": _router_workers,
     "disaggregated": _disaggregated,
+    "sglang_multi_node": _sglang_multi_node,
+    "disaggregated_router": _disaggregated_router,
     "several_frontends": _several_frontends,
 }
 
@@ -234,6 +249,18 @@ def check_arg(kind: str, name: str, words: Words, scope: Scope) -> Miss | None:
     """Run the synthesized check of a flag the recipe also sets (e.g. `--model-path`), if there is one."""
     entry = _entry("args", kind, name)
     return None if entry is None else CHECKS[entry["check"]](words, scope, entry)
+
+
+def required_args(kind: str) -> tuple[str, ...]:
+    """The flags a block of `kind` may have to show (`required` in `synthesized.yaml`)."""
+    return tuple(name for name, entry in (table()["args"].get(kind) or {}).items() if "required" in entry)
+
+
+def missing_arg(kind: str, name: str, scope: Scope) -> Miss | None:
+    """Why a `kind` block that leaves out the required flag `name` does not run as the recipe asks (None: it may)."""
+    entry = _entry("args", kind, name)
+    problem = CHECKS[entry["required"]]((), scope, entry) if entry and "required" in entry else None
+    return problem if problem is not None and problem.detail == DIFFERENT else None
 
 
 def explain_block(kind: str, scope: Scope) -> Explanation | Miss:

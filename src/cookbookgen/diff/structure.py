@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from ..render.model import Block
 from ..render.values import args_from_words, flag as as_flag, word
 from .expect import PointExpect, RoleTopology
-from .explain import Explanation, explain_block, table
+from .explain import Explanation, explain_block, missing_arg, required_args, table
 from .model import DIFFERENT, EXTRA, MISSING, Finding
 from .words import flag_key, recipe_words
 
@@ -140,11 +140,11 @@ _FRONTEND_COUNT = "frontend.enable_multiple_frontends"
 
 def block_shape(block: Block, args_by_key: Mapping[str, Any]) -> tuple[Any, ...]:
     """What `check` reads of one block: every field but its args and env, and of those: the `--port`
-    values, which of `_LOOKED_UP` it has (`args_by_key`: its args by flag key, as `_has` looks them
+    values, which of `_LOOKED_UP` and of its kind's required flags it has (`args_by_key`: its args by flag key, as `_has` looks them
     up), its `CUDA_VISIBLE_DEVICES` and whether it sets `DYN_REQUEST_PLANE`."""
     worker = block.kind == "worker"
     fields = tuple((k, tuple(v.items()) if isinstance(v, dict) else v) for k, v in block.__dict__.items() if k not in ("args", "env"))
-    has = tuple(flag_key(flag, worker) in args_by_key for flag in _LOOKED_UP)
+    has = tuple(flag_key(flag, worker) in args_by_key for flag in _LOOKED_UP + required_args(block.kind))
     return fields, block_ports(block), has, block.env.get("CUDA_VISIBLE_DEVICES"), "DYN_REQUEST_PLANE" in block.env
 
 
@@ -302,6 +302,17 @@ def _workers(ctx: "Ctx") -> list[Finding]:
             out.extend(_worker_must_have(ctx, block))
         if block.kind in ("worker", "dynamo-frontend"):
             out.extend(_request_plane(ctx, block))
+        out.extend(_required(ctx, block))
+    return out
+
+
+def _required(ctx: "Ctx", block: Block) -> list[Finding]:
+    """A mismatch per flag the block leaves out although the point needs it (`required` in synthesized.yaml)."""
+    out = []
+    for name in required_args(block.kind):
+        problem = None if _has(ctx, block, name) else missing_arg(block.kind, name, ctx.scope(block))
+        if problem is not None:
+            out.append(ctx.finding(role_label(block), "arg", name, "mismatch", detail=MISSING, reason=problem.reason, path=problem.path))
     return out
 
 
