@@ -301,6 +301,11 @@ PUBLISHED = [
     Edit(VLLM, "vllm-router", None, "router's prefill workers dropped", _without("--prefill"), "router/--prefill"),
     Edit(VLLM, "vllm-router", None, "router's decode workers dropped", _without("--decode"), "router/--decode"),
     Edit(VLLM, "vllm-router", None, "router's disaggregation switch dropped", _without("--vllm-pd-disaggregation"), "router/--vllm-pd-disaggregation"),
+    Edit(VLLM, "vllm-router", None, "router's switch given a value", lambda b: b["args"].append(["--vllm-pd-disaggregation", "true"]),
+         "router/--vllm-pd-disaggregation"),
+    Edit(AGG, "worker", "agg", "etcd endpoint dropped", lambda b: b["env"].pop("ETCD_ENDPOINTS"), "agg/ETCD_ENDPOINTS"),
+    Edit(AGG, "dynamo-frontend", None, "etcd endpoint dropped", lambda b: b["env"].pop("ETCD_ENDPOINTS"), "frontend/ETCD_ENDPOINTS"),
+    Edit(AGG, "worker", "agg", "worker command renamed", lambda b: b.update(cmd=b["cmd"] + "_next"), "agg/cmd"),
 ]
 
 

@@ -182,7 +182,10 @@ def _router_workers(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
 
 
 def _disaggregated(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
-    return None if {"prefill", "decode"} <= set(scope.expect.roles) else _absent("the recipe is not disaggregated")
+    """A switch for a point with prefill and decode roles (given a value, the router refuses it)."""
+    if not {"prefill", "decode"} <= set(scope.expect.roles):
+        return _absent("the recipe is not disaggregated")
+    return _wrong(f"a switch, given the value {' '.join(words)}") if words else None
 
 
 def _sglang_multi_node(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
@@ -251,14 +254,16 @@ def check_arg(kind: str, name: str, words: Words, scope: Scope) -> Miss | None:
     return None if entry is None else CHECKS[entry["check"]](words, scope, entry)
 
 
-def required_args(kind: str) -> tuple[str, ...]:
-    """The flags a block of `kind` may have to show (`required` in `synthesized.yaml`)."""
-    return tuple(name for name, entry in (table()["args"].get(kind) or {}).items() if "required" in entry)
+@lru_cache(maxsize=64)
+def required_settings(kind: str) -> tuple[tuple[str, str], ...]:
+    """The (section, name) of the args and env a block of `kind` may have to show (`required` in `synthesized.yaml`)."""
+    return tuple((section, name) for section in ("args", "env")
+                 for name, entry in (table()[section].get(kind) or {}).items() if "required" in entry)
 
 
-def missing_arg(kind: str, name: str, scope: Scope) -> Miss | None:
-    """Why a `kind` block that leaves out the required flag `name` does not run as the recipe asks (None: it may)."""
-    entry = _entry("args", kind, name)
+def missing(section: str, kind: str, name: str, scope: Scope) -> Miss | None:
+    """Why a `kind` block that leaves out the required arg or env `name` does not run as the recipe asks (None: it may)."""
+    entry = _entry(section, kind, name)
     problem = CHECKS[entry["required"]]((), scope, entry) if entry and "required" in entry else None
     return problem if problem is not None and problem.detail == DIFFERENT else None
 
