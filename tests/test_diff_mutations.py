@@ -289,6 +289,12 @@ def _without(flag: str) -> Callable[[dict[str, Any]], None]:
     return change
 
 
+def _respelled(flag: str) -> Callable[[dict[str, Any]], None]:
+    def change(block: dict[str, Any]) -> None:
+        block["args"] = [["--" + flag[2:].replace("-", "_"), *a[1:]] if a[0] == flag else a for a in block["args"]]
+    return change
+
+
 PUBLISHED = [
     Edit(AGG, "worker", "agg", "flag repeated with another value", _append("--mem-fraction-static", "0.9"), "agg/--mem-fraction-static"),
     Edit(AGG, "worker", "agg", "alias repeated with another value", _append("--tp-size", "4"), "agg/--tensor-parallel-size"),
@@ -306,6 +312,8 @@ PUBLISHED = [
     Edit(AGG, "worker", "agg", "etcd endpoint dropped", lambda b: b["env"].pop("ETCD_ENDPOINTS"), "agg/ETCD_ENDPOINTS"),
     Edit(AGG, "dynamo-frontend", None, "etcd endpoint dropped", lambda b: b["env"].pop("ETCD_ENDPOINTS"), "frontend/ETCD_ENDPOINTS"),
     Edit(AGG, "worker", "agg", "worker command renamed", lambda b: b.update(cmd=b["cmd"] + "_next"), "agg/cmd"),
+    Edit(AGG, "worker", "agg", "flag spelled with _ (SGLang refuses it)", _respelled("--chunked-prefill-size"), "agg/--chunked-prefill-size"),
+    Edit(AGG, "dynamo-frontend", None, "flag spelled with _ (Dynamo refuses it)", _respelled("--router-mode"), "frontend/--router-mode"),
 ]
 
 

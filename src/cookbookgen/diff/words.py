@@ -5,8 +5,10 @@
 - Two words are equal when their text is equal, or both are numbers of equal value (`0.80` = `0.8`,
   `14400` = `14400.0`), or both are booleans of equal value (`True` = `true`), or both parse as JSON
   objects or arrays that are equal (`{"a":1}` = `{"a": 1}`).
-- Flag names compare after normalising: `--x`, `x` and `--x_y` are `--x-y`; worker flags also through
-  SGLang's aliases (`--tp-size` = `--tensor-parallel-size`).
+- Flag names compare after normalising: `--x` and `x` are one flag; worker flags also through SGLang's
+  aliases (`--tp-size` = `--tensor-parallel-size`). `--x_y` and `--x-y` stay two flags: SGLang's and
+  Dynamo's parsers (argparse) accept only the spelling they declare, so the cookbook must spell a flag
+  as the recipe does.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from functools import lru_cache
 from typing import Any, Sequence
 
 from ..render.values import word
-from .aliases import field_for_flag, normal_flag
+from .aliases import field_for_flag
 
 Words = tuple[str, ...]
 _BOOLS = {"true": True, "false": False}
@@ -35,9 +37,9 @@ def recipe_words(value: Any) -> Words | None:
 
 @lru_cache(maxsize=65536)
 def flag_key(name: str, worker: bool) -> str:
-    """The key two spellings of one flag share."""
-    flag = normal_flag(name)
-    return field_for_flag(flag) if worker else flag
+    """The key two spellings of one flag share (a spelling with `_` is its own: no alias has one)."""
+    flag = "--" + name.strip().lstrip("-")
+    return field_for_flag(flag) if worker and "_" not in flag else flag
 
 
 def words_equal(a: Sequence[str], b: Sequence[str]) -> bool:
