@@ -317,10 +317,25 @@ PUBLISHED = [
 ]
 
 
+# Against the rendered corpus (`render --format json` points: `cell` is the config key)
+CORPUS_PUBLISHED = [
+    Edit("dsv4-fp4-gb300-dynamo-sglang-agentic-disagg", "mooncake-master", None, "launcher setting dropped",
+         _without("--enable_http_metadata_server"), "mooncake-master/--enable_http_metadata_server"),
+    Edit("dsv4-fp4-gb300-dynamo-sglang-agentic-disagg", "mooncake-master", None, "launcher setting dropped", _without("--port"),
+         "mooncake-master/--port"),
+    Edit("dsv4-fp4-gb300-dynamo-sglang-agentic-disagg", "mooncake-store", None, "master address dropped",
+         lambda b: b["env"].pop("MOONCAKE_MASTER"), "mooncake-store/MOONCAKE_MASTER"),
+]
+
+
 def _published_drift(cookbook: Path, edit: Edit) -> tuple[int, list[dict]]:
     doc = json.loads(cookbook.read_text(encoding="utf-8"))
-    cell = next(c for page in doc["pages"] for c in page["cells"] if c["id"] == edit.cell)
-    block = next(b for b in cell["points"][0]["deployment"]["blocks"] if b["kind"] == edit.kind and b["role"] == edit.role)
+    if isinstance(doc, list):       # render JSON points
+        blocks = next(p["blocks"] for p in doc if p["config"] == edit.cell)
+    else:
+        cell = next(c for page in doc["pages"] for c in page["cells"] if c["id"] == edit.cell)
+        blocks = cell["points"][0]["deployment"]["blocks"]
+    block = next(b for b in blocks if b["kind"] == edit.kind and b.get("role") == edit.role)
     edit.change(block)
     mutated = cookbook.with_name("mutated.json")
     mutated.write_text(json.dumps(doc), encoding="utf-8")
@@ -330,4 +345,10 @@ def _published_drift(cookbook: Path, edit: Edit) -> tuple[int, list[dict]]:
 @pytest.mark.parametrize("edit", PUBLISHED, ids=lambda e: e.id)
 def test_a_drift_of_the_published_commands_is_caught_and_named(bundled: tuple[Path, Path], edit: Edit) -> None:
     status, found = _published_drift(bundled[0], edit)
+    assert status == 1 and any(f"{f['role']}/{f['item']}" == edit.names for f in found), found
+
+
+@pytest.mark.parametrize("edit", CORPUS_PUBLISHED, ids=lambda e: e.id)
+def test_a_drift_of_the_published_services_is_caught_and_named(corpus: tuple[Path, Path], edit: Edit) -> None:
+    status, found = _published_drift(corpus[0], edit)
     assert status == 1 and any(f"{f['role']}/{f['item']}" == edit.names for f in found), found
