@@ -261,6 +261,7 @@ DISAGG = "dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg#0"
 SGLANG = "dsv41flash-fp4-gb300-sglang-agentic-dspark#0"
 SGLANG_ROUTER = "dsv41flash-fp4-gb300-sglang-agentic-dspark#2"    # a DP-attention worker behind sglang-router
 VLLM = "dsv41flash-fp4-mi325x-vllm-agentic-nixl#0"
+QWEN = "qwen3.5-fp4-gb300-dynamo-trt-agentic-disagg#0"
 
 
 @dataclass(frozen=True)
@@ -314,6 +315,9 @@ PUBLISHED = [
     Edit(AGG, "worker", "agg", "worker command renamed", lambda b: b.update(cmd=b["cmd"] + "_next"), "agg/cmd"),
     Edit(AGG, "worker", "agg", "flag spelled with _ (SGLang refuses it)", _respelled("--chunked-prefill-size"), "agg/--chunked-prefill-size"),
     Edit(AGG, "dynamo-frontend", None, "flag spelled with _ (Dynamo refuses it)", _respelled("--router-mode"), "frontend/--router-mode"),
+    Edit(QWEN, "worker", "decode", "disaggregation mode dropped", _without("--disaggregation-mode"), "decode/--disaggregation-mode"),
+    Edit(QWEN, "worker", "prefill", "options file named again (the last one is read)", _append("--extra-engine-args", "other.yaml"),
+         "prefill/kv_cache_config.free_gpu_memory_fraction"),
 ]
 
 

@@ -708,7 +708,8 @@ def _options_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
         return _without_blocks(ctx, leaf, role, "option", item)
     out = []
     for block in blocks:
-        name = next((a[1] for a in block.args if a[0] == check["flag"] and len(a) > 1), "")
+        names = [a[1] for a in block.args if a[0] == check["flag"] and len(a) > 1]
+        name = names[-1] if names else ""      # argparse keeps the last of a repeated flag
         found, got = _option_in(_options_file(name, block.files.get(name)), leaf.path[3:])
         same = found and got == leaf.value and type(got) is type(leaf.value) or (isinstance(got, float) and got == leaf.value)
         detail = "same" if same else DIFFERENT if found else f"{MISSING} from {name or 'the command (no options file)'}"

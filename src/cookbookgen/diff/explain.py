@@ -196,6 +196,13 @@ def _sglang_multi_node(words: Words, scope: Scope, entry: RawYaml) -> Miss | Non
     return _wrong(f"an SGLang worker on {topo.nodes_per_worker} nodes needs it")
 
 
+def _disaggregation_role(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    """Whether a worker may leave out its disaggregation mode: an aggregated one, or a vLLM one (vLLM has no such flag)."""
+    if scope.role not in ("prefill", "decode") or "vllm" in scope.block.cmd:
+        return None
+    return _wrong(f"without it, a {scope.role} worker runs aggregated")
+
+
 def _disaggregated_router(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
     """Whether a router may leave out its prefill/decode switch: only when the point is not disaggregated."""
     return _wrong("the point has prefill and decode roles") if _disaggregated(words, scope, entry) is None else None
@@ -225,6 +232,7 @@ CHECKS: dict[str, Check] = {
     "disaggregated": _disaggregated,
     "sglang_multi_node": _sglang_multi_node,
     "disaggregated_router": _disaggregated_router,
+    "disaggregation_role": _disaggregation_role,
     "several_frontends": _several_frontends,
 }
 
