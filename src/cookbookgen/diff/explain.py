@@ -270,7 +270,8 @@ def required_settings(kind: str) -> tuple[tuple[str, str], ...]:
 
 
 def missing(section: str, kind: str, name: str, scope: Scope) -> Miss | None:
-    """Why a `kind` block that leaves out the required arg or env `name` does not run as the recipe asks (None: it may)."""
+    """Why a `kind` block that leaves out the required arg or env `name` does not run as the recipe asks: its
+    `required` check, given no words, says it is wrong (a check that says `_absent`, or nothing, lets the block leave it out)."""
     entry = _entry(section, kind, name)
     problem = CHECKS[entry["required"]]((), scope, entry) if entry and "required" in entry else None
     return problem if problem is not None and problem.detail == DIFFERENT else None

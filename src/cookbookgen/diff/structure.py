@@ -7,6 +7,8 @@ leaf comparison shares. No I/O.
 - Topology per role: worker count, nodes per worker, node count, GPU pinning, against
   `expect.RoleTopology`; co-located workers need their own port for every port setting (`port_settings` of synthesized.yaml).
 - Frontend count, worker command, model id, request plane, KV events and the image.
+- Settings a point cannot run without (`required` in synthesized.yaml: a multi-node SGLang worker's
+  `--nnodes`, a router's worker URLs, ...): a block that leaves one out is a mismatch.
 """
 
 from __future__ import annotations
@@ -140,12 +142,14 @@ _FRONTEND_COUNT = "frontend.enable_multiple_frontends"
 
 def block_shape(block: Block, args_by_key: Mapping[str, Any]) -> tuple[Any, ...]:
     """What `check` reads of one block: every field but its args and env, and of those: the `--port`
-    values, which of `_LOOKED_UP` and of its kind's required settings it has (`args_by_key`: its args by flag key, as `_has` looks them
-    up), its `CUDA_VISIBLE_DEVICES` and whether it sets `DYN_REQUEST_PLANE`."""
+    values, which of `_LOOKED_UP` it has (`args_by_key`: its args by flag key, as `_has` looks them
+    up), its `CUDA_VISIBLE_DEVICES`, whether it sets `DYN_REQUEST_PLANE` and which of its kind's
+    required settings it shows."""
     worker = block.kind == "worker"
     fields = tuple((k, tuple(v.items()) if isinstance(v, dict) else v) for k, v in block.__dict__.items() if k not in ("args", "env"))
     has = tuple(flag_key(flag, worker) in args_by_key for flag in _LOOKED_UP)
-    return fields, block_ports(block), has, block.env.get("CUDA_VISIBLE_DEVICES"), "DYN_REQUEST_PLANE" in block.env, _shows_required(block, args_by_key)
+    env = block.env.get("CUDA_VISIBLE_DEVICES"), "DYN_REQUEST_PLANE" in block.env
+    return fields, block_ports(block), has, env, _shows_required(block, args_by_key)
 
 
 # Every setting that binds a port on the worker's node: HTTP, disaggregation bootstrap, KV events
@@ -309,7 +313,8 @@ def _workers(ctx: "Ctx") -> list[Finding]:
 def _shows_required(block: Block, args_by_key: Mapping[str, Any]) -> tuple[bool, ...]:
     """Which of its kind's required args and env (synthesized.yaml) the block shows."""
     worker = block.kind == "worker"
-    return tuple(flag_key(name, worker) in args_by_key if section == "args" else name in block.env for section, name in required_settings(block.kind))
+    return tuple(flag_key(name, worker) in args_by_key if section == "args" else name in block.env
+                 for section, name in required_settings(block.kind))
 
 
 def _required(ctx: "Ctx", block: Block) -> list[Finding]:
