@@ -329,6 +329,8 @@ CORPUS_PUBLISHED = [
          "mooncake-master/--port"),
     Edit("dsv4-fp4-gb300-dynamo-sglang-agentic-disagg", "mooncake-store", None, "master address dropped",
          lambda b: b["env"].pop("MOONCAKE_MASTER"), "mooncake-store/MOONCAKE_MASTER"),
+    Edit("dsv4-fp4-gb300-dynamo-sglang-agentic-disagg", "worker", "decode", "store client's master address dropped",
+         lambda b: b["env"].pop("MOONCAKE_TE_META_DATA_SERVER"), "decode/MOONCAKE_TE_META_DATA_SERVER"),
 ]
 
 
