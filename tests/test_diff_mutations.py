@@ -358,3 +358,15 @@ def test_a_drift_of_the_published_commands_is_caught_and_named(bundled: tuple[Pa
 def test_a_drift_of_the_published_services_is_caught_and_named(corpus: tuple[Path, Path], edit: Edit) -> None:
     status, found = _published_drift(corpus[0], edit)
     assert status == 1 and any(f"{f['role']}/{f['item']}" == edit.names for f in found), found
+
+
+def test_a_worker_arg_written_with_underscores_is_the_dashed_flag_srt_slurm_passes(bundled: tuple[Path, Path]) -> None:
+    """srt-slurm's backends turn `chunked_prefill_size` into `--chunked-prefill-size`: a recipe respelled so
+    is still at parity with the published `--chunked-prefill-size` (not a drift)."""
+    cookbook, source = bundled
+    respelled = Mutation("respelled", V41_DISAGG, "        chunked-prefill-size: 65536\n", "        chunked_prefill_size: 65536\n", "")
+    original = _apply(source, respelled)
+    try:
+        assert _diff(cookbook, source) == (0, [])
+    finally:
+        (source / respelled.file).write_text(original, encoding="utf-8")

@@ -33,7 +33,7 @@ from .explain import Explanation, Miss, Scope, check_arg, explain, recipe_check
 from .model import DIFFERENT, EXTRA, MISSING, Finding, PublishedPoint
 from .structure import role_label
 from ..render.values import flag as as_flag, word
-from .words import Words, flag_key, recipe_words, shown, words_equal
+from .words import Words, flag_key, recipe_words, shown, words_equal, worker_flag
 
 RawYaml = Any
 
@@ -68,7 +68,7 @@ def path_facts(path: KeyPath) -> PathFacts:
 @lru_cache(maxsize=65536)
 def _path_facts(path: KeyPath, types: tuple[type, ...]) -> PathFacts:
     key = tuple(str(p) for p in path)
-    flag = as_flag(key[-1])
+    flag = worker_flag(key[-1]) if key[0] == "roles" else as_flag(key[-1])
     check = recipe_check(key)
     return PathFacts(key, dotted(path), check, flag, flag_key(flag, True), str(check["check"]) if check else "")
 
@@ -504,7 +504,7 @@ def _args_layout(path: KeyPath, names: tuple[str, ...]) -> _ArgsLayout:
     recipe family share their arg names (names are text: the YAML builder makes every key text)."""
     paths = tuple(path + (n,) for n in names)
     facts = tuple(map(path_facts, paths))
-    return _ArgsLayout(paths, tuple(flag_key(as_flag(str(n)), True) for n in names), facts)
+    return _ArgsLayout(paths, tuple(flag_key(worker_flag(str(n)), True) for n in names), facts)
 
 
 @dataclass(frozen=True)
@@ -583,7 +583,7 @@ def _targets(ctx: Ctx, leaf: Leaf) -> tuple[list[Block], bool, str]:
 
 def _arg_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     blocks, worker, role = _targets(ctx, leaf)
-    flag = as_flag(leaf.name)
+    flag = path_facts(leaf.path).flag
     want = recipe_words(leaf.value)
     if not blocks:
         return _without_blocks(ctx, leaf, role, "arg", flag)

@@ -7,8 +7,8 @@
   objects or arrays that are equal (`{"a":1}` = `{"a": 1}`).
 - Flag names compare after normalising: `--x` and `x` are one flag; worker flags also through SGLang's
   aliases (`--tp-size` = `--tensor-parallel-size`). `--x_y` and `--x-y` stay two flags: SGLang's and
-  Dynamo's parsers (argparse) accept only the spelling they declare, so the cookbook must spell a flag
-  as the recipe does.
+  Dynamo's parsers (argparse) accept only the spelling they declare. A worker's recipe arg is the flag
+  srt-slurm's backends pass for it, `_` written `-` (`worker_flag`); a frontend's arg is passed verbatim.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 from functools import lru_cache
 from typing import Any, Sequence
 
-from ..render.values import word
+from ..render.values import flag, word
 from .aliases import field_for_flag
 
 Words = tuple[str, ...]
@@ -40,6 +40,12 @@ def flag_key(name: str, worker: bool) -> str:
     """The key two spellings of one flag share (a spelling with `_` is its own: no alias has one)."""
     flag = "--" + name.strip().lstrip("-")
     return field_for_flag(flag) if worker and "_" not in flag else flag
+
+
+def worker_flag(name: str) -> str:
+    """The flag srt-slurm passes for a worker's recipe arg (`roles.<role>.args.<name>`): its backends
+    write `--` and the name with `_` as `-` (`mem_fraction_static: 0.8` runs `--mem-fraction-static 0.8`)."""
+    return flag(name.replace("_", "-"))
 
 
 def words_equal(a: Sequence[str], b: Sequence[str]) -> bool:
