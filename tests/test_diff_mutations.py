@@ -370,3 +370,13 @@ def test_a_worker_arg_written_with_underscores_is_the_dashed_flag_srt_slurm_pass
         assert _diff(cookbook, source) == (0, [])
     finally:
         (source / respelled.file).write_text(original, encoding="utf-8")
+
+
+def test_flags_written_flag_equals_value_are_read_as_the_parser_reads_them(bundled: tuple[Path, Path]) -> None:
+    """`--flag=value` is `--flag value` to argparse: the same command, at parity; a different value still names its flag."""
+    def joined(block: dict[str, Any]) -> None:
+        block["args"] = [[f"{a[0]}={a[1]}", *a[2:]] if len(a) > 1 else a for a in block["args"]]
+    assert _published_drift(bundled[0], Edit(AGG, "worker", "agg", "joined", joined, "")) == (0, [])
+    assert _published_drift(bundled[0], Edit(AGG, "dynamo-frontend", None, "joined", joined, "")) == (0, [])
+    status, found = _published_drift(bundled[0], Edit(AGG, "worker", "agg", "joined", _append("--mem-fraction-static=0.9"), ""))
+    assert status == 1 and any(f["item"] == "--mem-fraction-static" for f in found), found
