@@ -128,7 +128,7 @@ def check_config(source: Source, ws: Workspace, policy: Policy, config: str, tre
     """Pair and compare the published points of `config` (of `source.cell` only, when set) with the checkout's,
     or, with `trees`, each cell's points with the checkout at the commit the cell cites."""
     published = source.points(config)
-    points = [as_parsed(p) for p in published.points if source.cell in (None, p.cell)]
+    points = [p for p in published.points if source.cell in (None, p.cell)]
     variants = variant_findings([v for v in published.variants if source.cell in (None, v.cell)])
     groups: dict[str, list[PublishedPoint]] = {}
     for p in points:
@@ -137,20 +137,6 @@ def check_config(source: Source, ws: Workspace, policy: Policy, config: str, tre
     parts = [_check_points(source, *_tree(ws, trees, commit), policy, config, group, commit, whole) for commit, group in groups.items()]
     return ConfigCheck(config, [r for c in parts for r in c.runs], variants, [p for c in parts for p in c.pairs],
                        tuple(s for c in parts for s in c.cells), bool(parts) and all(c.absent for c in parts))
-
-
-def as_parsed(point: PublishedPoint) -> PublishedPoint:
-    """The point with every `--flag=value` arg as the parser reads it, `--flag value` (the same point
-    when none has one: the comparison shares work by block identity)."""
-    if not any(a[0].startswith("--") and "=" in a[0] for b in point.blocks for a in b.args):
-        return point
-    blocks = tuple(b.model_copy(update={"args": tuple(_split_assignment(a) for a in b.args)}) for b in point.blocks)
-    return replace(point, blocks=blocks)
-
-
-def _split_assignment(arg: tuple[str, ...]) -> tuple[str, ...]:
-    name, eq, value = arg[0].partition("=")
-    return (name, value, *arg[1:]) if eq and name.startswith("--") else arg
 
 
 def _tree(ws: Workspace, trees: GitTrees | None, commit: str) -> tuple[Workspace | None, str]:

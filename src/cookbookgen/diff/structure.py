@@ -319,10 +319,13 @@ def _shows_required(block: Block, args_by_key: Mapping[str, Any]) -> tuple[bool,
 
 def _required(ctx: "Ctx", block: Block) -> list[Finding]:
     """A mismatch per arg or env the block leaves out although the point needs it (`required` in synthesized.yaml)."""
-    out = []
     shown = _shows_required(block, ctx.args_by_key(block, block.kind == "worker"))
+    if all(shown):
+        return []
+    out = []
+    scope = ctx.scope(block)
     for (section, name), present in zip(required_settings(block.kind), shown):
-        problem = None if present else missing(section, block.kind, name, ctx.scope(block))
+        problem = None if present else missing(section, block.kind, name, scope)
         if problem is not None:
             out.append(ctx.finding(role_label(block), "arg" if section == "args" else "env", name, "mismatch", detail=MISSING,
                                    reason=problem.reason, path=problem.path))

@@ -42,6 +42,15 @@ def flag_key(name: str, worker: bool) -> str:
     return field_for_flag(flag) if worker and "_" not in flag else flag
 
 
+def parsed_args(args: Sequence[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
+    """A published command's args as the parser reads them: `--flag=value` is `--flag value`."""
+    out = []
+    for arg in args:
+        name, eq, value = arg[0].partition("=")
+        out.append((name, value, *arg[1:]) if eq and name.startswith("--") else tuple(arg))
+    return tuple(out)
+
+
 def worker_flag(name: str) -> str:
     """The flag srt-slurm passes for a worker's recipe arg (`roles.<role>.args.<name>`): its backends
     write `--` and the name with `_` as `-` (`mem_fraction_static: 0.8` runs `--mem-fraction-static 0.8`)."""
