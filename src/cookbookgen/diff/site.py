@@ -17,7 +17,6 @@ from typing import Any, Mapping, Sequence
 
 from ..render.model import Block
 from .model import PublishedPoint
-from .words import parsed_args
 
 ATTRS = ("data-cell", "data-point", "data-block")
 VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"})
@@ -78,7 +77,7 @@ def parse_block_text(text: str) -> dict[str, object]:
         name, _, value = shlex.split(body.pop(0))[0].partition("=")
         env[name] = value
     cmd = body[0].strip() if body else ""
-    args = parsed_args([tuple(shlex.split(line)) for line in body[1:] if line.strip()])
+    args = tuple(tuple(shlex.split(line)) for line in body[1:] if line.strip())
     return {"cmd": cmd, "args": args, "env": env, "preamble": preamble, "files": files}
 
 

@@ -31,7 +31,6 @@ from ..recipes.workspace import Workspace
 from ..render.model import Block
 from .check import Source, whole
 from .model import Published, PublishedPoint, Variant
-from .words import parsed_args
 
 if TYPE_CHECKING:  # the AgentX decoder, HTML reader and log parsers load only for those inputs
     from ..agentx.decode import Decoder
@@ -101,7 +100,7 @@ def _manifest(path: Path, policy: Policy | None, workspaces: dict[Path, Workspac
         cookbook = load_configs(manifest, doc, ws, used, cache, {config}, summaries=cache is not None)
         return published_from_cookbook(cookbook, str(path), MANIFEST_KIND)
     configs = tuple(dict.fromkeys(source.key for spec in manifest.pages for source in spec.configs))
-    return Cookbook(Source(str(path), MANIFEST_KIND, configs, points), root, policy_file, used)
+    return Cookbook(Source(str(path), MANIFEST_KIND, configs, points, rendered_here=True), root, policy_file, used)
 
 
 def published_from_cookbook(cookbook: CookbookModel, file: str, kind: str) -> Published:
@@ -177,12 +176,6 @@ def _cell_points(cell: Json, file: str, where: str) -> list[PublishedPoint]:
     return out
 
 
-def parsed_block(block: Block) -> Block:
-    """The block with its args as the parser reads them (`words.parsed_args`); itself when they are already."""
-    args = parsed_args(block.args)
-    return block if args == block.args else block.model_copy(update={"args": args})
-
-
 def blocks_from_json(items: list[Any], file: str, where: str) -> tuple[Block, ...]:
     out = []
     for i, item in enumerate(items):
@@ -191,7 +184,7 @@ def blocks_from_json(items: list[Any], file: str, where: str) -> tuple[Block, ..
         fields = {k: v for k, v in item.items() if k in _BLOCK_KEYS}
         fields.setdefault("title", str(item.get("kind", "")))
         try:
-            out.append(parsed_block(Block.model_validate(fields)))
+            out.append(Block.model_validate(fields))
         except ValueError as exc:
             raise CookbookError.at(file, 0, f"{where}[{i}]", f"bad block: {str(exc).splitlines()[0]}") from None
     return tuple(out)
@@ -225,7 +218,7 @@ def _module_cell(dec: "Decoder", ci: int, cell: Json, variants: list[Variant]) -
             for kv in kv_tiers(cell, point):
                 if status_of(cell, point, router, kv) == "derived":
                     variants.append(Variant(cell["configKey"], cell["id"], label, router, kv))
-        blocks = [parsed_block(b) for b in dec.decode_point(ci, pi, cell["submitted"], None)]
+        blocks = dec.decode_point(ci, pi, cell["submitted"], None)
         commit, recipe = _provenance(dec, f"cells[{ci}].points[{pi}]", cell.get("prov") or {}, point)
         points.append(PublishedPoint(
             config=cell["configKey"], cell=cell["id"], concs=tuple(point.get("concs") or ()), blocks=tuple(blocks),
