@@ -169,11 +169,15 @@ def test_words_compare_as_values(a: tuple[str, ...], b: tuple[str, ...], same: b
 def test_recipe_values_become_words_and_flags_share_keys() -> None:
     assert [recipe_words(v) for v in (True, None, 0.8, [1, "x"], {"a": 1}, False)] == [(), None, ("0.8",), ("1", "x"), ('{"a":1}',), ("false",)]
     assert flag_key("tp-size", True) == flag_key("--tensor-parallel-size", True) == "tp_size"
-    assert flag_key("--eviction_high_watermark_ratio", False) == "--eviction-high-watermark-ratio"
+    assert flag_key("eviction_high_watermark_ratio", False) == "--eviction_high_watermark_ratio"
+    # argparse (SGLang, Dynamo) accepts only the spelling it declares: `_` and `-` are two flags
+    assert flag_key("--router_mode", False) != flag_key("--router-mode", False)
+    assert flag_key("--chunked_prefill_size", True) != flag_key("--chunked-prefill-size", True)
 
 
 def test_every_table_entry_names_a_known_check() -> None:
-    named = {e["check"] for section in ("args", "env") for kind in table()[section].values() for e in kind.values()}
+    named = {e[key] for section in ("args", "env") for kind in table()[section].values() for e in kind.values()
+             for key in ("check", "required") if key in e}
     named |= {e["check"] for e in table()["blocks"].values()}
     assert named <= set(CHECKS)
     assert {e["check"] for e in table()["recipe_checks"]} <= set(LEAF_HANDLERS)

@@ -18,6 +18,7 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -251,3 +252,131 @@ def test_a_single_drift_names_its_setting_and_where_it_is(bundled: tuple[Path, P
     named = [f for f in found if mutation.names in (f["item"], f.get("path"))]
     assert status == 1 and named
     assert all(f["point"] and f["role"] for f in named)
+
+
+# --- drifts of the published side: the recipes stay, one block of the cookbook JSON changes ---------
+
+AGG = "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg#1"
+DISAGG = "dsv41flash-fp4-gb300-dynamo-sglang-agentic-dspark-disagg#0"
+SGLANG = "dsv41flash-fp4-gb300-sglang-agentic-dspark#0"
+SGLANG_ROUTER = "dsv41flash-fp4-gb300-sglang-agentic-dspark#2"    # a DP-attention worker behind sglang-router
+VLLM = "dsv41flash-fp4-mi325x-vllm-agentic-nixl#0"
+QWEN = "qwen3.5-fp4-gb300-dynamo-trt-agentic-disagg#0"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change to the first point of a published cell: `change` edits the first block `kind` (and `role`) names."""
+
+    cell: str
+    kind: str
+    role: str | None
+    what: str
+    change: Callable[[dict[str, Any]], None]
+    names: str                          # the finding's role/item that must name the drift
+
+    @property
+    def id(self) -> str:
+        return f"{self.what}: {self.names}"
+
+
+def _append(*arg: str) -> Callable[[dict[str, Any]], None]:
+    return lambda block: block["args"].append(list(arg))
+
+
+def _without(flag: str) -> Callable[[dict[str, Any]], None]:
+    def change(block: dict[str, Any]) -> None:
+        block["args"] = [a for a in block["args"] if a[0] != flag]
+    return change
+
+
+def _respelled(flag: str) -> Callable[[dict[str, Any]], None]:
+    def change(block: dict[str, Any]) -> None:
+        block["args"] = [["--" + flag[2:].replace("-", "_"), *a[1:]] if a[0] == flag else a for a in block["args"]]
+    return change
+
+
+PUBLISHED = [
+    Edit(AGG, "worker", "agg", "flag repeated with another value", _append("--mem-fraction-static", "0.9"), "agg/--mem-fraction-static"),
+    Edit(AGG, "worker", "agg", "alias repeated with another value", _append("--tp-size", "4"), "agg/--tensor-parallel-size"),
+    Edit(AGG, "dynamo-frontend", None, "frontend flag repeated with another value", _append("--router-mode", "round-robin"), "frontend/--router-mode"),
+    Edit(SGLANG, "worker", "agg", "switch repeated with a value", _append("--trust-remote-code", "false"), "agg/--trust-remote-code"),
+    Edit(DISAGG, "worker", "decode", "multi-node flag dropped", _without("--nnodes"), "decode/--nnodes"),
+    Edit(DISAGG, "worker", "decode", "multi-node flag dropped", _without("--dist-init-addr"), "decode/--dist-init-addr"),
+    Edit(DISAGG, "worker", "decode", "multi-node flag dropped", _without("--node-rank"), "decode/--node-rank"),
+    Edit(SGLANG_ROUTER, "sglang-router", None, "router's workers dropped", _without("--worker-urls"), "router/--worker-urls"),
+    Edit(VLLM, "vllm-router", None, "router's prefill workers dropped", _without("--prefill"), "router/--prefill"),
+    Edit(VLLM, "vllm-router", None, "router's decode workers dropped", _without("--decode"), "router/--decode"),
+    Edit(VLLM, "vllm-router", None, "router's disaggregation switch dropped", _without("--vllm-pd-disaggregation"), "router/--vllm-pd-disaggregation"),
+    Edit(VLLM, "vllm-router", None, "router's switch given a value", lambda b: b["args"].append(["--vllm-pd-disaggregation", "true"]),
+         "router/--vllm-pd-disaggregation"),
+    Edit(AGG, "worker", "agg", "etcd endpoint dropped", lambda b: b["env"].pop("ETCD_ENDPOINTS"), "agg/ETCD_ENDPOINTS"),
+    Edit(AGG, "dynamo-frontend", None, "etcd endpoint dropped", lambda b: b["env"].pop("ETCD_ENDPOINTS"), "frontend/ETCD_ENDPOINTS"),
+    Edit(AGG, "worker", "agg", "worker command renamed", lambda b: b.update(cmd=b["cmd"] + "_next"), "agg/cmd"),
+    Edit(AGG, "worker", "agg", "flag spelled with _ (SGLang refuses it)", _respelled("--chunked-prefill-size"), "agg/--chunked-prefill-size"),
+    Edit(AGG, "dynamo-frontend", None, "flag spelled with _ (Dynamo refuses it)", _respelled("--router-mode"), "frontend/--router-mode"),
+    Edit(QWEN, "worker", "decode", "disaggregation mode dropped", _without("--disaggregation-mode"), "decode/--disaggregation-mode"),
+    Edit(QWEN, "worker", "prefill", "options file named again (the last one is read)", _append("--extra-engine-args", "other.yaml"),
+         "prefill/kv_cache_config.free_gpu_memory_fraction"),
+]
+
+
+# Against the rendered corpus (`render --format json` points: `cell` is the config key)
+CORPUS_PUBLISHED = [
+    Edit("dsv4-fp4-gb300-dynamo-sglang-agentic-disagg", "mooncake-master", None, "launcher setting dropped",
+         _without("--enable_http_metadata_server"), "mooncake-master/--enable_http_metadata_server"),
+    Edit("dsv4-fp4-gb300-dynamo-sglang-agentic-disagg", "mooncake-master", None, "launcher setting dropped", _without("--port"),
+         "mooncake-master/--port"),
+    Edit("dsv4-fp4-gb300-dynamo-sglang-agentic-disagg", "mooncake-store", None, "master address dropped",
+         lambda b: b["env"].pop("MOONCAKE_MASTER"), "mooncake-store/MOONCAKE_MASTER"),
+    Edit("dsv4-fp4-gb300-dynamo-sglang-agentic-disagg", "worker", "decode", "store client's master address dropped",
+         lambda b: b["env"].pop("MOONCAKE_TE_META_DATA_SERVER"), "decode/MOONCAKE_TE_META_DATA_SERVER"),
+]
+
+
+def _published_drift(cookbook: Path, edit: Edit) -> tuple[int, list[dict]]:
+    doc = json.loads(cookbook.read_text(encoding="utf-8"))
+    if isinstance(doc, list):       # render JSON points
+        blocks = next(p["blocks"] for p in doc if p["config"] == edit.cell)
+    else:
+        cell = next(c for page in doc["pages"] for c in page["cells"] if c["id"] == edit.cell)
+        blocks = cell["points"][0]["deployment"]["blocks"]
+    block = next(b for b in blocks if b["kind"] == edit.kind and b.get("role") == edit.role)
+    edit.change(block)
+    mutated = cookbook.with_name("mutated.json")
+    mutated.write_text(json.dumps(doc), encoding="utf-8")
+    return _diff(mutated, cookbook.parent / "inferencex")
+
+
+@pytest.mark.parametrize("edit", PUBLISHED, ids=lambda e: e.id)
+def test_a_drift_of_the_published_commands_is_caught_and_named(bundled: tuple[Path, Path], edit: Edit) -> None:
+    status, found = _published_drift(bundled[0], edit)
+    assert status == 1 and any(f"{f['role']}/{f['item']}" == edit.names for f in found), found
+
+
+@pytest.mark.parametrize("edit", CORPUS_PUBLISHED, ids=lambda e: e.id)
+def test_a_drift_of_the_published_services_is_caught_and_named(corpus: tuple[Path, Path], edit: Edit) -> None:
+    status, found = _published_drift(corpus[0], edit)
+    assert status == 1 and any(f"{f['role']}/{f['item']}" == edit.names for f in found), found
+
+
+def test_a_worker_arg_written_with_underscores_is_the_dashed_flag_srt_slurm_passes(bundled: tuple[Path, Path]) -> None:
+    """srt-slurm's backends turn `chunked_prefill_size` into `--chunked-prefill-size`: a recipe respelled so
+    is still at parity with the published `--chunked-prefill-size` (not a drift)."""
+    cookbook, source = bundled
+    respelled = Mutation("respelled", V41_DISAGG, "        chunked-prefill-size: 65536\n", "        chunked_prefill_size: 65536\n", "")
+    original = _apply(source, respelled)
+    try:
+        assert _diff(cookbook, source) == (0, [])
+    finally:
+        (source / respelled.file).write_text(original, encoding="utf-8")
+
+
+def test_flags_written_flag_equals_value_are_read_as_the_parser_reads_them(bundled: tuple[Path, Path]) -> None:
+    """`--flag=value` is `--flag value` to argparse: the same command, at parity; a different value still names its flag."""
+    def joined(block: dict[str, Any]) -> None:
+        block["args"] = [[f"{a[0]}={a[1]}", *a[2:]] if len(a) > 1 else a for a in block["args"]]
+    assert _published_drift(bundled[0], Edit(AGG, "worker", "agg", "joined", joined, "")) == (0, [])
+    assert _published_drift(bundled[0], Edit(AGG, "dynamo-frontend", None, "joined", joined, "")) == (0, [])
+    status, found = _published_drift(bundled[0], Edit(AGG, "worker", "agg", "joined", _append("--mem-fraction-static=0.9"), ""))
+    assert status == 1 and any(f["item"] == "--mem-fraction-static" for f in found), found

@@ -77,6 +77,18 @@ def test_html_without_block_ids_falls_back_to_cookbook_json_and_says_so(tmp_path
                             "compared the commands of cookbook.json instead"]
 
 
+def test_a_command_left_out_of_a_page_that_shows_the_others_is_caught(tmp_path: Path, cookbook: Cookbook) -> None:
+    cell = next(c for page in cookbook.pages for c in page.cells if c.id == "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg#1")
+    point = cell.points[0]
+    worker = next(i for i, b in enumerate(point.deployment.blocks) if b.kind == "worker")
+    ids = f' data-cell="{cell.id}" data-point="{point.id}" data-block="{worker}"'
+    page = _page(cookbook)
+    assert page.count(ids) == 1
+    status, doc = _run(_site(tmp_path, cookbook, page.replace(ids, "")))
+    bad = {(f["point"], f["role"], f["item"]) for f in doc["findings"] if f["cls"] == "mismatch"}
+    assert status == 1 and {(point.id, "agg", "cmd"), (point.id, "agg", "--mem-fraction-static")} <= bad
+
+
 def test_code_blocks_take_ids_from_ancestors() -> None:
     page = '<section data-cell="k#0"><div data-point="tp4/c1" data-block="2"><pre><code>a &amp;&amp; b</code></pre></div></section>'
     assert code_blocks(page) == {("k#0", "tp4/c1", 2): "a && b"}

@@ -28,12 +28,14 @@ from ..flags.check import FAILING, check_points
 from ..policy.rules import Policy
 from ..recipes.master import check_framework
 from ..recipes.workspace import ResolvedPoint, Workspace
+from ..render.model import Block
 from ..text import unknown
 from .claims import claim_findings
 from .compare import PointMemo, point_findings, stamped
 from .expect import point_expect
 from .model import MISSING, CellState, Finding, Published, PublishedPoint, Tally, UnpairedReason
 from .pairing import Pair, pair_config, variant_findings
+from .words import parsed_args
 
 if TYPE_CHECKING:
     from ..cells.cache import RenderCache
@@ -50,6 +52,7 @@ class Source:
     points: Callable[[str], Published]
     notes: tuple[str, ...] = ()
     cell: str | None = None
+    rendered_here: bool = False     # a manifest's points, rendered by this cookbookgen: every flag is written `--flag value`
 
 
 def whole(published: Published) -> Source:
@@ -139,6 +142,17 @@ def check_config(source: Source, ws: Workspace, policy: Policy, config: str, tre
                        tuple(s for c in parts for s in c.cells), bool(parts) and all(c.absent for c in parts))
 
 
+def as_parsed(point: PublishedPoint) -> PublishedPoint:
+    """The point with its args as the parser reads them (`--flag=value` is `--flag value`); itself when they are."""
+    blocks = tuple(map(_parsed, point.blocks))
+    return point if all(new is old for new, old in zip(blocks, point.blocks)) else replace(point, blocks=blocks)
+
+
+def _parsed(block: Block) -> Block:
+    args = parsed_args(block.args)
+    return block if args == block.args else block.model_copy(update={"args": args})
+
+
 def _tree(ws: Workspace, trees: GitTrees | None, commit: str) -> tuple[Workspace | None, str]:
     if trees is None:
         return ws, str(ws.checkout.root)
@@ -154,7 +168,7 @@ def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Polic
         reason, detail = why or ("commit-missing", commit)
         return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", reason, detail, commit, tree) for c in ids), True)
     resolved = resolve_config(ws, config)
-    pairs, findings = pair_config(config, points, resolved)
+    pairs, findings = pair_config(config, points if source.rendered_here else [as_parsed(p) for p in points], resolved)
     if not whole:         # the config's other cells may show the points these lack
         findings = [f for f in findings if f.detail != MISSING]
     runs: list[PointRun] = [(None, findings + flag_mismatches(config, points))]

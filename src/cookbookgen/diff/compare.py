@@ -33,7 +33,7 @@ from .explain import Explanation, Miss, Scope, check_arg, explain, recipe_check
 from .model import DIFFERENT, EXTRA, MISSING, Finding, PublishedPoint
 from .structure import role_label
 from ..render.values import flag as as_flag, word
-from .words import Words, flag_key, recipe_words, shown, words_equal
+from .words import Words, flag_key, recipe_words, shown, words_equal, worker_flag
 
 RawYaml = Any
 
@@ -68,7 +68,7 @@ def path_facts(path: KeyPath) -> PathFacts:
 @lru_cache(maxsize=65536)
 def _path_facts(path: KeyPath, types: tuple[type, ...]) -> PathFacts:
     key = tuple(str(p) for p in path)
-    flag = as_flag(key[-1])
+    flag = worker_flag(key[-1]) if key[0] == "roles" else as_flag(key[-1])
     check = recipe_check(key)
     return PathFacts(key, dotted(path), check, flag, flag_key(flag, True), str(check["check"]) if check else "")
 
@@ -286,7 +286,7 @@ def _shown_as_is(ctx: Ctx, facts: PathFacts, value: RawYaml, where: str, shown_i
     if shown_in[0] == "arg":
         want: Words = () if value is True else (text,)
         for got in shown_in[1:]:
-            if not got or got[0] != want:
+            if len(got) != 1 or got[0] != want:       # absent, repeated or different: `_arg_leaf` says which
                 return None
         item = facts.flag
         if value is True:
@@ -504,7 +504,7 @@ def _args_layout(path: KeyPath, names: tuple[str, ...]) -> _ArgsLayout:
     recipe family share their arg names (names are text: the YAML builder makes every key text)."""
     paths = tuple(path + (n,) for n in names)
     facts = tuple(map(path_facts, paths))
-    return _ArgsLayout(paths, tuple(flag_key(as_flag(str(n)), True) for n in names), facts)
+    return _ArgsLayout(paths, tuple(flag_key(worker_flag(str(n)), True) for n in names), facts)
 
 
 @dataclass(frozen=True)
@@ -583,15 +583,24 @@ def _targets(ctx: Ctx, leaf: Leaf) -> tuple[list[Block], bool, str]:
 
 def _arg_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     blocks, worker, role = _targets(ctx, leaf)
-    flag = as_flag(leaf.name)
+    flag = path_facts(leaf.path).flag
     want = recipe_words(leaf.value)
     if not blocks:
         return _without_blocks(ctx, leaf, role, "arg", flag)
     out = []
     for block in blocks:
         got = ctx.args_by_key(block, worker).get(flag_key(flag, worker), ())
-        out.append(_judge(ctx, leaf, role, "arg", flag, want, got, block))
+        out.append(_repeated(ctx, leaf, role, flag, want, got) or _judge(ctx, leaf, role, "arg", flag, want, got, block))
     return out
+
+
+def _repeated(ctx: Ctx, leaf: Leaf, role: str, flag: str, want: Words | None, got: Sequence[Words]) -> Finding | None:
+    """A flag the recipe sets once but the cookbook gives several times with different values: the
+    parser keeps one of them (argparse the last), so the cookbook's value is not the recipe's."""
+    if len(got) < 2 or all(words_equal(got[0], g) for g in got[1:]):
+        return None
+    return ctx.finding(role, "arg", flag, "mismatch", detail=f"{DIFFERENT}: given {len(got)} times with different values",
+                       recipe=shown(want), cookbook=" | ".join(str(shown(g)) for g in got), path=leaf.dotted, where=leaf.where)
 
 
 def _env_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
@@ -699,7 +708,8 @@ def _options_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
         return _without_blocks(ctx, leaf, role, "option", item)
     out = []
     for block in blocks:
-        name = next((a[1] for a in block.args if a[0] == check["flag"] and len(a) > 1), "")
+        names = [a[1] for a in block.args if a[0] == check["flag"] and len(a) > 1]
+        name = names[-1] if names else ""      # argparse keeps the last of a repeated flag
         found, got = _option_in(_options_file(name, block.files.get(name)), leaf.path[3:])
         same = found and got == leaf.value and type(got) is type(leaf.value) or (isinstance(got, float) and got == leaf.value)
         detail = "same" if same else DIFFERENT if found else f"{MISSING} from {name or 'the command (no options file)'}"

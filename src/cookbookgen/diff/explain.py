@@ -182,7 +182,30 @@ def _router_workers(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
 
 
 def _disaggregated(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
-    return None if {"prefill", "decode"} <= set(scope.expect.roles) else _absent("the recipe is not disaggregated")
+    """A switch for a point with prefill and decode roles (given a value, the router refuses it)."""
+    if not {"prefill", "decode"} <= set(scope.expect.roles):
+        return _absent("the recipe is not disaggregated")
+    return _wrong(f"a switch, given the value {' '.join(words)}") if words else None
+
+
+def _sglang_multi_node(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    """Whether an SGLang worker may leave out the multi-node flags: only when it fits on one node."""
+    topo = _topology(scope)
+    if topo is None or topo.nodes_per_worker < 2 or "sglang" not in scope.block.cmd:
+        return None
+    return _wrong(f"an SGLang worker on {topo.nodes_per_worker} nodes needs it")
+
+
+def _disaggregation_role(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    """Whether a worker may leave out its disaggregation mode: an aggregated one, or a vLLM one (vLLM has no such flag)."""
+    if scope.role not in ("prefill", "decode") or "vllm" in scope.block.cmd:
+        return None
+    return _wrong(f"without it, a {scope.role} worker runs aggregated")
+
+
+def _disaggregated_router(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    """Whether a router may leave out its prefill/decode switch: only when the point is not disaggregated."""
+    return _wrong("the point has prefill and decode roles") if _disaggregated(words, scope, entry) is None else None
 
 
 def _several_frontends(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
@@ -207,6 +230,9 @@ CHECKS: dict[str, Check] = {
     "router_decode": _router_count("decode", "--decode"),
     "router_workers": _router_workers,
     "disaggregated": _disaggregated,
+    "sglang_multi_node": _sglang_multi_node,
+    "disaggregated_router": _disaggregated_router,
+    "disaggregation_role": _disaggregation_role,
     "several_frontends": _several_frontends,
 }
 
@@ -234,6 +260,21 @@ def check_arg(kind: str, name: str, words: Words, scope: Scope) -> Miss | None:
     """Run the synthesized check of a flag the recipe also sets (e.g. `--model-path`), if there is one."""
     entry = _entry("args", kind, name)
     return None if entry is None else CHECKS[entry["check"]](words, scope, entry)
+
+
+@lru_cache(maxsize=64)
+def required_settings(kind: str) -> tuple[tuple[str, str], ...]:
+    """The (section, name) of the args and env a block of `kind` may have to show (`required` in `synthesized.yaml`)."""
+    return tuple((section, name) for section in ("args", "env")
+                 for name, entry in (table()[section].get(kind) or {}).items() if "required" in entry)
+
+
+def missing(section: str, kind: str, name: str, scope: Scope) -> Miss | None:
+    """Why a `kind` block that leaves out the required arg or env `name` does not run as the recipe asks: its
+    `required` check, given no words, says it is wrong (a check that says `_absent`, or nothing, lets the block leave it out)."""
+    entry = _entry(section, kind, name)
+    problem = CHECKS[entry["required"]]((), scope, entry) if entry and "required" in entry else None
+    return problem if problem is not None and problem.detail == DIFFERENT else None
 
 
 def explain_block(kind: str, scope: Scope) -> Explanation | Miss:

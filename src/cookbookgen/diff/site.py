@@ -114,15 +114,15 @@ def read_site_blocks(points: Sequence[PublishedPoint], pages: Mapping[Any, str])
 
 
 def _from_html(point: PublishedPoint, found: dict[Key, str]) -> PublishedPoint:
+    """The point as its page shows it; a block whose code the page leaves out shows no command (the
+    point's other blocks are on the page, so the reader cannot copy this one)."""
     keys = [(point.cell, point.point_id or "", i) for i in range(len(point.blocks))]
     if not any(k in found for k in keys):
         return point
-    blocks = tuple(_with_text(b, found.get(k)) for b, k in zip(point.blocks, keys))
+    blocks = tuple(_with_text(b, found.get(k, "")) for b, k in zip(point.blocks, keys))
     return replace(point, blocks=blocks)
 
 
-def _with_text(block: Block, text: str | None) -> Block:
-    if text is None:
-        return block
+def _with_text(block: Block, text: str) -> Block:
     parsed = parse_block_text(text)
     return block.model_copy(update={**parsed, "files": parsed["files"] or block.files})

@@ -100,7 +100,7 @@ def _manifest(path: Path, policy: Policy | None, workspaces: dict[Path, Workspac
         cookbook = load_configs(manifest, doc, ws, used, cache, {config}, summaries=cache is not None)
         return published_from_cookbook(cookbook, str(path), MANIFEST_KIND)
     configs = tuple(dict.fromkeys(source.key for spec in manifest.pages for source in spec.configs))
-    return Cookbook(Source(str(path), MANIFEST_KIND, configs, points), root, policy_file, used)
+    return Cookbook(Source(str(path), MANIFEST_KIND, configs, points, rendered_here=True), root, policy_file, used)
 
 
 def published_from_cookbook(cookbook: CookbookModel, file: str, kind: str) -> Published:

@@ -7,6 +7,8 @@ leaf comparison shares. No I/O.
 - Topology per role: worker count, nodes per worker, node count, GPU pinning, against
   `expect.RoleTopology`; co-located workers need their own port for every port setting (`port_settings` of synthesized.yaml).
 - Frontend count, worker command, model id, request plane, KV events and the image.
+- Settings a point cannot run without (`required` in synthesized.yaml: a multi-node SGLang worker's
+  `--nnodes`, a router's worker URLs, ...): a block that leaves one out is a mismatch.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from ..render.model import Block
 from ..render.values import args_from_words, flag as as_flag, word
 from .expect import PointExpect, RoleTopology
-from .explain import Explanation, explain_block, table
+from .explain import Explanation, explain_block, missing, required_settings, table
 from .model import DIFFERENT, EXTRA, MISSING, Finding
-from .words import flag_key, recipe_words
+from .words import flag_key, recipe_words, worker_flag
 
 if TYPE_CHECKING:
     from .compare import Ctx
@@ -82,7 +84,7 @@ def covered(data: dict[str, RawYaml], block: Block, blocks: tuple[Block, ...]) -
     """Arg keys and env names of `block` that recipe leaves already compare."""
     if block.kind == "worker":
         spec = (data.get("roles") or {}).get(block.role) or {}
-        return {flag_key(as_flag(k), True) for k in spec.get("args") or {}}, set(spec.get("env") or {})
+        return {flag_key(worker_flag(k), True) for k in spec.get("args") or {}}, set(spec.get("env") or {})
     if block.kind in FRONTEND_KINDS:
         fe = data.get("frontend") or {}
         return {flag_key(as_flag(k), False) for k in fe.get("args") or {}}, set(fe.get("env") or {})
@@ -141,11 +143,13 @@ _FRONTEND_COUNT = "frontend.enable_multiple_frontends"
 def block_shape(block: Block, args_by_key: Mapping[str, Any]) -> tuple[Any, ...]:
     """What `check` reads of one block: every field but its args and env, and of those: the `--port`
     values, which of `_LOOKED_UP` it has (`args_by_key`: its args by flag key, as `_has` looks them
-    up), its `CUDA_VISIBLE_DEVICES` and whether it sets `DYN_REQUEST_PLANE`."""
+    up), its `CUDA_VISIBLE_DEVICES`, whether it sets `DYN_REQUEST_PLANE` and which of its kind's
+    required settings it shows."""
     worker = block.kind == "worker"
     fields = tuple((k, tuple(v.items()) if isinstance(v, dict) else v) for k, v in block.__dict__.items() if k not in ("args", "env"))
     has = tuple(flag_key(flag, worker) in args_by_key for flag in _LOOKED_UP)
-    return fields, block_ports(block), has, block.env.get("CUDA_VISIBLE_DEVICES"), "DYN_REQUEST_PLANE" in block.env
+    env = block.env.get("CUDA_VISIBLE_DEVICES"), "DYN_REQUEST_PLANE" in block.env
+    return fields, block_ports(block), has, env, _shows_required(block, args_by_key)
 
 
 # Every setting that binds a port on the worker's node: HTTP, disaggregation bootstrap, KV events
@@ -296,13 +300,42 @@ def _workers(ctx: "Ctx") -> list[Finding]:
     want_cmd = _frontend(ctx).get("worker_cmd", "sglang")
     for block in ctx.blocks:
         if block.kind == "worker":
-            ok = want_cmd in block.cmd
+            ok = _runs(block.cmd, want_cmd)
             out.append(ctx.finding(role_label(block), "block", "cmd", "match" if ok else "mismatch", detail="same" if ok else DIFFERENT,
                                    recipe=want_cmd, cookbook=block.cmd, path="frontend.type"))
             out.extend(_worker_must_have(ctx, block))
         if block.kind in ("worker", "dynamo-frontend"):
             out.extend(_request_plane(ctx, block))
+        out.extend(_required(ctx, block))
     return out
+
+
+def _shows_required(block: Block, args_by_key: Mapping[str, Any]) -> tuple[bool, ...]:
+    """Which of its kind's required args and env (synthesized.yaml) the block shows."""
+    worker = block.kind == "worker"
+    return tuple(flag_key(name, worker) in args_by_key if section == "args" else name in block.env
+                 for section, name in required_settings(block.kind))
+
+
+def _required(ctx: "Ctx", block: Block) -> list[Finding]:
+    """A mismatch per arg or env the block leaves out although the point needs it (`required` in synthesized.yaml)."""
+    shown = _shows_required(block, ctx.args_by_key(block, block.kind == "worker"))
+    if all(shown):
+        return []
+    out = []
+    scope = ctx.scope(block)
+    for (section, name), present in zip(required_settings(block.kind), shown):
+        problem = None if present else missing(section, block.kind, name, scope)
+        if problem is not None:
+            out.append(ctx.finding(role_label(block), "arg" if section == "args" else "env", name, "mismatch", detail=MISSING,
+                                   reason=problem.reason, path=problem.path))
+    return out
+
+
+def _runs(cmd: str, program: str) -> bool:
+    """Whether `cmd` runs `program` (`dynamo.sglang`, `vllm serve`): whole words, or a module inside it
+    (`sglang` runs `sglang.launch_server`), not a longer name (`dynamo.sglang` is not `sglang`)."""
+    return re.search(rf"(?<![\w.-]){re.escape(program)}(?![\w-])", cmd) is not None
 
 
 def _has(ctx: "Ctx", block: Block, flag: str) -> bool:

@@ -5,8 +5,10 @@
 - Two words are equal when their text is equal, or both are numbers of equal value (`0.80` = `0.8`,
   `14400` = `14400.0`), or both are booleans of equal value (`True` = `true`), or both parse as JSON
   objects or arrays that are equal (`{"a":1}` = `{"a": 1}`).
-- Flag names compare after normalising: `--x`, `x` and `--x_y` are `--x-y`; worker flags also through
-  SGLang's aliases (`--tp-size` = `--tensor-parallel-size`).
+- Flag names compare after normalising: `--x` and `x` are one flag; worker flags also through SGLang's
+  aliases (`--tp-size` = `--tensor-parallel-size`). `--x_y` and `--x-y` stay two flags: SGLang's and
+  Dynamo's parsers (argparse) accept only the spelling they declare. A worker's recipe arg is the flag
+  srt-slurm's backends pass for it, `_` written `-` (`worker_flag`); a frontend's arg is passed verbatim.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import json
 from functools import lru_cache
 from typing import Any, Sequence
 
-from ..render.values import word
-from .aliases import field_for_flag, normal_flag
+from ..render.values import flag, word
+from .aliases import field_for_flag
 
 Words = tuple[str, ...]
 _BOOLS = {"true": True, "false": False}
@@ -35,9 +37,24 @@ def recipe_words(value: Any) -> Words | None:
 
 @lru_cache(maxsize=65536)
 def flag_key(name: str, worker: bool) -> str:
-    """The key two spellings of one flag share."""
-    flag = normal_flag(name)
-    return field_for_flag(flag) if worker else flag
+    """The key two spellings of one flag share (a spelling with `_` is its own: no alias has one)."""
+    flag = "--" + name.strip().lstrip("-")
+    return field_for_flag(flag) if worker and "_" not in flag else flag
+
+
+def parsed_args(args: Sequence[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
+    """A published command's args as the parser reads them: `--flag=value` is `--flag value`."""
+    out = []
+    for arg in args:
+        name, eq, value = arg[0].partition("=")
+        out.append((name, value, *arg[1:]) if eq and name.startswith("--") else tuple(arg))
+    return tuple(out)
+
+
+def worker_flag(name: str) -> str:
+    """The flag srt-slurm passes for a worker's recipe arg (`roles.<role>.args.<name>`): its backends
+    write `--` and the name with `_` as `-` (`mem_fraction_static: 0.8` runs `--mem-fraction-static 0.8`)."""
+    return flag(name.replace("_", "-"))
 
 
 def words_equal(a: Sequence[str], b: Sequence[str]) -> bool:
