@@ -51,6 +51,7 @@ def parsed_args(args: Sequence[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=65536)     # called per arg of every point's blocks; the same few hundred names recur
 def worker_flag(name: str) -> str:
     """The flag srt-slurm passes for a worker's recipe arg (`roles.<role>.args.<name>`): its backends
     write `--` and the name with `_` as `-` (`mem_fraction_static: 0.8` runs `--mem-fraction-static 0.8`)."""
