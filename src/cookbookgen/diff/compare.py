@@ -182,7 +182,7 @@ def point_findings(expect: PointExpect, recipe: EffectiveRecipe, published: Publ
         if len(blocks) == 1:
             out += memo.extras(ctx, blocks[0], same_point)
         else:       # co-located workers of one role: each finding once
-            out += _unique(stamped(chain.from_iterable(memo.extras(ctx, b, same_point) for b in blocks), expect.point))
+            out += _unique_at_any_point(chain.from_iterable(memo.extras(ctx, b, same_point) for b in blocks))
     return out
 
 
@@ -211,6 +211,15 @@ def _role_findings(ctx: Ctx, memo: "PointMemo", role: str, spec: RawYaml, same_p
 def _unique(findings: Iterable[Finding]) -> list[Finding]:
     """Findings once each (co-located workers of one role repeat the same ones), in order."""
     return list(dict.fromkeys(findings))
+
+
+def _unique_at_any_point(findings: Iterable[Finding]) -> list[Finding]:
+    """`_unique` of findings that may name an earlier point of the config (`point_findings`): two that
+    differ only in the point they name are one (the first is kept; the caller names the point)."""
+    seen: dict[tuple[Any, ...], Finding] = {}
+    for f in findings:
+        seen.setdefault((*f.__dict__.values(),)[2:], f)     # every field after `config` and `point` (one config's findings)
+    return list(seen.values())
 
 
 def _group_findings(ctx: Ctx, prefix: KeyPath, value: RawYaml, memo: "PointMemo") -> list[Finding]:
