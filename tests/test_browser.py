@@ -370,7 +370,7 @@ def _settled_results(page: Any) -> list[str]:
     page.wait_for_selector(".md-search-result__item")
     before: list[str] = []
     for _ in range(120):
-        now = [a.get_attribute("href") or "" for a in page.locator(".md-search-result__item a").all()]
+        now = page.eval_on_selector_all(".md-search-result__item a", "links => links.map(a => a.getAttribute('href') || '')")
         if now and now == before:
             return now
         before = now
