@@ -33,7 +33,7 @@ from .explain import Explanation, Miss, Scope, check_arg, explain, recipe_check
 from .model import DIFFERENT, EXTRA, MISSING, Finding, PublishedPoint
 from .structure import role_label
 from ..render.values import flag as as_flag, word
-from .words import Words, flag_key, recipe_words, shown, words_equal, worker_flag
+from .words import Words, flag_key, recipe_words, shown, words_equal
 
 RawYaml = Any
 
@@ -68,7 +68,7 @@ def path_facts(path: KeyPath) -> PathFacts:
 @lru_cache(maxsize=65536)
 def _path_facts(path: KeyPath, types: tuple[type, ...]) -> PathFacts:
     key = tuple(str(p) for p in path)
-    flag = worker_flag(key[-1]) if key[0] == "roles" else as_flag(key[-1])
+    flag = as_flag(key[-1])
     check = recipe_check(key)
     return PathFacts(key, dotted(path), check, flag, flag_key(flag, True), str(check["check"]) if check else "")
 
@@ -513,7 +513,7 @@ def _args_layout(path: KeyPath, names: tuple[str, ...]) -> _ArgsLayout:
     recipe family share their arg names (names are text: the YAML builder makes every key text)."""
     paths = tuple(path + (n,) for n in names)
     facts = tuple(map(path_facts, paths))
-    return _ArgsLayout(paths, tuple(flag_key(worker_flag(str(n)), True) for n in names), facts)
+    return _ArgsLayout(paths, tuple(flag_key(str(n), True) for n in names), facts)
 
 
 @dataclass(frozen=True)

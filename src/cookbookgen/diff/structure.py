@@ -24,7 +24,7 @@ from ..render.values import args_from_words, flag as as_flag, word
 from .expect import PointExpect, RoleTopology
 from .explain import Explanation, explain_block, missing, required_settings, table
 from .model import DIFFERENT, EXTRA, MISSING, Finding
-from .words import flag_key, recipe_words, worker_flag
+from .words import flag_key, recipe_words
 
 if TYPE_CHECKING:
     from .compare import Ctx
@@ -84,7 +84,7 @@ def covered(data: dict[str, RawYaml], block: Block, blocks: tuple[Block, ...]) -
     """Arg keys and env names of `block` that recipe leaves already compare."""
     if block.kind == "worker":
         spec = (data.get("roles") or {}).get(block.role) or {}
-        return {flag_key(worker_flag(k), True) for k in spec.get("args") or {}}, set(spec.get("env") or {})
+        return {flag_key(k, True) for k in spec.get("args") or {}}, set(spec.get("env") or {})
     if block.kind in FRONTEND_KINDS:
         fe = data.get("frontend") or {}
         return {flag_key(as_flag(k), False) for k in fe.get("args") or {}}, set(fe.get("env") or {})

@@ -7,8 +7,9 @@
   objects or arrays that are equal (`{"a":1}` = `{"a": 1}`).
 - Flag names compare after normalising: `--x` and `x` are one flag; worker flags also through SGLang's
   aliases (`--tp-size` = `--tensor-parallel-size`). `--x_y` and `--x-y` stay two flags: SGLang's and
-  Dynamo's parsers (argparse) accept only the spelling they declare. A worker's recipe arg is the flag
-  srt-slurm's backends pass for it, `_` written `-` (`worker_flag`); a frontend's arg is passed verbatim.
+  Dynamo's parsers (argparse) accept only the spelling they declare. A worker's recipe arg already has
+  the spelling srt-slurm passes (`recipes.schema` writes each `_` of its key as `-`); a frontend's arg
+  is passed verbatim.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 from functools import lru_cache
 from typing import Any, Sequence
 
-from ..render.values import flag, word
+from ..render.values import word
 from .aliases import field_for_flag
 
 Words = tuple[str, ...]
@@ -49,13 +50,6 @@ def parsed_args(args: Sequence[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
         name, eq, value = arg[0].partition("=")
         out.append((name, value, *arg[1:]) if eq and name.startswith("--") else tuple(arg))
     return tuple(out)
-
-
-@lru_cache(maxsize=65536)     # called per arg of every point's blocks; the same few hundred names recur
-def worker_flag(name: str) -> str:
-    """The flag srt-slurm passes for a worker's recipe arg (`roles.<role>.args.<name>`): its backends
-    write `--` and the name with `_` as `-` (`mem_fraction_static: 0.8` runs `--mem-fraction-static 0.8`)."""
-    return flag(name.replace("_", "-"))
 
 
 def words_equal(a: Sequence[str], b: Sequence[str]) -> bool:
