@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 
 import pytest
 from hypothesis import assume, given
@@ -12,7 +13,8 @@ from cookbookgen.recipes.merge import (
     deep_merge,
     set_path,
     substitute,
-    sweep_combinations,
+    sweep_combination,
+    sweep_count,
     unset_path,
     zip_length,
     zip_variant,
@@ -108,11 +110,9 @@ def test_zip_rejects_unequal_lengths(n, m) -> None:
 
 @given(st.dictionaries(st.sampled_from(["conc", "tp", "ep"]), st.lists(st.integers(1, 64), min_size=1, max_size=3), min_size=1))
 def test_sweep_is_the_cartesian_product(sweep) -> None:
-    combos = sweep_combinations(sweep)
-    expected = 1
-    for values in sweep.values():
-        expected *= len(values)
-    assert len(combos) == expected
+    """Picked one by one, the combinations are itertools.product's, in its order (last key fastest)."""
+    combos = [sweep_combination(sweep, i) for i in range(sweep_count(sweep))]
+    assert combos == [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())]
     for combo in combos:
         assert substitute({"x": "{" + next(iter(sweep)) + "}"}, combo)["x"] == combo[next(iter(sweep))]
 

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from ..errors import CookbookError, Problem
 from ..text import listing, unknown
 from .load import Document, KeyPath, dotted, parse_yaml
-from .merge import Origins, deep_merge, node_paths, set_path, substitute, sweep_combinations, unset_path, zip_length, zip_variant
+from .merge import Origins, deep_merge, node_paths, set_path, SWEEP_LIMIT, substitute, sweep_combination, sweep_count, unset_path, zip_length, zip_variant
 
 RawYaml = Any
 _ZIP_SELECTOR = re.compile(r"(zip_override_[\w.-]+)\[(\d+)\]")
@@ -70,7 +70,11 @@ def variant_names(doc: Document) -> list[str]:
                 raise doc.error((key,), str(exc)) from None
             names.extend(f"{key}[{i}]" for i in range(n))
     if not is_bundle(doc) and isinstance(data.get("sweep"), dict):
-        names.extend(f"sweep[{i}]" for i in range(len(sweep_combinations(data["sweep"]))))
+        count = sweep_count(data["sweep"])
+        if count > SWEEP_LIMIT:
+            raise doc.error(("sweep",), f"{count} combinations, more than the {SWEEP_LIMIT} a sweep may have "
+                                        f"(the product of its {len(data['sweep'])} lists' lengths); split it into several files")
+        names.extend(f"sweep[{i}]" for i in range(count))
     return names
 
 
@@ -132,7 +136,7 @@ def _variant_section(doc: Document, selector: str) -> tuple[RawYaml, KeyPath]:
         return zip_variant(doc.data[zipped.group(1)], int(zipped.group(2))), (zipped.group(1),)
     swept = _SWEEP_SELECTOR.fullmatch(selector)
     if swept:
-        return sweep_combinations(doc.data["sweep"])[int(swept.group(1))], ("sweep",)
+        return sweep_combination(doc.data["sweep"], int(swept.group(1))), ("sweep",)
     section = doc.data[selector]
     if section is None:
         return {}, (selector,)

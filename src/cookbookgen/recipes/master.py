@@ -17,6 +17,7 @@ InferenceX's `utils/matrix_logic/generate_sweep_configs.py` does with its defaul
 from __future__ import annotations
 
 import re
+import reprlib
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -119,13 +120,23 @@ def _rows(doc: Document, key: str, entry: dict[str, RawYaml], scenario: str, g: 
             raise doc.error(path, "a search-space row must be a mapping")
         concs = row.get("conc-list", _conc_range(row.get("conc-start"), row.get("conc-end")))
         if not isinstance(concs, list) or not concs or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in concs):
-            raise doc.error(path + ("conc-list",), f"must be a non-empty list of positive integers (received {concs!r})")
-        twice = next((i for i, c in enumerate(concs) if c in concs[:i]), None)
+            raise doc.error(path + ("conc-list",), f"must be a non-empty list of positive integers (received {reprlib.repr(concs)})")
+        twice = _first_repeat(concs)
         if twice is not None:
             raise doc.error(path + ("conc-list", twice), f"concurrency {concs[twice]} listed twice (each is one point)")
         ref = _recipe_ref(doc, entry, row, path, scenario)
         out.append(Row(scenario, start + len(out), path, row, tuple(concs), ref, _slug(row), _tp(row), extra))
     return out
+
+
+def _first_repeat(values: list[int]) -> int | None:
+    """The index of the first value listed before (in linear time: a list may be long)."""
+    seen: set[int] = set()
+    for i, value in enumerate(values):
+        if value in seen:
+            return i
+        seen.add(value)
+    return None
 
 
 def _conc_range(start: RawYaml, end: RawYaml) -> list[int] | None:

@@ -17,14 +17,16 @@ Zip rules (`zip_length(section)` variants, each `zip_variant(section, i)`):
 - a list of length 1 broadcasts to every variant;
 - all other lists must have the same length N, giving variants 0..N-1; unequal lengths are an error.
 
-Sweep rules (`sweep_variants(recipe, sweep)`): the Cartesian product of the sweep lists, in key order
-(last key varies fastest); every string `"{name}"` is replaced by the value (keeping its type when
-the whole string is the placeholder), and `"...{name}..."` by its text.
+Sweep rules (`sweep_count(sweep)` variants, each `sweep_combination(sweep, i)`): the Cartesian product
+of the sweep lists, in key order (last key varies fastest), at most SWEEP_LIMIT combinations (counted,
+never built, before any is picked: 8 keys of 10 values would be 10^8); every string `"{name}"` is
+replaced by the value (keeping its type when the whole string is the placeholder), and `"...{name}..."`
+by its text.
 """
 
 from __future__ import annotations
 
-import itertools
+import math
 import re
 from typing import Any, Iterator
 
@@ -98,10 +100,26 @@ def zip_variant(section: RawYaml, index: int) -> RawYaml:
     return section
 
 
-def sweep_combinations(sweep: dict[str, list[RawYaml]]) -> list[dict[str, RawYaml]]:
-    keys = list(sweep)
-    values = [v if isinstance(v, list) else [v] for v in sweep.values()]
-    return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+SWEEP_LIMIT = 10_000
+
+
+def _sweep_values(sweep: dict[str, RawYaml]) -> list[list[RawYaml]]:
+    return [v if isinstance(v, list) else [v] for v in sweep.values()]
+
+
+def sweep_count(sweep: dict[str, RawYaml]) -> int:
+    """The number of combinations of `sweep` (the product of its list lengths), without building one."""
+    return math.prod(len(values) for values in _sweep_values(sweep))
+
+
+def sweep_combination(sweep: dict[str, RawYaml], index: int) -> dict[str, RawYaml]:
+    """Combination `index` of `sweep` (0 <= index < sweep_count), the last key varying fastest."""
+    values = _sweep_values(sweep)
+    picked: list[RawYaml] = []
+    for options in reversed(values):
+        index, i = divmod(index, len(options))
+        picked.append(options[i])
+    return dict(zip(sweep, reversed(picked)))
 
 
 def substitute(data: RawYaml, params: dict[str, RawYaml]) -> RawYaml:
