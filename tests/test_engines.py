@@ -189,7 +189,7 @@ def test_agentx_export_of_another_engine_is_a_clear_error(tmp_path: Path, capsys
 
 TRTLLM = CORPUS / "inferencex/inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/qwen3.5/trtllm/gb300-fp4/agentx"
 QWEN = "nvidia/Qwen3.5-397B-A17B-NVFP4-V2"
-INSTALL = """git clone https://github.com/cquil11/dynamo.git dynamo && git -C dynamo checkout 2cbbdc863c336c2cfffa2a3668e2a6661801b259
+INSTALL = """git clone -- https://github.com/cquil11/dynamo.git dynamo && git -C dynamo checkout 2cbbdc863c336c2cfffa2a3668e2a6661801b259
 pip install maturin && (cd dynamo/lib/bindings/python && maturin build --release --out ../../../dist)
 pip install dynamo/dist/*.whl ./dynamo
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -43,10 +44,64 @@ def test_a_dollar_that_starts_no_placeholder_is_single_quoted(value: str) -> Non
 
 
 def test_placeholders_stay_double_quoted_so_they_expand() -> None:
-    assert quote("${HEAD_IP}:${PORT}/$_SUFFIX") == '"${HEAD_IP}:${PORT}/$_SUFFIX"'
-    run = subprocess.run(["bash", "-c", f"HEAD_IP=10.0.0.1 PORT=8000 _SUFFIX=x; printf %s {quote('${HEAD_IP}:${PORT}/$_SUFFIX')}"],
-                         capture_output=True, text=True)
-    assert run.stdout == "10.0.0.1:8000/x"
+    assert quote("${AGG_HEAD_IP}:${NODE_RANK}/$PREFILL_1_HEAD_IP") == '"${AGG_HEAD_IP}:${NODE_RANK}/$PREFILL_1_HEAD_IP"'
+    run = subprocess.run(["bash", "-c", "AGG_HEAD_IP=10.0.0.1 NODE_RANK=0 PREFILL_1_HEAD_IP=x; "
+                          f"printf %s {quote('${AGG_HEAD_IP}:${NODE_RANK}/$PREFILL_1_HEAD_IP')}"], capture_output=True, text=True)
+    assert run.stdout == "10.0.0.1:0/x"
+
+
+# A reader's shell holds secrets: only the documented placeholders may expand in pasted text.
+READER_ENV = {"AWS_SECRET_ACCESS_KEY": "reader-secret", "HOME": "/home/reader", "ETCD_IP": "10.0.0.9", "NODE_IP": "10.0.0.2",
+              "PATH": "/usr/bin:/bin"}
+NOT_EXPANDED = ["http://x/${AWS_SECRET_ACCESS_KEY}", "http://x/$AWS_SECRET_ACCESS_KEY", "$HOME/.ssh", "${HOME}",
+                "${ETCD_IP:-x}", "${ETCD_IP/10/11}", "$ETCD_IPX", "a b ${AWS_SECRET_ACCESS_KEY} $(id)", "`id`"]
+
+
+@pytest.mark.parametrize("value", NOT_EXPANDED)
+def test_an_undocumented_name_is_literal_in_the_readers_shell(value: str) -> None:
+    quoted = quote(value)
+    run = subprocess.run(["bash", "-c", f"printf %s {quoted}"], capture_output=True, text=True, env=READER_ENV)
+    assert run.stdout == value and shlex.split(quoted) == [value]
+
+
+@pytest.mark.parametrize("value,expanded", [
+    ("http://$ETCD_IP:2379", "http://10.0.0.9:2379"),
+    ("http://${ETCD_IP}:2379", "http://10.0.0.9:2379"),
+    ("$NODE_IP/${AWS_SECRET_ACCESS_KEY}", "10.0.0.2/${AWS_SECRET_ACCESS_KEY}"),
+    ("a b ${NODE_IP} $HOME", "a b 10.0.0.2 $HOME"),
+])
+def test_documented_placeholders_expand_beside_literal_text(value: str, expanded: str) -> None:
+    quoted = quote(value)
+    run = subprocess.run(["bash", "-c", f"printf %s {quoted}"], capture_output=True, text=True, env=READER_ENV)
+    assert run.stdout == expanded and shlex.split(quoted) == [value] and _bash_ok(f"X={quoted}\n")
+
+
+_NAMES = ["ETCD_IP", "NODE_RANK", "AGG_0_HEAD_IP", "AWS_SECRET_ACCESS_KEY", "HOME", "X"]
+_DOCUMENTED = {"ETCD_IP", "NODE_RANK", "AGG_0_HEAD_IP"}
+with_names = st.lists(st.one_of(values, st.sampled_from(_NAMES).map(lambda n: f"${n}"), st.sampled_from(_NAMES).map(lambda n: "${" + n + "}")),
+                      max_size=5).map("".join)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(with_names)
+def test_only_documented_placeholders_expand_when_pasted(value: str) -> None:
+    """Pasted into a shell holding a value for every name, a quoted value expands the documented
+    placeholders and nothing else; `shlex.split` still gives the value itself."""
+    quoted = quote(value)
+    env = {"PATH": "/usr/bin:/bin", **{name: f"<{name}>" for name in _NAMES}}
+    run = subprocess.run(["bash", "-c", f"printf %s {quoted}"], capture_output=True, text=True, env=env)
+    expected = re.sub(r"\$(?:([A-Za-z_]\w*)|\{([A-Za-z_]\w*)\})",
+                      lambda m: f"<{m[1] or m[2]}>" if (m[1] or m[2]) in _DOCUMENTED else m[0], value)
+    assert run.stdout == expected and shlex.split(quoted) == [value]
+
+
+def test_a_heredoc_expands_both_forms_of_a_documented_placeholder_only() -> None:
+    """Options files (TRT-LLM's YAML) and configs: `${ETCD_IP}` and `$ETCD_IP` alike; nothing else."""
+    content = "a: $ETCD_IP\nb: ${ETCD_IP}\nc: ${AWS_SECRET_ACCESS_KEY}\nd: $HOME\ne: ${ETCD_IP:-x}\nf: $(id)\n"
+    script = "\n".join(heredoc("out.yaml", content)) + "\ncat out.yaml\n"
+    run = subprocess.run(["bash", "-c", f'cd "$(mktemp -d)" && {script}'], text=True, capture_output=True, env=READER_ENV)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == content.replace("a: $ETCD_IP", "a: 10.0.0.9").replace("b: ${ETCD_IP}", "b: 10.0.0.9")
 
 
 @settings(max_examples=examples(300))

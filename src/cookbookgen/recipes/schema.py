@@ -140,8 +140,24 @@ class EngineSpec(_Open):
     connector: str | None = None          # KV connector of prefill/decode workers (nixl, lmcache, or JSON)
 
 
+def _not_an_option(word: str) -> str:
+    """A word the launch script passes to git: one starting with `-` would be read as an option."""
+    if word.startswith("-"):
+        raise ValueError("must not start with '-' (git would take it as an option)")
+    return word
+
+
+GitWord = Annotated[str, AfterValidator(_not_an_option)]
+
+
+class DynamoSource(_Open):
+    git: GitWord | None = None         # the repository Dynamo is built from
+    rev: GitWord | int | None = None   # its commit (HEAD when absent)
+
+
 class DynamoSpec(_Open):
     request_plane: str | None = None   # nats, tcp, ... (None: srt-slurm's default)
+    source: DynamoSource | None = None
 
 
 class IdentityModel(_Open):

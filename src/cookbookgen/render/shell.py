@@ -1,10 +1,14 @@
 """Shell text for blocks: quoting, the block layout, and the runnable "copy all" script. No I/O.
 
-Rules (kept identical to the SGLang cookbook explorer so readers see familiar text):
+A reader pastes this text into a shell: only the documented placeholders (`$NAME` or `${NAME}` of the
+`placeholders` table of `rules/render.yaml`, e.g. `$ETCD_IP`) may expand there; every other `$` is
+literal, so a recipe value `http://x/${AWS_SECRET_ACCESS_KEY}` never expands the reader's secret.
+Rules (the SGLang cookbook explorer's where a value has only documented placeholders):
 - a value of only `[A-Za-z0-9_@%+=:,./-]` is bare;
 - one that also has `$`, `{` or `}` (and nothing else) is double-quoted so placeholders expand, if
-  every `$` starts a `$NAME` or `${NAME}` placeholder (else `${` or `$1` would be bad or other shell);
-- anything else is single-quoted, `'` written as `'\\''`; the empty string is `''`.
+  every `$` starts a documented placeholder;
+- anything else is single-quoted, `'` written as `'\\''` (the empty string is `''`), but for the
+  documented placeholders in it, each double-quoted between the single-quoted pieces.
 A block prints as preamble lines, one `K=V \\` line per env entry, `cmd \\`, then one
 two-space-indented `--flag v1 v2 \\` line per arg, the last without the backslash.
 """
@@ -17,37 +21,58 @@ from typing import Callable
 
 from ..text import one_line
 from .model import Block
+from .tables import tables
 
 _BARE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 _EXPANDABLE = re.compile(r"[A-Za-z0-9_@%+=:,./${}-]+")
 _PLACEHOLDER = re.compile(r"\$(?:[A-Za-z]\w*|_\w+|\{(?:[A-Za-z]\w*|_\w+)\})")   # not `$_`, bash's last argument
 
 
+def documented(name: str) -> bool:
+    """Whether `$name` is a placeholder the reader sets (the table of `rules/render.yaml`)."""
+    return tables().describe_placeholder(name) is not None
+
+
 def quote(value: str) -> str:
     if _BARE.fullmatch(value):
         return value
-    if _EXPANDABLE.fullmatch(value) and "$" not in _PLACEHOLDER.sub("", value):
+    pieces: list[tuple[str, bool]] = []        # (text, a documented placeholder)
+    start = 0
+    for m in _PLACEHOLDER.finditer(value):
+        if documented(m.group(0).strip("${}")):
+            pieces += [(value[start:m.start()], False), (m.group(0), True)]
+            start = m.end()
+    pieces.append((value[start:], False))
+    literal = "".join(text for text, placeholder in pieces if not placeholder)
+    if len(pieces) == 1:
+        return _single(value)
+    if _EXPANDABLE.fullmatch(value) and "$" not in literal:
         return f'"{value}"'
-    return "'" + value.replace("'", "'\\''") + "'"
+    return "".join(f'"{text}"' if placeholder else _single(text) for text, placeholder in pieces if text)
+
+
+def _single(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
 
 
 def heredoc(name: str, content: str) -> list[str]:
     """Lines that write `content` to file `name`.
 
-    Upper-case placeholders (e.g. `$FRONTEND_0_IP` in nginx.conf) are expanded by the shell; every
-    other `$` (nginx's own `$request_id`), backslash and backtick is escaped, so the file gets them
-    literally. With no placeholder the delimiter is quoted and the body is taken verbatim.
+    Documented placeholders (e.g. `$FRONTEND_0_IP` in nginx.conf), as `$NAME` or `${NAME}`, are
+    expanded by the shell; every other `$` (nginx's own `$request_id`, `${AWS_SECRET_ACCESS_KEY}`,
+    `${ETCD_IP:-x}`), backslash and backtick is escaped, so the file gets them literally. With no
+    placeholder the delimiter is quoted and the body is taken verbatim.
     """
     tag = "COOKBOOK_EOF"
     while tag in content:
         tag += "_"
     body = content if content.endswith("\n") else content + "\n"
-    used = placeholders_in(body)
+    used = [name for name in placeholders_in(body) if documented(name)]
     if not used:
         return [f"cat > {quote(name)} <<'{tag}'", *body.splitlines(), tag]
     names = "|".join(sorted(used, key=len, reverse=True))
     escaped = re.sub(r"[\\`]", lambda m: "\\" + m.group(0), body)
-    escaped = re.sub(r"\$(?!(?:" + names + r")\b)", r"\\$", escaped)
+    escaped = re.sub(r"\$(?!(?:" + names + r")\b|\{(?:" + names + r")\})", r"\\$", escaped)
     return [f"cat > {quote(name)} <<{tag}", *escaped.splitlines(), tag]
 
 

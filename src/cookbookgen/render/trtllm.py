@@ -62,8 +62,8 @@ def _plain(value: RawYaml) -> RawYaml:
 
 def dynamo_install(typed: Recipe) -> tuple[str, ...]:
     """The steps that build Dynamo from `dynamo.source: {git, rev}` (none without a git source)."""
-    source = (typed.dynamo.model_extra or {}).get("source")
-    if not isinstance(source, dict) or not source.get("git"):
+    source = typed.dynamo.source
+    if source is None or not source.git:
         return ()
-    git, rev = shlex.quote(str(source["git"])), shlex.quote(str(source.get("rev") or "HEAD"))
+    git, rev = shlex.quote(source.git), shlex.quote(str(source.rev or "HEAD"))
     return tuple(step.format(git=git, rev=rev) for step in engine_tables()["dynamo_source_install"])
