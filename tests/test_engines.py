@@ -387,3 +387,16 @@ def test_trtllm_disagg_commands_and_options_files_as_written_by_hand(policy) -> 
     assert [b.kind for b in deployment.blocks] == ["etcd", "nats", "dynamo-frontend", "worker", "worker"]
     assert [format_block(b) for b in deployment.blocks[2:]] == [TRTLLM_FRONTEND, TRTLLM_PREFILL, TRTLLM_DECODE]
     assert deployment.blocks[3].to_json()["files"] == {"trtllm_config_prefill.yaml": PREFILL_YAML}
+
+
+@pytest.mark.parametrize("key,value", [("git", "--upload-pack=touch /tmp/pwned"), ("rev", "--orphan=x")])
+def test_a_dynamo_source_word_that_git_would_take_as_an_option_is_refused(capsys, tmp_path: Path, key: str, value: str) -> None:
+    text = (TRTLLM / "disagg-variants.yaml").read_text()
+    line = {"git": "      git: https://github.com/cquil11/dynamo.git\n", "rev": "      rev: 2cbbdc863c336c2cfffa2a3668e2a6661801b259\n"}[key]
+    assert text.count(line) == 1
+    path = tmp_path / "disagg-variants.yaml"
+    path.write_text(text.replace(line, f"      {key}: '{value}'\n"))
+    code = main(["render", "--recipe", f"{path}:override_1p1d_dep1_tep2_c44_b8", "--model", QWEN])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"{path}:{15 if key == 'git' else 16}: dynamo.source.{key}: must not start with '-' (git would take it as an option)" in err

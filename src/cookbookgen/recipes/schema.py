@@ -140,19 +140,20 @@ class EngineSpec(_Open):
     connector: str | None = None          # KV connector of prefill/decode workers (nixl, lmcache, or JSON)
 
 
-def _not_an_option(word: str) -> str:
+def _not_an_option(word: str | int) -> str | int:
     """A word the launch script passes to git: one starting with `-` would be read as an option."""
-    if word.startswith("-"):
+    if str(word).startswith("-"):
         raise ValueError("must not start with '-' (git would take it as an option)")
     return word
 
 
 GitWord = Annotated[str, AfterValidator(_not_an_option)]
+GitRev = Annotated[Union[str, int], AfterValidator(_not_an_option)]     # a hex commit may read as a number
 
 
 class DynamoSource(_Open):
     git: GitWord | None = None         # the repository Dynamo is built from
-    rev: GitWord | int | None = None   # its commit (HEAD when absent)
+    rev: GitRev | None = None          # its commit (HEAD when absent)
 
 
 class DynamoSpec(_Open):
