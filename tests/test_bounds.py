@@ -98,3 +98,19 @@ def test_a_repeat_in_a_long_conc_list_is_found_in_linear_time(capsys, tmp_path: 
     assert match["key"] == "long-fp4-h200-sglang.scenarios.agentic-coding[0].search-space[0].conc-list[200000]"
     assert match["msg"] == "concurrency 7 listed twice (each is one point)"
     assert resource.getrusage(resource.RUSAGE_SELF).ru_utime - before < 120     # not a timing test: the quadratic check never ends
+
+
+def test_the_selectors_of_a_document_are_listed_once_not_once_per_point(tmp_path: Path, monkeypatch) -> None:
+    """Picking sweep combinations of one document lists its selectors once (10,000 points each listing
+    10,000 selectors would be 10^8 steps)."""
+    from cookbookgen.recipes import bundle
+    from cookbookgen.recipes.workspace import Workspace
+
+    calls = []
+    listed = bundle._variant_names
+    monkeypatch.setattr(bundle, "_variant_names", lambda doc: calls.append(doc) or listed(doc))
+    path = _with_sweep(tmp_path, 4, 10)
+    ws = Workspace(tmp_path)
+    recipes = [ws.selected(path, f"sweep[{i}]") for i in (0, 1, 5000, SWEEP_LIMIT - 1)]
+    assert len(calls) == 1
+    assert [r.data["backend"]["sglang_config"]["aggregated"]["tensor-parallel-size"] for r in recipes] == [8] * 4

@@ -333,7 +333,7 @@ def test_script_files_are_regular_files_of_the_checkout_never_links(tmp_path: Pa
                                                                 "benchmarks/benchmark_lib.sh": b"lib\n"})
 
 
-@pytest.mark.parametrize("name", ["/etc/passwd", "../x.sh", "a/../../x.sh", "", "a//b.sh"])
+@pytest.mark.parametrize("name", ["/etc/passwd", "../x.sh", "a/../../x.sh", "", "a//b.sh", "a\0b.sh", "./a.sh"])
 def test_run_script_refuses_a_path_outside_its_work_folder(name: str) -> None:
     from cookbookgen.errors import CookbookError
 

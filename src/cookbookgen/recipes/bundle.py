@@ -56,8 +56,27 @@ def is_bundle(doc: Document) -> bool:
     return isinstance(doc.data, dict) and "base" in doc.data
 
 
+# The selectors of the documents read last (a sweep may offer 10,000: listed once per document, not
+# once per point). Keyed by id(), the document kept with them so the id cannot be reused meanwhile.
+_VARIANTS: dict[int, tuple[Document, list[str], frozenset[str]]] = {}
+
+
 def variant_names(doc: Document) -> list[str]:
     """Every selector the file offers, in file order (empty for a plain recipe)."""
+    return list(_variants(doc)[0])
+
+
+def _variants(doc: Document) -> tuple[list[str], frozenset[str]]:
+    hit = _VARIANTS.get(id(doc))
+    if hit is None or hit[0] is not doc:
+        names = _variant_names(doc)
+        if len(_VARIANTS) >= 256:
+            _VARIANTS.clear()
+        hit = _VARIANTS[id(doc)] = (doc, names, frozenset(names))
+    return hit[1], hit[2]
+
+
+def _variant_names(doc: Document) -> list[str]:
     data = doc.data if isinstance(doc.data, dict) else {}
     names: list[str] = []
     for key, value in data.items():
@@ -116,12 +135,12 @@ def _compute_base(doc: Document) -> tuple[dict[str, RawYaml], Origins]:
 def select(doc: Document, selector: str | None) -> EffectiveRecipe:
     """The effective recipe of `selector` in `doc` (None: a plain recipe, or a bundle's base)."""
     data, origins = _base_of(doc)
-    names = variant_names(doc)
+    names, offered = _variants(doc)
     if selector is None:
         if names and (is_bundle(doc) or "sweep" in doc.data):
             raise doc.error((), f"the file has {len(names)} variants; pick one with FILE:SELECTOR ({listing(names)})")
         return EffectiveRecipe(doc.file, None, data, origins, (data,))
-    if selector not in names:
+    if selector not in offered:
         raise doc.error((selector.split("[")[0],), unknown("selector", selector, names))
     over, over_path = _variant_section(doc, selector)
     if isinstance(over, dict) and "sweep" not in over_path:

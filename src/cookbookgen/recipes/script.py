@@ -116,7 +116,7 @@ def run_script(script: ScriptFiles, shown: str, variables: dict[str, str]) -> Ca
 def _check_paths(script: ScriptFiles, shown: str) -> None:
     for name in script.files:
         path = PurePosixPath(name)
-        if path.is_absolute() or not path.parts or any(p in ("", ".", "..") for p in name.split("/")):
+        if path.is_absolute() or "\0" in name or any(p in ("", ".", "..") for p in name.split("/")):
             raise CookbookError.at(shown, 0, "script", f"names the file {name!r}, not a path inside the checkout")
     if script.main not in script.files:
         raise CookbookError.at(shown, 0, "script", "the script is not among the files given to the sandbox")
