@@ -27,13 +27,11 @@ from .bundle import EffectiveRecipe
 from .load import package_yaml
 from .master import ConfigEntry, Row
 from .merge import Origins, node_paths
-from .script import Capture, Launch, ScriptFiles, run_script
+from .script import LIMIT_FILES, LIMIT_FILES_BYTES, Capture, Launch, ScriptFiles, run_script
 
 RawYaml = Any
 RENDERED = ("sglang", "sglang-router")
 SOURCED = (".sh", ".env")       # the files of the script's folder it may source
-LIMIT_FILES = 256               # files given to the sandbox at most ...
-LIMIT_FILES_BYTES = 8 << 20     # ... and bytes in all (the sandbox's work folder holds 32 MiB)
 
 
 def script_variables(entry: ConfigEntry, row: Row, conc: int) -> dict[str, str]:

@@ -54,6 +54,8 @@ LIMIT_BYTES = 1 << 20           # one file the script writes, its stdout and std
 LIMIT_RECORDS = 16 << 20        # everything the sandbox reports back (launch records, status, output), in all
 LIMIT_WORK = 32 << 20           # the sandbox's work folder (tmpfs): the script's files and what it writes
 LIMIT_MESSAGES = 64 << 10       # bubblewrap's own messages kept
+LIMIT_FILES = 256               # files of the checkout given to the sandbox (ScriptFiles) at most ...
+LIMIT_FILES_BYTES = 8 << 20     # ... and their bytes in all
 ALLOWED = ("basename", "cat", "cut", "date", "dirname", "env", "grep", "head", "id", "mkdir", "seq",
            "sort", "tail", "tee", "touch", "tr", "uname", "wc")
 NOBODY = 65534
