@@ -231,15 +231,18 @@ def test_a_flood_is_one_line_and_cookbookgen_stays_under_500_mb(tmp_path: Path, 
 
 # --- secrets -------------------------------------------------------------------------------------------
 
-def test_no_host_secret_reaches_the_rendered_commands_or_the_site(capsys, tmp_path: Path) -> None:
-    """`D=$(cat /etc/shadow)` and a secret file next to the checkout, passed as flag and env values:
-    both are empty in the sandbox, so neither the render (every format) nor the built site holds them."""
+def test_no_host_secret_reaches_the_rendered_commands_or_the_site(capsys, tmp_path: Path, monkeypatch) -> None:
+    """`D=$(cat /etc/shadow)`, a secret file next to the checkout and a variable of cookbookgen's
+    environment, passed as flag and env values: all empty in the sandbox, so neither the render (every
+    format) nor the built site holds them."""
     secret = "cbg-secret-" + str(time.monotonic_ns())
     planted = tmp_path / "secret.txt"
     planted.write_text(secret)
+    monkeypatch.setenv("COOKBOOKGEN_TEST_SECRET", secret)
     root = _checkout(tmp_path, f'D=$(cat /etc/shadow 2>/dev/null || true)\nS=$(cat {planted} 2>/dev/null || true)\n'
-                               f'H=$(cat "$HOME/../secret.txt" 2>/dev/null || true)\nexport LEAK="$D$S$H"\n'
-                               'python3 -m sglang.launch_server --model-path "$MODEL" --tp "$TP" --api-key "x$D$S$H"\n')
+                               f'H=$(cat "$HOME/../secret.txt" 2>/dev/null || true)\nE=${{COOKBOOKGEN_TEST_SECRET:-}}\n'
+                               'export LEAK="$D$S$H$E"\n'
+                               'python3 -m sglang.launch_server --model-path "$MODEL" --tp "$TP" --api-key "x$D$S$H$E"\n')
     shadow = Path("/etc/shadow").read_text() if os.access("/etc/shadow", os.R_OK) else ""
     hashes = [f.split(":")[1] for f in shadow.splitlines() if f.count(":") > 2 and len(f.split(":")[1]) > 3]
     outputs = []
