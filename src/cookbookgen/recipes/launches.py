@@ -1,7 +1,7 @@
 """A single-node benchmark script's point as an effective recipe: the master row's variables
 (`rules/script_variables.yaml`), the script run in the sandbox (`recipes.script`), and its captured
 launches written as a `schema: 2` recipe, so the renderer and the policy treat it as any other.
-I/O: through `recipes.script` only.
+I/O: through `recipes.script` only (the script's files arrive as bytes, `script.ScriptFiles`).
 
 - the one SGLang worker launch becomes `roles.agg` (its flags as args, the variables it exported as
   env); a `--flag v1 v2` is a list, a bare `--flag` is `true`;
@@ -16,7 +16,6 @@ I/O: through `recipes.script` only.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 from ..errors import CookbookError
@@ -24,7 +23,7 @@ from .bundle import EffectiveRecipe
 from .load import package_yaml
 from .master import ConfigEntry, Row
 from .merge import Origins, node_paths
-from .script import Capture, Launch, run_script
+from .script import Capture, Launch, ScriptFiles, run_script
 
 RawYaml = Any
 RENDERED = ("sglang", "sglang-router")
@@ -47,7 +46,7 @@ def script_variables(entry: ConfigEntry, row: Row, conc: int) -> dict[str, str]:
     return out
 
 
-def script_recipe(script: Path, shown: str, entry: ConfigEntry, row: Row, conc: int) -> EffectiveRecipe:
+def script_recipe(script: ScriptFiles, shown: str, entry: ConfigEntry, row: Row, conc: int) -> EffectiveRecipe:
     variables = script_variables(entry, row, conc)
     return recipe_from_capture(run_script(script, shown, variables), shown, variables)
 

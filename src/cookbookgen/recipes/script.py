@@ -2,6 +2,9 @@
 executed). I/O: a temporary folder, one bash process.
 
 The sandbox:
+- the script and the files it may read (`ScriptFiles`, gathered by `view.script_files` from the
+  checkout or from a git commit's blobs) are written as new regular files, under the same relative
+  paths, into the temporary folder; the script runs from there, never from the checkout;
 - a clean environment: the master row's variables (`rules/script_variables.yaml`), HOME and the
   working folder (a new temporary folder), PATH (a folder of the ALLOWED commands only);
 - `rules/script_stubs.sh` sourced first (BASH_ENV): benchmark_lib.sh's functions as stubs, engine
@@ -29,7 +32,8 @@ from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Mapping
 
 from ..errors import CookbookError
 
@@ -37,6 +41,7 @@ LIMIT_SECONDS = 10
 LIMIT_BYTES = 1 << 20
 ALLOWED = ("basename", "cat", "cut", "date", "dirname", "env", "grep", "head", "id", "mkdir", "seq",
            "sort", "tail", "tee", "touch", "tr", "uname", "wc")
+CHECKOUT = "checkout"      # the folder of the work folder that the script's files are written to
 HIDDEN = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/opt")
 _BASH_SAYS = re.compile(r"line (\d+): (.*)$")
 
@@ -55,13 +60,37 @@ class Capture:
     setup: tuple[tuple[int, tuple[str, ...]], ...]    # (line, argv) of each setup step (kernel-config installs)
 
 
-def run_script(script: Path, shown: str, variables: dict[str, str]) -> Capture:
+@dataclass(frozen=True)
+class ScriptFiles:
+    """A script to run and the files the sandbox is given with it: relative POSIX paths inside the
+    checkout (`main` among them) -> their bytes."""
+
+    main: str
+    files: Mapping[str, bytes]
+
+
+def run_script(script: ScriptFiles, shown: str, variables: dict[str, str]) -> Capture:
     """The launches of `script` run with `variables` (see the module docstring)."""
     work = Path(tempfile.mkdtemp(prefix="cookbookgen-script-"))
     try:
-        return _run(script, shown, variables, work)
+        return _run(_write(script, work / CHECKOUT), shown, variables, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _write(script: ScriptFiles, top: Path) -> Path:
+    """Write the files under `top` as new regular files (never through a link; a path that is not
+    relative and plain is refused) and return where the main script is."""
+    for rel, data in script.files.items():
+        parts = PurePosixPath(rel).parts
+        if not parts or rel.startswith("/") or any(p in (".", "..") or "\0" in p for p in parts):
+            raise ValueError(f"not a plain relative path: {rel!r}")
+        target = top.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    return top.joinpath(*PurePosixPath(script.main).parts)
 
 
 def _run(script: Path, shown: str, variables: dict[str, str], work: Path) -> Capture:
@@ -151,14 +180,15 @@ def _plain(bin_dir: Path, script: Path) -> list[str]:
 
 def _sandboxed(work: Path, bin_dir: Path, box: Path, script: Path) -> list[str]:
     """`unshare` with new user, network and mount namespaces, then a setup shell that keeps the work
-    folder writable, binds the allowed commands (and bash) into it, makes the rest read-only and
-    empties the bin folders before it runs the script."""
+    folder writable (but the checkout's files written there: read-only), binds the allowed commands
+    (and bash) into it, makes the rest read-only and empties the bin folders before it runs the script."""
     binds = [(_tool(name), bin_dir / name) for name in ALLOWED] + [(_tool(name), box / name) for name in ("bash", "mount")]
     for _, target in binds:
         target.touch()
     mount, q = shlex.quote(str(box / "mount")), shlex.quote     # the bound mount: still there once the bin folders are emptied
     steps = [f'{q(_tool("mount"))} --bind "$1" "$1"'] + [f'{q(_tool("mount"))} --bind {q(src)} {q(str(dst))}' for src, dst in binds]
-    steps.append(f"{mount} -o remount,bind,ro /")
+    top = q(str(work / CHECKOUT))
+    steps += [f"{mount} --bind {top} {top}", f"{mount} -o remount,bind,ro {top}", f"{mount} -o remount,bind,ro /"]
     steps += [f"{mount} -t tmpfs -o ro,size=4k none {q(d)}" for d in HIDDEN if os.path.isdir(d) and not os.path.islink(d)]
     steps.append(f'cd "$1" && exec {q(str(box / "bash"))} --noprofile --norc "$2"')
     return [_tool("unshare"), "--user", "--map-root-user", "--net", "--mount", "--", _tool("sh"), "-ec",
