@@ -35,7 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from dulwich.object_store import DiskObjectStore
-from dulwich.objects import parse_tree
+from dulwich.objects import ObjectID, parse_tree
 
 from ..errors import CookbookError
 from .view import TOP, Kind, ObjectMissing, Outside, sub
@@ -150,7 +150,7 @@ class GitRepo:
     def object(self, sha: str) -> tuple[int, bytes]:
         """The type number and content of object `sha`, checked against its id; `ObjectMissing` otherwise."""
         try:
-            kind, data = self.store.get_raw(sha.encode())
+            kind, data = self.store.get_raw(ObjectID(sha.encode()))
         except KeyError:
             raise ObjectMissing(str(self.root), f"object {sha} is missing") from None
         except Exception as exc:    # noqa: BLE001 -- the library's many ways of failing on a damaged file (zlib, struct, format, checksum)
