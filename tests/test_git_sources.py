@@ -180,7 +180,8 @@ def test_a_packed_bare_mirror_reads_as_the_clone(tmp_path: Path, capsys: pytest.
 
 
 def test_a_benchmark_script_reaches_the_sandbox_as_the_bytes_of_its_blobs(tmp_path: Path) -> None:
-    """The script's folder files and benchmark_lib.sh, never a link (here: one to the host's /etc), nor a folder."""
+    """The script, the shell files of its folder and benchmark_lib.sh; never a link (here: one to the host's
+    /etc), a folder, nor a file the script does not source (helper.py)."""
     root, _ = _repo(tmp_path)
     folder = root / "benchmarks" / "single_node" / "fixed_seq_len"
     folder.mkdir(parents=True)
@@ -188,6 +189,7 @@ def test_a_benchmark_script_reaches_the_sandbox_as_the_bytes_of_its_blobs(tmp_pa
     (folder / "run.sh").write_text('source "$(dirname "$0")/../../benchmark_lib.sh"\n'
                                    'python3 -m sglang.launch_server --model-path "$MODEL" --tp "$TP"\n')
     (folder / "helper.py").write_text("print(1)\n")
+    (folder / "common.env").write_text("X=1\n")
     os.symlink("/etc", folder / "etc")
     (folder / "sub").mkdir()
     (folder / "sub" / "x.sh").write_text("exit 0\n")
@@ -198,7 +200,38 @@ def test_a_benchmark_script_reaches_the_sandbox_as_the_bytes_of_its_blobs(tmp_pa
     script = PurePosixPath("benchmarks/single_node/fixed_seq_len/run.sh")
     files = script_files(view, script, str(script))
     assert files.main == str(script)
-    assert sorted(files.files) == ["benchmarks/benchmark_lib.sh", "benchmarks/single_node/fixed_seq_len/helper.py", str(script)]
+    assert sorted(files.files) == ["benchmarks/benchmark_lib.sh", "benchmarks/single_node/fixed_seq_len/common.env", str(script)]
     assert files.files[str(script)] == (folder / "run.sh").read_bytes()
     capture = run_script(files, str(script), {"MODEL": "m", "TP": "2"})
     assert [(x.kind, x.argv) for x in capture.launches] == [("sglang", ("--model-path", "m", "--tp", "2"))]
+
+
+def test_a_packed_blob_or_delta_that_would_inflate_past_the_limit_is_refused_before_inflating(tmp_path: Path,
+                                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pack of a few KB can hold a blob of gigabytes (zeros compress 1000 to 1): its declared size, and a
+    delta's base and result sizes, are read first. Here the limit is 1 MiB and the files 2 MiB."""
+    from cookbookgen.recipes import gitrepo
+    from cookbookgen.recipes.view import ObjectMissing
+
+    monkeypatch.setattr(gitrepo, "MAX_OBJECT_BYTES", 1 << 20)
+    root = tmp_path / "bomb"
+    root.mkdir()
+    _git(root, "init", "-q")
+    (root / "small.yaml").write_text("a: 1\n")
+    big = bytearray(2 << 20)
+    for n in range(3):          # three versions of one big file: git stores two of them as deltas
+        big[n * 1000] = 1
+        (root / "big.yaml").write_bytes(bytes(big))
+        _git(root, "add", "-A")
+        _git(root, "commit", "-q", "-m", str(n))
+    _git(root, "repack", "-adq", "--depth=5", "--window=5")
+    shas = [_git(root, "rev-parse", f"HEAD~{n}:big.yaml") for n in range(3)]
+    verify = _git(root, "verify-pack", "-v", *map(str, (root / ".git" / "objects" / "pack").glob("*.idx")))
+    deltas = [line.split()[0] for line in verify.splitlines() if len(line.split()) == 7]
+    assert set(deltas) & set(shas), "at least one version is a delta"
+    repo = GitRepo(root)
+    for n, sha in enumerate(shas):
+        view = repo.view("HEAD" if n == 0 else _git(root, "rev-parse", f"HEAD~{n}"))
+        assert view is not None and view.read(PurePosixPath("small.yaml"), "small.yaml", 100) == b"a: 1\n"
+        with pytest.raises(ObjectMissing, match=f"object {sha} would inflate past 1048576 bytes"):
+            view.read(PurePosixPath("big.yaml"), "big.yaml", 100)

@@ -27,10 +27,13 @@ What is read, and what is not:
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import os
 import re
 import stat
+import weakref
+import zlib
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -48,6 +51,8 @@ _KINDS: dict[int, Kind] = {0o040000: "dir", 0o100644: "file", 0o100755: "file", 
 MAX_OBJECT_BYTES = 64 * 1024 * 1024       # a loose object inflated past this is refused (corrupt, or a bomb)
 MAX_REF_BYTES = 64 * 1024 * 1024          # packed-refs of the largest repositories are a few MB
 MAX_HOPS = 5                              # symbolic refs, and tags of tags, followed at most
+MAX_DELTA_CHAIN = 1000                    # a packed object's delta bases looked through at most (git makes 50)
+_OFS_DELTA, _REF_DELTA = 6, 7
 
 
 class _OwnObjects(DiskObjectStore):
@@ -67,6 +72,7 @@ class GitRepo:
             raise CookbookError.at(str(root), 0, "--source", "not a git repository with its own objects folder "
                                                              "(a .git folder, or a bare repository)")
         self.store = _OwnObjects(str(objects), loose_object_size_limit=MAX_OBJECT_BYTES)
+        weakref.finalize(self, self.store.close)
         self._trees: dict[str, dict[bytes, tuple[int, str]]] = {}
         self._views: dict[str, CommitView] = {}
         self._packed: dict[str, str] | None = None
@@ -150,7 +156,10 @@ class GitRepo:
     def object(self, sha: str) -> tuple[int, bytes]:
         """The type number and content of object `sha`, checked against its id; `ObjectMissing` otherwise."""
         try:
+            self._check_packed_size(sha)
             kind, data = self.store.get_raw(ObjectID(sha.encode()))
+        except ObjectMissing:
+            raise
         except KeyError:
             raise ObjectMissing(str(self.root), f"object {sha} is missing") from None
         except Exception as exc:    # noqa: BLE001 -- the library's many ways of failing on a damaged file (zlib, struct, format, checksum)
@@ -159,6 +168,29 @@ class GitRepo:
         if name is None or hashlib.sha1(b"%s %d\0" % (name, len(data)) + data).hexdigest() != sha:
             raise ObjectMissing(str(self.root), f"object {sha} is corrupt (its content does not match its id)")
         return kind, data
+
+    def _check_packed_size(self, sha: str) -> None:
+        """Refuse a packed object, or a delta base of it, that would inflate past MAX_OBJECT_BYTES, before
+        any is inflated: a pack of a few hundred KB can hold a blob of gigabytes (loose objects are
+        bounded by dulwich's own limit)."""
+        raw = binascii.unhexlify(sha)
+        for pack in self.store.packs:
+            try:
+                offset = pack.index.object_offset(raw)
+            except KeyError:
+                continue
+            with open(pack.data.path, "rb") as fh:
+                for _ in range(MAX_DELTA_CHAIN):
+                    kind, sizes, base = _packed_header(fh.fileno(), offset)
+                    if max(sizes) > MAX_OBJECT_BYTES:
+                        raise ObjectMissing(str(self.root), f"object {sha} would inflate past {MAX_OBJECT_BYTES} bytes (corrupt, or a bomb)")
+                    if kind == _OFS_DELTA:
+                        offset -= base
+                    elif kind == _REF_DELTA:
+                        offset = pack.index.object_offset(base.to_bytes(20, "big"))
+                    else:
+                        return
+            raise ObjectMissing(str(self.root), f"object {sha} has a delta chain of more than {MAX_DELTA_CHAIN} objects")
 
     def tree(self, sha: str) -> dict[bytes, tuple[int, str]]:
         """The entries of tree `sha` (name -> mode, id), read once; a tree listing a name twice is corrupt."""
@@ -237,6 +269,39 @@ class CommitView:
         if len(data) > max_bytes:
             raise CookbookError.at(shown, 0, "", f"file is {len(data)} bytes; the limit is {max_bytes}")
         return data
+
+
+def _packed_header(fd: int, offset: int) -> tuple[int, tuple[int, ...], int]:
+    """The type of the pack entry at `offset`, the sizes it declares (its own; for a delta, also the base's
+    and the result's, from the start of the delta), and for a delta its base (a backward distance for
+    an offset delta, an id as a number for a reference delta)."""
+    head = os.pread(fd, 64, offset)
+    byte = head[0]
+    kind, size, shift, at = (byte >> 4) & 7, byte & 15, 4, 1
+    while byte & 0x80:
+        byte = head[at]
+        size, shift, at = size | (byte & 0x7F) << shift, shift + 7, at + 1
+    base = 0
+    if kind == _OFS_DELTA:
+        byte = head[at]
+        base, at = byte & 0x7F, at + 1
+        while byte & 0x80:
+            byte = head[at]
+            base, at = ((base + 1) << 7) | (byte & 0x7F), at + 1
+    elif kind == _REF_DELTA:
+        base, at = int.from_bytes(head[at:at + 20], "big"), at + 20
+    else:
+        return kind, (size,), 0
+    start = zlib.decompressobj().decompress(os.pread(fd, 4096, offset + at), 20)
+    sizes, value, shift = [size], 0, 0
+    for byte in start:
+        value, shift = value | (byte & 0x7F) << shift, shift + 7
+        if not byte & 0x80:
+            sizes.append(value)
+            value, shift = 0, 0
+            if len(sizes) == 3:
+                break
+    return kind, tuple(sizes), base
 
 
 def _field(data: bytes, key: bytes) -> str | None:

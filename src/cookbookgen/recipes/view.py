@@ -29,8 +29,9 @@ Kind = Literal["file", "dir", "link", "other"]
 """What a path is: a regular file, a folder, a symbolic link a view does not follow, anything else."""
 TOP = PurePosixPath(".")
 
-SCRIPT_FILES_MAX = 500                    # files of one script's folder given to the sandbox
-SCRIPT_BYTES_MAX = 16 * 1024 * 1024       # their total size
+SOURCED = (".sh", ".env")                 # the files of a script's folder it may source or run
+SCRIPT_FILES_MAX = 256                    # files given to the sandbox with one script at most ...
+SCRIPT_BYTES_MAX = 8 << 20                # ... and bytes in all (the sandbox's work folder holds 32 MiB)
 LIBRARIES = ("benchmark_lib.sh",)         # what the scripts source from a folder above their own
 _ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)     # what `Path.is_file` takes for "not there"
 
@@ -153,29 +154,39 @@ class FolderView:
 
 
 def script_files(view: FileView, script: PurePosixPath, shown: str) -> ScriptFiles:
-    """What the sandbox is given to run `script` (a located regular file of `view`): the regular files
-    of the script's folder (other scripts it runs, helpers it names) and the libraries (`LIBRARIES`)
-    found in the folders above it, which the scripts source as `$(dirname "$0")/../../benchmark_lib.sh`.
-    Links, folders and names that are not one plain path component are left out; more than
-    `SCRIPT_FILES_MAX` files or `SCRIPT_BYTES_MAX` bytes is an error naming the script."""
+    """What the sandbox is given to run `script` (a located regular file of `view`): the script, the
+    shell files of its folder (`SOURCED`: other scripts it sources or runs) and the libraries
+    (`LIBRARIES`) found in the folders above it, which the scripts source as
+    `$(dirname "$0")/../../benchmark_lib.sh`. Links, folders and names that are not one plain path
+    component are left out; more than `SCRIPT_FILES_MAX` files or `SCRIPT_BYTES_MAX` bytes is an
+    error naming the script."""
     folder = script.parent
-    wanted = [folder / n for n in view.names(folder) if _plain(n)]
+    wanted = [script] + [folder / n for n in view.names(folder) if n.endswith(SOURCED) and _plain(n)]
     for above in folder.parents:
         wanted += [above / lib for lib in LIBRARIES]
     files: dict[str, bytes] = {}
     total = 0
     for rel in dict.fromkeys(wanted):
-        if view.kind(rel) != "file":
+        if view.kind(rel) != "file" or (rel != script and not _inside(view, rel)):
             continue
         if len(files) == SCRIPT_FILES_MAX:
-            raise CookbookError.at(shown, 0, "script", f"its folder holds more than {SCRIPT_FILES_MAX} files, "
-                                                       "more than the sandbox is given")
+            raise CookbookError.at(shown, 0, "script", f"its folder holds more than {SCRIPT_FILES_MAX} shell files "
+                                                       "(the sandbox's limit)")
         data = view.read(rel, str(rel), SCRIPT_BYTES_MAX - total)
         total += len(data)
         files[str(rel)] = data
     if str(script) not in files:
         raise CookbookError.at(shown, 0, "", "not a regular file")
     return ScriptFiles(str(script), files)
+
+
+def _inside(view: FileView, rel: PurePosixPath) -> bool:
+    """Whether the view gives `rel` (a link out of the checkout, or a loop, is left out of a script's files)."""
+    try:
+        view.locate(rel)
+    except (Outside, OSError, RuntimeError):
+        return False
+    return True
 
 
 def _plain(name: str) -> bool:
