@@ -148,11 +148,13 @@ def _git_trees(source: Path) -> GitTrees | None:
     """With `--source` a git repository, each cell is read at its cited commit, from the repository's
     objects (`recipes.gitrepo`; None: a plain folder)."""
     from ..diff.check import GitTrees
-    from ..recipes.gitrepo import GitRepo
+    from ..recipes.view import is_git_repository
     from ..recipes.workspace import Workspace
 
-    if not GitRepo.holds(source):
+    if not is_git_repository(source):
         return None
+    from ..recipes.gitrepo import GitRepo
+
     repo = GitRepo(source)
     made: dict[str, Workspace] = {}
 

@@ -38,7 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from dulwich.object_store import DiskObjectStore
-from dulwich.objects import ObjectID, parse_tree
+from dulwich.objects import ObjectID, RawObjectID, parse_tree
 
 from ..errors import CookbookError
 from .view import TOP, Kind, ObjectMissing, Outside, sub
@@ -69,18 +69,13 @@ class GitRepo:
         self.git_dir = root / ".git" if (root / ".git").is_dir() else root
         objects = self.git_dir / "objects"
         if not objects.is_dir() or objects.is_symlink():
-            raise CookbookError.at(str(root), 0, "--source", "not a git repository with its own objects folder "
-                                                             "(a .git folder, or a bare repository)")
+            raise CookbookError.at(str(root), 0, "--source", "not a git repository with its own objects folder (a .git folder, "
+                                                             "or a bare repository; for a worktree or submodule, give the main repository)")
         self.store = _OwnObjects(str(objects), loose_object_size_limit=MAX_OBJECT_BYTES)
         weakref.finalize(self, self.store.close)
         self._trees: dict[str, dict[bytes, tuple[int, str]]] = {}
         self._views: dict[str, CommitView] = {}
         self._packed: dict[str, str] | None = None
-
-    @staticmethod
-    def holds(path: Path) -> bool:
-        """Whether `path` is the top of a clone (has `.git`) or a bare repository (HEAD, objects/)."""
-        return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
 
     # --- commits ----------------------------------------------------------------------------------
 
@@ -176,7 +171,7 @@ class GitRepo:
         raw = binascii.unhexlify(sha)
         for pack in self.store.packs:
             try:
-                offset = pack.index.object_offset(raw)
+                offset = pack.index.object_offset(RawObjectID(raw))
             except KeyError:
                 continue
             with open(pack.data.path, "rb") as fh:
@@ -187,7 +182,7 @@ class GitRepo:
                     if kind == _OFS_DELTA:
                         offset -= base
                     elif kind == _REF_DELTA:
-                        offset = pack.index.object_offset(base.to_bytes(20, "big"))
+                        offset = pack.index.object_offset(RawObjectID(base.to_bytes(20, "big")))
                     else:
                         return
             raise ObjectMissing(str(self.root), f"object {sha} has a delta chain of more than {MAX_DELTA_CHAIN} objects")

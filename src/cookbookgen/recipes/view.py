@@ -153,6 +153,12 @@ class FolderView:
         return raw
 
 
+def is_git_repository(path: Path) -> bool:
+    """Whether `path` is the top of a clone (has `.git`) or a bare repository (HEAD, objects/): then
+    `gitrepo.GitRepo` reads it (kept here so that a folder's diff never loads the git reader)."""
+    return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
+
+
 def script_files(view: FileView, script: PurePosixPath, shown: str) -> ScriptFiles:
     """What the sandbox is given to run `script` (a located regular file of `view`): the script, the
     shell files of its folder (`SOURCED`: other scripts it sources or runs) and the libraries
