@@ -214,6 +214,8 @@ def _unpaired(ws: Workspace, key: str) -> tuple[UnpairedReason, str] | None:
         check_framework(entry)
         for row in entry.rows:
             ws.recipe_path(entry, row)
+    except ObjectMissing:
+        raise
     except CookbookError as exc:
         problem = exc.problems[0]
         return ("framework-unsupported" if problem.key_path.endswith("framework") else "recipe-missing"), problem.message

@@ -72,6 +72,8 @@ class Checkout:
             raise CookbookError([replace(where, message=f"recipe path {ref!r} {exc.reason}")]) from None
         except OSError as exc:     # a name too long...
             raise CookbookError([replace(where, message=f"recipe path {ref!r} cannot be read: {exc.strerror}")]) from None
+        except ValueError:         # a NUL byte, which no file name holds
+            raise CookbookError([replace(where, message=f"recipe path {ref!r} cannot be read: it holds a NUL byte")]) from None
         except RuntimeError:       # what Python 3.11's `Path.resolve` raises for a loop of symbolic links
             raise CookbookError([replace(where, message=f"recipe path {ref!r} cannot be read: a loop of symbolic links")]) from None
         return path

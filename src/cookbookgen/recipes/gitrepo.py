@@ -110,11 +110,14 @@ class GitRepo:
         """The one object whose id starts with `prefix`, or of several the one commit (git's rule for `<id>^{commit}`)."""
         if len(prefix) == 40:
             return prefix
-        found = []
-        for sha in self.store.iter_prefix(prefix.encode()):
-            found.append(sha.decode())
-            if len(found) > 16:
-                return None
+        found: list[str] = []
+        try:
+            for sha in self.store.iter_prefix(prefix.encode()):
+                found.append(sha.decode())
+                if len(found) > 16:
+                    return None
+        except Exception:    # noqa: BLE001 -- a damaged pack index: no object can be told by this prefix
+            return None
         if len(found) > 1:
             found = [sha for sha in found if self._kind_or_none(sha) == 1]
         return found[0] if len(found) == 1 else None
