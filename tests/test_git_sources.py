@@ -235,3 +235,16 @@ def test_a_packed_blob_or_delta_that_would_inflate_past_the_limit_is_refused_bef
         assert view is not None and view.read(PurePosixPath("small.yaml"), "small.yaml", 100) == b"a: 1\n"
         with pytest.raises(ObjectMissing, match=f"object {sha} would inflate past 1048576 bytes"):
             view.read(PurePosixPath("big.yaml"), "big.yaml", 100)
+
+
+def test_a_missing_tree_on_a_recipes_path_leaves_its_cells_object_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, a = _repo(tmp_path)
+    folder = AGG_RECIPE.rsplit("/", 1)[0]
+    tree = _git(root, "rev-parse", f"HEAD:{folder}")
+    _loose(root, tree).unlink()
+    code, doc, err = _diff(capsys, tmp_path, root, {f"{AGG}#0": a})
+    assert _cells(doc)[f"{AGG}#0"] == ("unpaired", "object-missing", f"object {tree} is missing"), "not recipe-missing: the file may be there"
+    assert code == 1 and err == ""
+    assert main(["diff", "--cookbook", str(_module(tmp_path, {f"{AGG}#0": a})), "--source", str(root), "--config", AGG]) == 1
+    out, err = capsys.readouterr()
+    assert f"unpaired {AGG}#0 ({AGG}): object-missing: object {tree} is missing [{root}@{a}]" in out and err == ""
