@@ -1,6 +1,6 @@
-"""`Checkout.recipe_path` on any tree of folders, files and symbolic links (inside the checkout, out of
-it, dangling, in loops) finds what `Path.resolve` finds, and a path it cannot resolve is one clear
-error, not a traceback."""
+"""`Checkout.recipe_path` of a working tree (`FolderView`) on any tree of folders, files and symbolic links
+(inside the checkout, out of it, dangling, in loops) finds what `Path.resolve` finds (as a path relative to
+the checkout), and a path it cannot resolve is one clear error, not a traceback."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from cookbookgen.errors import CookbookError, Problem
 from cookbookgen.recipes.checkout import Checkout
+from cookbookgen.recipes.view import FolderView
 
 from test_bad_input import _copy_source, one_problem
 
@@ -49,19 +50,20 @@ def _tree(top: Path, links: dict[str, str]) -> Path:
     return top / "checkout"
 
 
-def _expected(checkout: Checkout, ref: str, recipe_dir: str | None) -> tuple[str, str]:
+def _expected(root: Path, ref: str, recipe_dir: str | None) -> tuple[str, str]:
     """What `recipe_path` of `ref` should give, from `Path.resolve` of the whole path."""
+    real_root = root.resolve()
     try:
-        path = (checkout.e2e / (recipe_dir or "") / ref).resolve()
+        path = (root / "inferencex-e2e" / (recipe_dir or "") / ref).resolve()
     except RuntimeError:
         return ("error", "a loop of symbolic links")
     except OSError as exc:
         return ("error", str(exc.strerror))
-    if not path.is_relative_to(checkout.real_root):
+    if not path.is_relative_to(real_root):
         return ("error", "leaves the checkout")
     if not path.is_file():
         return ("error", "recipe file not found")
-    return ("path", str(path))
+    return ("path", str(path.relative_to(real_root)))
 
 
 def _got(checkout: Checkout, ref: str, recipe_dir: str | None) -> tuple[str, str]:
@@ -75,10 +77,11 @@ def _got(checkout: Checkout, ref: str, recipe_dir: str | None) -> tuple[str, str
 @given(LINKS, QUERIES, RECIPE_DIRS)
 def test_a_recipe_path_resolves_as_the_whole_path_does(links: dict[str, str], refs: list[str], recipe_dir: str | None) -> None:
     with tempfile.TemporaryDirectory() as top:
-        checkout = Checkout(_tree(Path(top), links))     # one checkout for every query
+        root = _tree(Path(top), links)
+        checkout = Checkout(FolderView(root))     # one checkout for every query
         for ref in refs:
             kind, text = _got(checkout, ref, recipe_dir)
-            want_kind, want_text = _expected(checkout, ref, recipe_dir)
+            want_kind, want_text = _expected(root, ref, recipe_dir)
             assert kind == want_kind, (ref, text, want_text)
             assert text == want_text if kind == "path" else want_text in text, (ref, text, want_text)
 

@@ -12,12 +12,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
 from cookbookgen.recipes import script
-from cookbookgen.recipes.launches import script_files
+from cookbookgen.recipes.view import FolderView, script_files
 from cookbookgen.recipes.script import ScriptFiles, run_script
 from test_bad_input import one_problem, run_cli
 from test_scripts import HOSTILE, MASTER, SHOWN
@@ -330,7 +330,7 @@ def test_script_files_are_regular_files_of_the_checkout_never_links(tmp_path: Pa
     outside.write_text("secret\n")
     (folder / "link.sh").symlink_to(outside)
     os.mkfifo(folder / "pipe.sh")
-    files = script_files(root.resolve(), (folder / "a.sh").resolve())
+    files = script_files(FolderView(root), PurePosixPath("benchmarks/single_node/a.sh"), "a.sh")
     assert files == ScriptFiles("benchmarks/single_node/a.sh", {"benchmarks/single_node/a.sh": b"main\n",
                                                                 "benchmarks/single_node/deps.sh": b"deps\n",
                                                                 "benchmarks/benchmark_lib.sh": b"lib\n"})

@@ -53,7 +53,7 @@ def load_configs(manifest: Manifest, doc: Document, ws: Workspace, policy: Polic
         cells: list[Cell] = []
         for c, source in chosen:
             if source.key not in ws.entries():
-                raise doc.error(("pages", p, "configs", c, "key"), f"{unknown('config key', source.key, ws.entries())} (checkout {ws.checkout.root})")
+                raise doc.error(("pages", p, "configs", c, "key"), f"{unknown('config key', source.key, ws.entries())} (checkout {ws.checkout.name})")
             if progress:
                 progress(source.key)
             latest = changelog.latest_pr(source.key)

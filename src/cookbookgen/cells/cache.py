@@ -137,16 +137,16 @@ class RenderCache:
         """The key of one config (see the module docstring); None when its recipes cannot be found
         (the render then reports that, as without a cache)."""
         h = hashlib.sha256()
-        for part in (code_fingerprint(), policy_fingerprint(policy), str(ws.checkout.root), repo, source.model_dump_json(),
+        for part in (code_fingerprint(), policy_fingerprint(policy), ws.checkout.name, repo, source.model_dump_json(),
                      repr(changelog_pr), entry.doc.file, entry.key, canonical(entry.data)):
             h.update(part.encode() + b"\0")
         for ref in dict.fromkeys(row.recipe.path for row in entry.rows):
             row = next(r for r in entry.rows if r.recipe.path == ref)
             try:
                 path = ws.recipe_path(entry, row)
-                h.update(ws.checkout.shown(path).encode() + b"\0")
-                h.update(hashlib.sha256(path.read_bytes()).digest())
-            except (CookbookError, OSError):
+                h.update(ws.shown(path).encode() + b"\0")
+                h.update(hashlib.sha256(ws.read_bytes(path)).digest())
+            except CookbookError:
                 return None
         return h.hexdigest()
 

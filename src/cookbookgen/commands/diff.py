@@ -130,10 +130,10 @@ def _report(args: argparse.Namespace, path: Path, fmt: str, color: bool, workspa
     cookbook = read_cookbook(path, load_policy(extra) if extra else None, workspaces, cache)
     policy = cookbook.policy if cookbook.policy is not None else load_policy(extra or cookbook.policy_file)
     source = _checkout(args, cookbook, previous)
-    trees = _git_trees(source, workspaces)
+    trees = _git_trees(source)
     ws = workspace_for(source, workspaces) if trees is None else trees.head
     published = replace(cookbook.source, cell=getattr(args, "cell", None))
-    what = (published.name, published.kind, trees.name if trees else str(ws.checkout.root))
+    what = (published.name, published.kind, trees.name if trees else ws.checkout.name)
     if fmt != "json" and getattr(args, "logs", None) is None:
         text, tally = report_text(published, ws, policy, only, fmt == "markdown", color, getattr(args, "jobs", None), cache, verbose, trees)
         return text, tally, what, source
@@ -144,23 +144,31 @@ def _report(args: argparse.Namespace, path: Path, fmt: str, color: bool, workspa
     return text, result.tally, what, source
 
 
-def _git_trees(source: Path, workspaces: dict[Path, Workspace]) -> GitTrees | None:
-    """With `--source` a git repository, each cell is read at its cited commit (None: a plain folder)."""
-    from ..cells.assemble import workspace_for
+def _git_trees(source: Path) -> GitTrees | None:
+    """With `--source` a git repository, each cell is read at its cited commit, from the repository's
+    objects (`recipes.gitrepo`; None: a plain folder)."""
     from ..diff.check import GitTrees
+    from ..recipes.view import is_git_repository
+    from ..recipes.workspace import Workspace
+
+    if not is_git_repository(source):
+        return None
     from ..recipes.gitrepo import GitRepo
 
-    if not GitRepo.holds(source):
-        return None
     repo = GitRepo(source)
+    made: dict[str, Workspace] = {}
 
     def at(commit: str) -> tuple[Workspace | None, str]:
-        tree = repo.tree(commit)
-        return (workspace_for(tree, workspaces) if tree else None), f"{source}@{repo.commit(commit) or commit}"
-    head = repo.tree("HEAD")
+        view = repo.view(commit)
+        if view is None:
+            return None, f"{source}@{commit}"
+        if view.sha not in made:
+            made[view.sha] = Workspace(view)
+        return made[view.sha], view.name
+    head, _ = at("HEAD")
     if head is None:
         raise CookbookError.at(str(source), 0, "--source", "a git repository without a HEAD commit")
-    return GitTrees(f"{source} (git)", at, workspace_for(head, workspaces))
+    return GitTrees(f"{source} (git)", at, head)
 
 
 def _is_tty(stream: TextIO) -> bool:

@@ -27,6 +27,7 @@ from ..errors import CookbookError, Problem
 from ..flags.check import FAILING, check_points
 from ..policy.rules import Policy
 from ..recipes.master import check_framework
+from ..recipes.view import ObjectMissing
 from ..recipes.workspace import ResolvedPoint, Workspace
 from ..render.model import Block
 from ..text import unknown
@@ -155,7 +156,7 @@ def _parsed(block: Block) -> Block:
 
 def _tree(ws: Workspace, trees: GitTrees | None, commit: str) -> tuple[Workspace | None, str]:
     if trees is None:
-        return ws, str(ws.checkout.root)
+        return ws, ws.checkout.name
     return trees.at(commit) if commit else (None, trees.name)
 
 
@@ -163,11 +164,16 @@ def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Polic
                   commit: str, whole: bool) -> ConfigCheck:
     """Check `points` (of cells citing `commit`) against the checkout `ws` (None: the repository lacks the commit)."""
     ids = tuple(dict.fromkeys(p.cell for p in points))
-    why: tuple[UnpairedReason, str] | None = ("commit-missing", commit or "the cell cites no commit") if ws is None else _unpaired(ws, config)
+    why: tuple[UnpairedReason, str] | None = ("commit-missing", commit or "the cell cites no commit")
+    try:
+        if ws is not None:
+            why = _unpaired(ws, config)
+            resolved = resolve_config(ws, config) if why is None else []
+    except ObjectMissing as exc:        # a git source's tree or blob: this commit's cells cannot be checked
+        why = ("object-missing", exc.detail)
     if why is not None or ws is None:
         reason, detail = why or ("commit-missing", commit)
         return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", reason, detail, commit, tree) for c in ids), True)
-    resolved = resolve_config(ws, config)
     pairs, findings = pair_config(config, points if source.rendered_here else [as_parsed(p) for p in points], resolved)
     if not whole:         # the config's other cells may show the points these lack
         findings = [f for f in findings if f.detail != MISSING]
@@ -208,6 +214,8 @@ def _unpaired(ws: Workspace, key: str) -> tuple[UnpairedReason, str] | None:
         check_framework(entry)
         for row in entry.rows:
             ws.recipe_path(entry, row)
+    except ObjectMissing:
+        raise
     except CookbookError as exc:
         problem = exc.problems[0]
         return ("framework-unsupported" if problem.key_path.endswith("framework") else "recipe-missing"), problem.message
@@ -227,7 +235,7 @@ def check(source: Source, ws: Workspace, policy: Policy, only: str | None = None
     _known_cell(source, [c.cells for c in checks])
     compared = [c for c in checks if not c.absent and c.cells]
     findings = [f for c in compared for f in flatten(c.runs)] + [f for c in compared for f in c.variants]
-    return DiffResult(source.name, source.kind, trees.name if trees else str(ws.checkout.root), tuple(c.config for c in compared), tuple(findings),
+    return DiffResult(source.name, source.kind, trees.name if trees else ws.checkout.name, tuple(c.config for c in compared), tuple(findings),
                       tuple(cell for c in checks for cell in c.cells), source.notes, tuple(p for c in compared for p in c.pairs))
 
 
@@ -269,7 +277,7 @@ def report_text(source: Source, ws: Workspace, policy: Policy, only: str | None,
     _known_cell(source, [counted.cells for _, counted in shown])
     tally = sum((counted for _, counted in shown), Tally())
     body = "".join(text for text, _ in shown)
-    checkout = trees.name if trees else str(ws.checkout.root)
+    checkout = trees.name if trees else ws.checkout.name
     return cookbook_part(source.name, source.kind, checkout, body, tally.unpaired, source.notes, markdown, color), tally
 
 

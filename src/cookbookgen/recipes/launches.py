@@ -1,8 +1,7 @@
 """A single-node benchmark script's point as an effective recipe: the master row's variables
 (`rules/script_variables.yaml`), the script run in the sandbox (`recipes.script`), and its captured
 launches written as a `schema: 2` recipe, so the renderer and the policy treat it as any other.
-I/O: `script_files` reads the script and the files it may source from the checkout; the run is
-`recipes.script`'s.
+I/O: through `recipes.script` only (the script's files arrive as bytes, `script.ScriptFiles`).
 
 - the one SGLang worker launch becomes `roles.agg` (its flags as args, the variables it exported as
   env); a `--flag v1 v2` is a list, a bare `--flag` is `true`;
@@ -17,9 +16,6 @@ I/O: `script_files` reads the script and the files it may source from the checko
 from __future__ import annotations
 
 import math
-import os
-import stat
-from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import CookbookError
@@ -27,11 +23,10 @@ from .bundle import EffectiveRecipe
 from .load import package_yaml
 from .master import ConfigEntry, Row
 from .merge import Origins, node_paths
-from .script import LIMIT_FILES, LIMIT_FILES_BYTES, Capture, Launch, ScriptFiles, run_script
+from .script import Capture, Launch, ScriptFiles, run_script
 
 RawYaml = Any
 RENDERED = ("sglang", "sglang-router")
-SOURCED = (".sh", ".env")       # the files of the script's folder it may source
 
 
 def script_variables(entry: ConfigEntry, row: Row, conc: int) -> dict[str, str]:
@@ -54,48 +49,6 @@ def script_variables(entry: ConfigEntry, row: Row, conc: int) -> dict[str, str]:
 def script_recipe(script: ScriptFiles, shown: str, entry: ConfigEntry, row: Row, conc: int) -> EffectiveRecipe:
     variables = script_variables(entry, row, conc)
     return recipe_from_capture(run_script(script, shown, variables), shown, variables)
-
-
-def script_files(root: Path, script: Path) -> ScriptFiles:
-    """The script at `script` (inside the checkout `root`, both resolved) and what it may source: the
-    shell files of its folder and the benchmark_lib.sh of each folder above it. Read from the disk as
-    regular files only, never through a symbolic link, and never past LIMIT_FILES/LIMIT_FILES_BYTES."""
-    main = PurePosixPath(script.relative_to(root).as_posix())
-    folder = root / main.parent
-    siblings = sorted(e.name for e in os.scandir(folder) if e.name.endswith(SOURCED) and e.is_file(follow_symlinks=False))
-    wanted = [main, *(main.parent / name for name in siblings), *(p / "benchmark_lib.sh" for p in main.parents[1:])]
-    files: dict[str, bytes] = {}
-    for name in dict.fromkeys(str(p) for p in wanted):
-        data = _read_regular(root, name, LIMIT_FILES_BYTES - sum(map(len, files.values())))
-        if data is not None:
-            files[name] = data
-        if len(files) > LIMIT_FILES or sum(map(len, files.values())) >= LIMIT_FILES_BYTES:
-            raise CookbookError.at(str(main), 0, "script", f"its folder holds more than {LIMIT_FILES} shell files or "
-                                                           f"{LIMIT_FILES_BYTES} bytes of them (the sandbox's limit)")
-    if str(main) not in files:
-        raise CookbookError.at(str(main), 0, "script", "not a regular file of the checkout")
-    return ScriptFiles(str(main), files)
-
-
-def _read_regular(root: Path, name: str, cap: int) -> bytes | None:
-    """The bytes of the regular file `name` under `root`, each folder and the file opened without
-    following a link (None when it is missing, a link or not a regular file); at most `cap` bytes."""
-    parts = name.split("/")
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for part in parts[:-1]:
-            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-        inner = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    with open(inner, "rb") as file:
-        if not stat.S_ISREG(os.fstat(inner).st_mode):
-            return None
-        return file.read(cap)
 
 
 def recipe_from_capture(capture: Capture, shown: str, variables: dict[str, str]) -> EffectiveRecipe:

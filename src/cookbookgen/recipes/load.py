@@ -2,7 +2,8 @@
 parses YAML or JSON inputs.
 
 I/O: `read_yaml_file` and `read_text_file` read one file, `package_yaml` one table shipped in the package
-(read once per process); `parse_yaml` and `parse_json` work on text only.
+(read once per process); `parse_yaml`, `parse_yaml_bytes` and `parse_json` work on what they are given
+(a checkout's files come through `recipes.view`).
 
 - Safe construction only: tags outside the YAML core schema (`!!python/...`) are refused.
 - Merge keys (`<<: *anchor`, `<<: [*a, *b]`) are applied; explicit keys win over merged ones.
@@ -146,12 +147,21 @@ def read_text_file(path: Path, name: str, max_bytes: int = MAX_BYTES) -> str:
         raw = path.read_bytes()
     except OSError as exc:
         raise CookbookError.at(name, 0, "", f"cannot read: {exc.strerror}") from None
+    return decode_text(raw, name)
+
+
+def decode_text(raw: bytes, name: str) -> str:
+    """`raw` as UTF-8 text; bytes that are not UTF-8 are one located problem naming `name`."""
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise CookbookError.at(name, line, "", f"not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
-    return text
+
+
+def parse_yaml_bytes(raw: bytes, name: str) -> Document:
+    """Parse the bytes of a YAML file (read through a `view.FileView`); errors name `name`."""
+    return parse_yaml(decode_text(raw, name), name)
 
 
 # --- JSON --------------------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
-"""Reading recipes and master configs from disk, with a per-run document cache. The I/O edge of
-the load/resolve stage: everything it returns is plain data for the pure stages.
+"""Reading recipes and master configs from a checkout (a folder, or a git commit: `recipes.view`),
+with a per-run document cache. The I/O edge of the load/resolve stage: everything it returns is plain
+data for the pure stages. Files are named by their paths relative to the checkout's top.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import CookbookError, Problem
@@ -13,9 +14,11 @@ from ..text import unknown
 from .bundle import EffectiveRecipe, apply_overrides, select, variant_names
 from .changelog import Changelog, read_changelog
 from .checkout import Checkout
-from .launches import script_files, script_recipe
-from .load import Document, read_yaml_file
+from .launches import script_recipe
+from .load import MAX_BYTES, Document, parse_yaml_bytes, read_yaml_file
 from .master import ConfigEntry, Row, read_entries
+from .script import ScriptFiles
+from .view import FileView, FolderView, script_files
 
 if TYPE_CHECKING:  # the typed schema (pydantic) loads when a point is first resolved
     from .schema import Recipe
@@ -46,31 +49,35 @@ class ResolvedPoint:
 class Workspace:
     """One checkout for one run. Documents, selected variants and resolved points are cached: a
     `build` or a `diff` resolves every point once, however many stages ask for it. The master
-    configs and the changelog stay for the run; recipes and points can be released (`release_points`)."""
+    configs and the changelog stay for the run; recipes and points can be released (`release_points`).
+    `source`: a folder (read as a working tree), or any file view (a git commit)."""
 
-    def __init__(self, root: Path) -> None:
-        self.checkout = Checkout(root.resolve())
-        self._docs: dict[Path, Document] = {}
+    def __init__(self, source: Path | FileView) -> None:
+        self.checkout = Checkout(FolderView(source) if isinstance(source, Path) else source)
+        self._docs: dict[PurePosixPath, Document] = {}
         self._entries: dict[str, ConfigEntry] | None = None
-        self._selected: dict[tuple[Path, str | None], EffectiveRecipe] = {}
-        self._resolved: dict[Path, Path] = {}
-        self._recipe_paths: dict[str, Path] = {}
-        self._shown: dict[Path, str] = {}
+        self._selected: dict[tuple[PurePosixPath, str | None], EffectiveRecipe] = {}
+        self._recipe_paths: dict[str, PurePosixPath] = {}
+        self._scripts: dict[PurePosixPath, ScriptFiles] = {}
         self._points: dict[tuple[str, int, int], ResolvedPoint] = {}
-        self._masters: set[Path] = set()
+        self._masters: set[PurePosixPath] = set()
         self._changelog: Changelog | None = None
 
-    def _resolve(self, path: Path) -> Path:
-        hit = self._resolved.get(path)
-        if hit is None:
-            hit = self._resolved[path] = path.resolve()
-        return hit
+    def document(self, path: PurePosixPath) -> Document:
+        if path not in self._docs:
+            self._docs[path] = parse_yaml_bytes(self.read_bytes(path), self.shown(path))
+        return self._docs[path]
 
-    def document(self, path: Path) -> Document:
-        key = self._resolve(path)
-        if key not in self._docs:
-            self._docs[key] = read_yaml_file(path, self.shown(path))
-        return self._docs[key]
+    def read_bytes(self, path: PurePosixPath) -> bytes:
+        """The bytes of a file of the checkout (at most `load.MAX_BYTES`)."""
+        return self.checkout.view.read(path, self.shown(path), MAX_BYTES)
+
+    def script_files(self, path: PurePosixPath) -> ScriptFiles:
+        """What the sandbox is given to run the benchmark script `path` (`view.script_files`), once per script."""
+        hit = self._scripts.get(path)
+        if hit is None:
+            hit = self._scripts[path] = script_files(self.checkout.view, path, self.shown(path))
+        return hit
 
     def release_points(self) -> None:
         """Forget the recipes read and the points resolved so far (the master configs stay): a caller
@@ -93,9 +100,9 @@ class Workspace:
         found: dict[str, ConfigEntry] = {}
         files = self.checkout.master_files()
         if not files:
-            raise CookbookError.at(str(self.checkout.root), 0, "", "no master config: expected configs/*-master.yaml (or inferencex-e2e/configs/)")
+            raise CookbookError.at(self.checkout.name, 0, "", "no master config: expected configs/*-master.yaml (or inferencex-e2e/configs/)")
         for path in files:
-            self._masters.add(self._resolve(path))
+            self._masters.add(path)
             doc = self.document(path)
             for key, entry in read_entries(doc).items():
                 if key in found:
@@ -110,28 +117,25 @@ class Workspace:
             raise CookbookError.at(self.checkout.shown(self.checkout.master_files()[0]), 0, key, unknown("config key", key, entries))
         return entries[key]
 
-    def selected(self, path: Path, selector: str | None) -> EffectiveRecipe:
-        key = (self._resolve(path), selector)
+    def selected(self, path: PurePosixPath, selector: str | None) -> EffectiveRecipe:
+        key = (path, selector)
         if key not in self._selected:
             self._selected[key] = select(self.document(path), selector)
         return self._selected[key]
 
-    def recipe_path(self, entry: ConfigEntry, row: Row) -> Path:
+    def recipe_path(self, entry: ConfigEntry, row: Row) -> PurePosixPath:
         """The recipe file a row names (checked by `Checkout.recipe_path`; paths found are cached)."""
         ref = row.recipe.path
         hit = self._recipe_paths.get(ref)
         if hit is None:
             hit = self._recipe_paths[ref] = self.checkout.recipe_path(ref, entry.doc.problem(row.recipe.where, ""),
                                                                       self.checkout.layout_dir(entry.doc.file))
-            self._resolved[hit] = hit              # `Checkout.recipe_path` resolved it
         return hit
 
-    def shown(self, path: Path) -> str:
-        """How reports name `path` (relative to the checkout), worked out once per path."""
-        hit = self._shown.get(path)
-        if hit is None:
-            hit = self._shown[path] = self.checkout.shown(path)
-        return hit
+    @staticmethod
+    def shown(path: PurePosixPath) -> str:
+        """How reports name `path` (relative to the checkout)."""
+        return str(path)
 
     def point(self, entry: ConfigEntry, row: Row, conc: int, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> ResolvedPoint:
         # A point of this workspace's own entries, without --set/--unset, is resolved once per run.
@@ -143,7 +147,7 @@ class Workspace:
         from .schema import normalise
 
         if path.suffix == ".sh":            # a single-node benchmark script: run in a sandbox
-            recipe = script_recipe(script_files(self.checkout.real_root, path), self.shown(path), entry, row, conc)
+            recipe = script_recipe(self.script_files(path), self.shown(path), entry, row, conc)
         else:
             recipe = self.selected(path, self.selector(entry, row, conc))
         point = ResolvedPoint(entry, row, conc, *normalise(apply_overrides(recipe, sets, unsets)), self.shown(path))
@@ -159,7 +163,7 @@ class Workspace:
         path = self.recipe_path(entry, row)
         return None if path.suffix == ".sh" else self._auto_selector(path, row, conc, entry.doc.problem(row.recipe.where, ""))
 
-    def _auto_selector(self, path: Path, row: Row, conc: int, where: Problem) -> str | None:
+    def _auto_selector(self, path: PurePosixPath, row: Row, conc: int, where: Problem) -> str | None:
         doc = self.document(path)
         names = [n for n in variant_names(doc) if n.startswith("override_")]
         if not names:
