@@ -49,6 +49,9 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
     if role != "agg" and connector and "kv-transfer-config" not in spec.args:
         preset = table["connectors"].get(connector)
         lead.append(("--kv-transfer-config", json.dumps(preset, separators=(",", ":")) if preset else connector))
+    if device_ids(typed):
+        gpus = slot.gpus if slot.gpus is not None else range(typed.resources.gpus_per_node)
+        lead.append(("--device-ids", ",".join(map(str, gpus))))
     args = lead + kept_args(policy, ("roles", role, "args"), spec.args)
     env = kept_env(policy, ("roles", role, "env"), spec.env)
     ports = table["ports"]
@@ -59,6 +62,12 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
     ordered = order_worker_args(args, table["lead_flags"])
     cmd = table["commands"]["dynamo"] if kind == "dynamo" else f"{table['commands']['serve']} {shlex.quote(model_id)}"
     return cmd, ordered, env
+
+
+def device_ids(typed: Recipe) -> bool:
+    """Whether workers are pinned to their GPUs with `--device-ids` (srtctl v1.0.68's vLLM default,
+    `set_cuda_visible_devices: false`) rather than with CUDA_VISIBLE_DEVICES."""
+    return isinstance(typed.engine, EngineSpec) and (typed.engine.model_extra or {}).get("set_cuda_visible_devices") is False
 
 
 def router_block(typed: Recipe, policy: Policy, layouts: dict[str, RoleLayout], public_port: int) -> Block:
