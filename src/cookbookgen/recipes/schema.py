@@ -191,7 +191,8 @@ def normalise(recipe: EffectiveRecipe) -> Typed:
     if "backend" in recipe.data and "roles" not in recipe.data:
         normal = EffectiveRecipe(recipe.file, recipe.selector, *_from_v1(recipe.data, dict(recipe.origins)))
     _check_engine(normal)
-    if _engine_type(normal.data) in ENVIRONMENT_REACHES_PROCESSES and isinstance(normal.data.get("environment"), dict):
+    v1 = normal.data.get("schema") == 1       # srtctl v1.0.68 exports `environment:` into every worker and Dynamo frontend
+    if (v1 or _engine_type(normal.data) in ENVIRONMENT_REACHES_PROCESSES) and isinstance(normal.data.get("environment"), dict):
         normal = EffectiveRecipe(normal.file, normal.selector, *_environment_to_processes(normal.data, dict(normal.origins)))
     if _engine_type(normal.data) in OPTIONS_FILE_ENGINES:
         for role, spec in (normal.data.get("roles") or {}).items():
@@ -252,16 +253,20 @@ def _environment_to_processes(data: dict[str, RawYaml], origins: Origins) -> tup
     out = {k: v for k, v in data.items() if k != "environment"}
     moved = dict(origins)
     targets: list[tuple[str, ...]] = [("roles", role) for role in (data.get("roles") or {})]
-    if isinstance(data.get("frontend"), dict) and data["frontend"].get("type") != "vllm":   # type vllm: no front process
+    frontend = data.get("frontend") if isinstance(data.get("frontend"), dict) else {}
+    reaches_front = frontend.get("type", "dynamo") == "dynamo" if data.get("schema") == 1 else frontend.get("type") != "vllm"
+    if (frontend or data.get("schema") == 1) and reaches_front:     # srtctl v1: the Dynamo frontend only (its router takes frontend.env alone); v2 vLLM: not `vllm`
         targets.append(("frontend",))
     for target in targets:
         section = out
         for key in target:
             section = section.get(key) or {}
         own = section.get("env") or {}
+        # srtctl v1.0.68 lays `environment:` over a worker's own env (worker_stage), under the frontend's
+        wins = data.get("schema") == 1 and target[0] == "roles"
         moved.update({(*target, "env", name): origins[("environment", name)] for name in environment
-                      if name not in own and ("environment", name) in origins})
-        update: dict[str, RawYaml] = {"env": {**environment, **own}}
+                      if (wins or name not in own) and ("environment", name) in origins})
+        update: dict[str, RawYaml] = {"env": {**own, **environment} if wins else {**environment, **own}}
         for key in reversed(target):
             update = {key: update}
         out = deep_merge(out, update)
@@ -355,6 +360,9 @@ def _from_v1(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawY
                 roles.setdefault(v2, {})[what] = resources.pop(key)
                 moved.append((("resources", key), ("roles", v2, what)))
     _v1_gpus_defaults(data.get("resources"), roles, moved)
+    dynamo = out.get("dynamo")
+    if isinstance(dynamo, dict) and "request_plane" not in dynamo or dynamo is None:
+        out["dynamo"] = {**(dynamo or {}), "request_plane": "tcp"}    # srtctl v1.0.68's default (DynamoConfig)
     out["resources"] = resources
     if rest:
         out["backend"] = rest

@@ -229,6 +229,8 @@ def _worker_block(typed: Recipe, kind: str, layout: RoleLayout, slot: Slot, clus
     role = layout.role
     if kind == "dynamo":
         env.update(dynamo_env(typed))
+        if files:       # TRT-LLM: srtctl launches it per endpoint, with the plane as --request-plane only
+            env.pop("DYN_REQUEST_PLANE", None)
     if any(s.type == "mooncake-master" for s in typed.services or []) and any(k.startswith("MOONCAKE_") for k in env):
         env = {**tables().raw["mooncake_store_env"], **env}
     for name, (value, _) in cluster_env.items():

@@ -20,7 +20,7 @@ from ..recipes.schema import EngineSpec, Recipe, RoleSpec
 from .layout import RoleLayout, Slot
 from .tables import order_worker_args
 from .model import Block, BlockKind
-from .values import kept_args, kept_env, replace_args
+from .values import kept_args, kept_env, replace_args, word
 
 Args = list[tuple[str, ...]]
 
@@ -43,6 +43,8 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
     lead += [("--host", "0.0.0.0"), ("--port", str(port))]
     if kind == "dynamo" and role != "agg":
         lead.append(("--disaggregation-mode", role))
+    if kind == "dynamo" and typed.dynamo.request_plane:
+        lead.append(("--request-plane", word(typed.dynamo.request_plane)))
     if layout.nodes_per_worker > 1:
         lead += [("--master-addr", f"${role.upper()}_HEAD_IP"), ("--nnodes", str(layout.nodes_per_worker)), ("--node-rank", "$NODE_RANK")]
     connector = typed.engine.connector if isinstance(typed.engine, EngineSpec) else None
