@@ -253,9 +253,10 @@ def _environment_to_processes(data: dict[str, RawYaml], origins: Origins) -> tup
     out = {k: v for k, v in data.items() if k != "environment"}
     moved = dict(origins)
     targets: list[tuple[str, ...]] = [("roles", role) for role in (data.get("roles") or {})]
-    frontend = data.get("frontend") if isinstance(data.get("frontend"), dict) else {}
+    frontend: dict[str, RawYaml] = data["frontend"] if isinstance(data.get("frontend"), dict) else {}
     reaches_front = frontend.get("type", "dynamo") == "dynamo" if data.get("schema") == 1 else frontend.get("type") != "vllm"
-    if (frontend or data.get("schema") == 1) and reaches_front:     # srtctl v1: the Dynamo frontend only (its router takes frontend.env alone); v2 vLLM: not `vllm`
+    # srtctl v1: the Dynamo frontend only (its router takes frontend.env alone); v2 vLLM: any front process but `vllm`
+    if (frontend or data.get("schema") == 1) and reaches_front:
         targets.append(("frontend",))
     for target in targets:
         section = out
