@@ -12,6 +12,7 @@ Type errors are reported at the line of the value that set them (`EffectiveRecip
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from typing import Annotated, Any, Literal, Union
@@ -21,7 +22,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, Valid
 from ..errors import CookbookError, schema_messages
 from ..text import unknown
 from .bundle import EffectiveRecipe
-from .load import KeyPath
+from .load import KeyPath, package_yaml
 from .merge import Origins, deep_merge
 
 RawYaml = Any
@@ -62,12 +63,14 @@ ENVIRONMENT_REACHES_PROCESSES = ("vllm",)
 # Engines whose role `args` are nested LLM-API options written to a file, not CLI flags: they are
 # moved to `roles.<role>.options` (so the CLI-flag rules of the policy and the diff leave them alone).
 OPTIONS_FILE_ENGINES = ("trtllm",)
-KNOWN_ENGINES = ("sglang", "vllm", "trtllm", "trt-llm", "tilert")
+KNOWN_ENGINES = ("sglang", "vllm", "trtllm", "trt-llm", "tilert", "atom", "mocker")
 
 # Worker args that size a parallel group: GPUs, nodes and labels are computed from them.
 PARALLEL_SIZE_ARGS = ("tensor-parallel-size", "tp-size", "tp", "pipeline-parallel-size", "pp-size",
                       "data-parallel-size", "dp-size", "dp", "expert-parallel-size", "ep-size", "ep")
 
+# v1 `backend` keys that are engine settings in the v2 shape (`engine.<key>`), where the renderer reads them.
+_V1_ENGINE_KEYS = ("publish_events_and_metrics",)
 _V1_ROLES = {"prefill": "prefill", "decode": "decode", "aggregated": "agg", "agg": "agg"}
 
 
@@ -205,7 +208,8 @@ def normalise(recipe: EffectiveRecipe) -> Typed:
     if "backend" in recipe.data and "roles" not in recipe.data:
         normal = EffectiveRecipe(recipe.file, recipe.selector, *_from_v1(recipe.data, dict(recipe.origins)))
     _check_engine(normal)
-    if _engine_type(normal.data) in ENVIRONMENT_REACHES_PROCESSES and isinstance(normal.data.get("environment"), dict):
+    v1 = normal.data.get("schema") == 1       # srtctl v1.0.68 exports `environment:` into every worker and Dynamo frontend
+    if (v1 or _engine_type(normal.data) in ENVIRONMENT_REACHES_PROCESSES) and isinstance(normal.data.get("environment"), dict):
         normal = EffectiveRecipe(normal.file, normal.selector, *_environment_to_processes(normal.data, dict(normal.origins)))
     if _engine_type(normal.data) in OPTIONS_FILE_ENGINES:
         for role, spec in (normal.data.get("roles") or {}).items():
@@ -266,16 +270,21 @@ def _environment_to_processes(data: dict[str, RawYaml], origins: Origins) -> tup
     out = {k: v for k, v in data.items() if k != "environment"}
     moved = dict(origins)
     targets: list[tuple[str, ...]] = [("roles", role) for role in (data.get("roles") or {})]
-    if isinstance(data.get("frontend"), dict) and data["frontend"].get("type") != "vllm":   # type vllm: no front process
+    frontend: dict[str, RawYaml] = data["frontend"] if isinstance(data.get("frontend"), dict) else {}
+    reaches_front = frontend.get("type", "dynamo") == "dynamo" if data.get("schema") == 1 else frontend.get("type") != "vllm"
+    # srtctl v1: the Dynamo frontend only (its router takes frontend.env alone); v2 vLLM: any front process but `vllm`
+    if (frontend or data.get("schema") == 1) and reaches_front:
         targets.append(("frontend",))
     for target in targets:
         section = out
         for key in target:
             section = section.get(key) or {}
         own = section.get("env") or {}
+        # srtctl v1.0.68 lays `environment:` over a worker's own env (worker_stage), under the frontend's
+        wins = data.get("schema") == 1 and target[0] == "roles"
         moved.update({(*target, "env", name): origins[("environment", name)] for name in environment
-                      if name not in own and ("environment", name) in origins})
-        update: dict[str, RawYaml] = {"env": {**environment, **own}}
+                      if (wins or name not in own) and ("environment", name) in origins})
+        update: dict[str, RawYaml] = {"env": {**own, **environment} if wins else {**environment, **own}}
         for key in reversed(target):
             update = {key: update}
         out = deep_merge(out, update)
@@ -324,7 +333,7 @@ def _args_to_options(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[s
 
 
 def _from_v1(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawYaml], Origins]:
-    out = {k: v for k, v in data.items() if k != "backend"}
+    out = {"schema": 1, **{k: v for k, v in data.items() if k != "backend"}}    # `schema: 1`: srtctl v1's meaning applies
     moved: list[tuple[KeyPath, KeyPath]] = []
     backend = data.get("backend") or {}
     if not isinstance(backend, dict):
@@ -334,28 +343,102 @@ def _from_v1(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawY
     if "type" in rest:
         out["engine"] = rest.pop("type")
         moved.append((("backend", "type"), ("engine",)))
+    switches = {key: rest.pop(key) for key in _V1_ENGINE_KEYS if key in rest}
+    if out.get("engine") == "vllm":     # srtctl v1.0.68 pins a vLLM worker's GPUs with --device-ids unless this is set
+        switches["set_cuda_visible_devices"] = rest.pop("set_cuda_visible_devices", False)
+    if switches:        # engine keys the renderer reads from srt-slurm's mapping form `engine: {type: ..., <key>: ...}`
+        out["engine"] = {"type": out.get("engine", "sglang"), **switches}
+        moved += [(("backend", key), ("engine", key)) for key in switches]
+        moved.append((("backend", "type"), ("engine", "type")))
+    engine = _engine_type(out)
+    section = f"{engine}_config" if isinstance(engine, str) else "sglang_config"
+    configs = rest.get(section)
     for v1, v2 in _V1_ROLES.items():
-        config = (rest.get("sglang_config") or {}).get(v1) if isinstance(rest.get("sglang_config"), dict) else None
+        config = configs.get(v1) if isinstance(configs, dict) else None
         if config is not None:
             roles.setdefault(v2, {})["args"] = config
-            moved.append((("backend", "sglang_config", v1), ("roles", v2, "args")))
+            moved.append((("backend", section, v1), ("roles", v2, "args")))
         env = rest.pop(f"{v1}_environment", None)
         if env is not None:
             roles.setdefault(v2, {})["env"] = env
             moved.append((("backend", f"{v1}_environment"), ("roles", v2, "env")))
-    rest.pop("sglang_config", None)
+    if isinstance(configs, dict):
+        rest[section] = {k: v for k, v in configs.items() if k not in _V1_ROLES}    # any other key stays to be reported
+        if not rest[section]:
+            del rest[section]
+    elif configs is None:
+        rest.pop(section, None)
     _kv_events_from_v1(rest, roles, moved)
+    if engine == "vllm":
+        _vllm_connector_from_v1(rest, roles, moved, data.get("frontend"))
     resources = dict(out.get("resources") or {})
     for v1, v2 in _V1_ROLES.items():
         for key, what in ((f"{v1}_nodes", "nodes"), (f"{v1}_workers", "workers"), (f"gpus_per_{v1}", "gpus")):
             if key in resources:
                 roles.setdefault(v2, {})[what] = resources.pop(key)
                 moved.append((("resources", key), ("roles", v2, what)))
+    _v1_gpus_defaults(data.get("resources"), roles, moved)
+    dynamo = out.get("dynamo")
+    if isinstance(dynamo, dict) and "request_plane" not in dynamo or dynamo is None:
+        out["dynamo"] = {**(dynamo or {}), "request_plane": "tcp"}    # srtctl v1.0.68's default (DynamoConfig)
     out["resources"] = resources
     if rest:
         out["backend"] = rest
     out["roles"] = deep_merge(roles, {})
     return out, _move_origins(origins, moved)
+
+
+def _v1_gpus_defaults(resources: RawYaml, roles: dict[str, dict[str, RawYaml]], moved: list[tuple[KeyPath, KeyPath]]) -> None:
+    """GPUs per worker of a v1 recipe without `gpus_per_<role>`, as srtctl v1.0.68 sizes it
+    (`ResourceConfig.gpus_per_*`): the role's nodes x GPUs per node / its workers, else a whole node;
+    decode workers on no nodes of their own (`decode_nodes: 0`) take the prefill workers' size."""
+    if not isinstance(resources, dict):
+        return
+    gpn = resources.get("gpus_per_node", 4)
+    if not isinstance(gpn, int):
+        return
+    for v1, v2 in (("prefill", "prefill"), ("decode", "decode"), ("agg", "agg")):
+        spec = roles.get(v2)
+        if spec is None or "gpus" in spec:
+            continue
+        nodes, workers = spec.get("nodes"), spec.get("workers")
+        if isinstance(nodes, int) and isinstance(workers, int) and nodes and workers:
+            spec["gpus"] = nodes * gpn // workers
+        elif v2 == "decode" and nodes == 0 and workers and "prefill" in roles:
+            spec["gpus"] = roles["prefill"].get("gpus", gpn)
+        else:
+            spec["gpus"] = gpn
+        moved.append((("resources", f"{v1}_nodes" if f"{v1}_nodes" in resources else "gpus_per_node"), ("roles", v2, "gpus")))
+
+
+def _vllm_connector_from_v1(backend: dict[str, RawYaml], roles: dict[str, dict[str, RawYaml]],
+                            moved: list[tuple[KeyPath, KeyPath]], frontend: RawYaml) -> None:
+    """v1 vLLM's KV connector as srtctl v1.0.68 passes it (`VLLMProtocol.build_worker_command`): each
+    Dynamo worker, aggregated ones too, gets `--kv-transfer-config` from its mode's `connector`, else
+    `backend.connector` (default `nixl`); `null`/`none` passes none; a shorthand (`nixl`, `lmcache`,
+    `kvbm`) becomes its JSON (written as srtctl's `json.dumps` writes it), anything else passes as
+    written. A direct `vllm serve` (frontend type vllm) takes no connector."""
+    default = backend.pop("connector", "nixl")
+    direct = isinstance(frontend, dict) and frontend.get("type") == "vllm"
+    presets = _engine_table()["vllm"]["connectors"]
+    for v2, spec in roles.items():
+        args = spec.get("args")
+        own = args.get("connector") if isinstance(args, dict) else None
+        if isinstance(args, dict) and "connector" in args:
+            spec["args"] = {k: v for k, v in args.items() if k != "connector"}
+        connector = own if own is not None else default
+        if direct or connector in (None, "null", "none") or (isinstance(args, dict) and "kv-transfer-config" in args):
+            continue
+        preset = presets.get(str(connector).lower())
+        spec.setdefault("args", {})
+        spec["args"] = {**spec["args"], "kv-transfer-config": json.dumps(preset) if preset else str(connector)}
+        v1 = next(k for k, v in _V1_ROLES.items() if v == v2)
+        source: KeyPath = ("backend", "vllm_config", v1, "connector") if own is not None else ("backend", "connector")
+        moved.append((source, ("roles", v2, "args", "kv-transfer-config")))
+
+
+def _engine_table() -> dict[str, RawYaml]:
+    return package_yaml("rules/engines.yaml")  # type: ignore[no-any-return]
 
 
 def _kv_events_from_v1(backend: dict[str, RawYaml], roles: dict[str, dict[str, RawYaml]], moved: list[tuple[KeyPath, KeyPath]]) -> None:

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..policy.classify import PathMemo, SettingsMemo, classify, may_prohibit
-from ..policy.rules import Policy, Setting
+from ..errors import CookbookError, Problem
+from ..policy.rules import Policy, Setting, glob_matches
 from ..recipes.bundle import EffectiveRecipe
 from ..recipes.schema import FrontendSpec, Recipe, RoleSpec, ServiceSpec
 from .layout import RoleLayout, Slot, plan
@@ -19,7 +20,7 @@ from .model import Block, Deployment
 from .nginx import nginx_conf
 from .tables import order_worker_args, tables
 from . import trtllm
-from .vllm import router_block, worker_parts
+from .vllm import device_ids, router_block, worker_parts
 from .values import ValuesMemo, args_from_mapping, args_from_words, kept_args, kept_env, replace_args, word
 
 RawYaml = Any
@@ -73,6 +74,9 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
     memo = ctx.memo
     settings = (classify(recipe, ctx.policy, memo.settings)
                 if ctx.settings or may_prohibit(recipe, ctx.policy, memo.prohibited_paths) else [])
+    unconsumed = unconsumed_settings(recipe, ctx.policy)
+    if unconsumed:
+        raise CookbookError(unconsumed)
     layouts = plan(recipe, typed)
     kind = frontend_kind(typed, layouts)
     cluster_env, cluster_settings = _cluster_env(ctx, typed)
@@ -99,6 +103,32 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
     report = tuple(settings + cluster_settings) if ctx.settings else ()
     return Deployment(blocks=tuple(blocks), settings=report, model=ctx.model_id,
                       image=image, gpus=gpus, nodes=nodes, cpu_nodes=cpu_nodes)
+
+
+def unconsumed_settings(recipe: EffectiveRecipe, policy: Policy) -> list[Problem]:
+    """Every setting no command shows and no policy rule classifies: the renderer consumes the leaves
+    under `tables().consumed` (args, env, options of a process), the policy covers the rest; a
+    setting neither does would be dropped with exit 0, so it is a located error instead."""
+    consumed = tables().consumed
+    problems: list[Problem] = []
+
+    def walk(node: RawYaml, path: tuple[str, ...]) -> None:
+        if path and (any(glob_matches(c, path) for c in consumed) or policy.first_match(path, _SUBTREE) is not None):
+            return
+        if isinstance(node, dict) and node:
+            for key, value in node.items():
+                walk(value, path + (str(key),))
+        elif isinstance(node, list) and node and all(isinstance(v, dict) for v in node):
+            for i, value in enumerate(node):
+                walk(value, path + (str(i),))
+        elif policy.first_match(path, node) is None:
+            problems.append(recipe.problem(path, "cookbookgen does not use this setting and no policy rule classifies it; "
+                                                 "add a rule for it to a --policy file, or remove it"))
+    walk(recipe.data, ())
+    return problems
+
+
+_SUBTREE = object()     # the value a section is matched with: only a rule without `value:` covers a whole section
 
 
 def _shared(ctx: RenderContext, key: tuple[object, ...], inputs: tuple[RawYaml, ...], build: Callable[[], list[Block]]) -> list[Block]:
@@ -182,7 +212,7 @@ def sglang_worker_port(slot: int) -> int:
 def _vllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
                  slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
     cmd, args, env = worker_parts(typed, ctx.policy, ctx.model_id, kind, layout, slot, spec, tables().ports["frontend"])
-    return _worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env)
+    return _worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env, pin_env=not device_ids(typed))
 
 
 def _trtllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
@@ -192,18 +222,21 @@ def _trtllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, l
 
 
 def _worker_block(typed: Recipe, kind: str, layout: RoleLayout, slot: Slot, cluster_env: dict[str, tuple[str, str]],
-                  cmd: str, args: tuple[tuple[str, ...], ...], env: dict[str, str], files: dict[str, str] | None = None) -> Block:
+                  cmd: str, args: tuple[tuple[str, ...], ...], env: dict[str, str], files: dict[str, str] | None = None,
+                  pin_env: bool = True) -> Block:
     """A worker's block: its command with the env every engine's worker gets (Dynamo planes, Mooncake
     store, cluster env, GPU pins) and where it runs."""
     role = layout.role
     if kind == "dynamo":
         env.update(dynamo_env(typed))
+        if files:       # TRT-LLM: srtctl launches it per endpoint, with the plane as --request-plane only
+            env.pop("DYN_REQUEST_PLANE", None)
     if any(s.type == "mooncake-master" for s in typed.services or []) and any(k.startswith("MOONCAKE_") for k in env):
         env = {**tables().raw["mooncake_store_env"], **env}
     for name, (value, _) in cluster_env.items():
         env.setdefault(name, value)
     pins = ",".join(map(str, slot.gpus)) if slot.gpus is not None else None
-    if pins is not None:
+    if pins is not None and pin_env:
         env["CUDA_VISIBLE_DEVICES"] = pins
     title = tables().title("worker", role) + (f" · GPUs {pins}" if pins and layout.colocated else "")
     return Block(kind="worker", role=role, title=title, cmd=cmd, args=args, env=dict(sorted(env.items())), workers=slot.workers,
@@ -227,6 +260,10 @@ def _worker_where(layout: RoleLayout, slot: Slot, pins: str | None) -> str:
                 f"({role.upper()}_HEAD_IP) and 1..{layout.nodes_per_worker - 1} on the others")
     if layout.shares_nodes_with and slot.shared:
         return f"on the {layout.shares_nodes_with} node, GPUs {pins}"
+    if pins and layout.nodes == 1:
+        return f"on the {role} node, GPUs {pins}"
+    if pins and slot.workers < layout.nodes:     # packed node by node: the last node holds fewer workers
+        return f"on the first {slot.workers} of the {layout.nodes} {role} nodes, GPUs {pins} ({slot.workers} in all)"
     if pins:
         return f"on each of the {layout.nodes} {role} nodes, GPUs {pins} ({slot.workers} in all)"
     if slot.workers > 1:

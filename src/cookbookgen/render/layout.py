@@ -69,7 +69,7 @@ def plan(recipe: EffectiveRecipe, typed: Recipe) -> dict[str, RoleLayout]:
             continue
         if pool is not None and role == "prefill":
             spec = spec.model_copy(update={"nodes": None})
-        layout = _plan_role(recipe, role, spec, gpn, previous, across)
+        layout = _plan_role(recipe, role, spec, gpn, previous, across, recipe.data.get("schema") == 1)
         if layout.shares_nodes_with and previous is not None and previous.slots[0].gpus is None:
             pinned = tuple(Slot(s.index, s.workers, tuple(range(previous.gpus_per_worker))) for s in previous.slots)
             out[previous.role] = replace(previous, slots=pinned)
@@ -81,7 +81,8 @@ def plan(recipe: EffectiveRecipe, typed: Recipe) -> dict[str, RoleLayout]:
     return out
 
 
-def _plan_role(recipe: EffectiveRecipe, role: Role, spec: RoleSpec, gpn: int, previous: RoleLayout | None, across: bool) -> RoleLayout:
+def _plan_role(recipe: EffectiveRecipe, role: Role, spec: RoleSpec, gpn: int, previous: RoleLayout | None, across: bool,
+               v1: bool) -> RoleLayout:
     gpus = spec.gpus or int_arg(spec, PARALLEL_KEYS["tp"]) * int_arg(spec, PARALLEL_KEYS["pp"])
     workers = spec.workers or 1
     dp = int_arg(spec, PARALLEL_KEYS["dp"])
@@ -93,17 +94,18 @@ def _plan_role(recipe: EffectiveRecipe, role: Role, spec: RoleSpec, gpn: int, pr
         return RoleLayout(role, workers, gpus, per, need, (Slot(0, workers, None),), dp)
     if spec.nodes in (0, "colocate"):
         return _share_nodes(recipe, role, workers, gpus, gpn, dp, previous, across)
-    nodes = spec.nodes if isinstance(spec.nodes, int) else math.ceil(workers * gpus / gpn)
-    slots = math.ceil(workers / nodes)
-    if slots * gpus > gpn:
-        raise recipe.error(("roles", role, "nodes"), f"{workers} workers of {gpus} GPUs do not fit on {nodes} node(s) of {gpn} GPUs")
-    if math.ceil(workers / slots) != nodes:   # a node with no worker: no command could show it
-        raise recipe.error(("roles", role, "nodes"), f"{workers} worker(s) of {gpus} GPUs, {slots} per node, fill "
-                                                     f"{math.ceil(workers / slots)} node(s), not {nodes}")
-    if slots == 1:
-        return RoleLayout(role, workers, gpus, 1, nodes, (Slot(0, workers, None),), dp)
-    per_slot = [sum(1 for i in range(workers) if i % slots == s) for s in range(slots)]
-    pins = tuple(Slot(s, per_slot[s], tuple(range(s * gpus, (s + 1) * gpus))) for s in range(slots))
+    per_node = gpn // gpus      # srtctl packs partial-node workers contiguously: a node fills before the next
+    need = math.ceil(workers / per_node)
+    nodes = spec.nodes if isinstance(spec.nodes, int) else need
+    if need != nodes:   # a node with no worker, or workers with no node: no command could show it
+        raise recipe.error(("roles", role, "nodes"), f"{workers} worker(s) of {gpus} GPUs, packed {per_node} per node of {gpn} GPUs "
+                                                     f"as srtctl packs them, fill {need} node(s), not {nodes}")
+    if per_node == 1 or workers == 1:
+        # srtctl v1.0.68 pins any worker on part of a node (worker_stage: fewer GPUs than the node has)
+        pin = tuple(range(gpus)) if v1 and gpus < gpn else None
+        return RoleLayout(role, workers, gpus, 1, nodes, (Slot(0, workers, pin),), dp)
+    slots = min(workers, per_node)
+    pins = tuple(Slot(s, len(range(s, workers, per_node)), tuple(range(s * gpus, (s + 1) * gpus))) for s in range(slots))
     return RoleLayout(role, workers, gpus, 1, nodes, pins, dp)
 
 

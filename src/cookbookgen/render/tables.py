@@ -24,6 +24,11 @@ class Tables:
         """Each block kind's place in the order blocks are launched."""
         return {kind: i for i, kind in enumerate(self.raw["launch_order"])}
 
+    @cached_property
+    def consumed(self) -> tuple[tuple[str, ...], ...]:
+        """The recipe sections whose every leaf a command shows (as a flag, an env entry or an options key)."""
+        return tuple(tuple(path.split(".")) for path in self.raw["consumed_sections"])
+
     def command(self, kind: str, frontend: str | None = None) -> str:
         value = self.raw["commands"][kind]
         return cast(str, value[frontend] if isinstance(value, dict) else value)

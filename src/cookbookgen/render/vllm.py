@@ -20,7 +20,7 @@ from ..recipes.schema import EngineSpec, Recipe, RoleSpec
 from .layout import RoleLayout, Slot
 from .tables import order_worker_args
 from .model import Block, BlockKind
-from .values import kept_args, kept_env, replace_args
+from .values import kept_args, kept_env, replace_args, word
 
 Args = list[tuple[str, ...]]
 
@@ -43,12 +43,17 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
     lead += [("--host", "0.0.0.0"), ("--port", str(port))]
     if kind == "dynamo" and role != "agg":
         lead.append(("--disaggregation-mode", role))
+    if kind == "dynamo" and typed.dynamo.request_plane:
+        lead.append(("--request-plane", word(typed.dynamo.request_plane)))
     if layout.nodes_per_worker > 1:
         lead += [("--master-addr", f"${role.upper()}_HEAD_IP"), ("--nnodes", str(layout.nodes_per_worker)), ("--node-rank", "$NODE_RANK")]
     connector = typed.engine.connector if isinstance(typed.engine, EngineSpec) else None
     if role != "agg" and connector and "kv-transfer-config" not in spec.args:
         preset = table["connectors"].get(connector)
         lead.append(("--kv-transfer-config", json.dumps(preset, separators=(",", ":")) if preset else connector))
+    if device_ids(typed):
+        gpus = slot.gpus if slot.gpus is not None else range(typed.resources.gpus_per_node)
+        lead.append(("--device-ids", ",".join(map(str, gpus))))
     args = lead + kept_args(policy, ("roles", role, "args"), spec.args)
     env = kept_env(policy, ("roles", role, "env"), spec.env)
     ports = table["ports"]
@@ -59,6 +64,12 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
     ordered = order_worker_args(args, table["lead_flags"])
     cmd = table["commands"]["dynamo"] if kind == "dynamo" else f"{table['commands']['serve']} {shlex.quote(model_id)}"
     return cmd, ordered, env
+
+
+def device_ids(typed: Recipe) -> bool:
+    """Whether workers are pinned to their GPUs with `--device-ids` (srtctl v1.0.68's vLLM default,
+    `set_cuda_visible_devices: false`) rather than with CUDA_VISIBLE_DEVICES."""
+    return isinstance(typed.engine, EngineSpec) and (typed.engine.model_extra or {}).get("set_cuda_visible_devices") is False
 
 
 def router_block(typed: Recipe, policy: Policy, layouts: dict[str, RoleLayout], public_port: int) -> Block:

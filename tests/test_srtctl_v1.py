@@ -1,0 +1,97 @@
+"""v1 srt-slurm recipes (`backend.<engine>_config`) read with srtctl v1.0.68's meaning: TRT-LLM options
+files get the role's keys, vLLM workers get their args, and a setting nothing consumes is an error.
+Recipes: tests/data/srtctl (copies of NVIDIA/srt-slurm c88ef731 and InferenceX 843c6254, see SOURCES.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cookbookgen.cli import main
+from cookbookgen.policy.rules import load_policy
+from cookbookgen.recipes.workspace import Workspace
+from cookbookgen.render.deploy import RenderContext, render
+from cookbookgen.render.model import Block
+
+DATA = Path(__file__).parent / "data" / "srtctl"
+TRT = DATA / "recipes/trtllm/gb200-fp4/1k1k/mtp/ctx1_gen1_dep32_batch4_eplb0_mtp3.yaml"
+VLLM_DISAGG = DATA / "recipes/vllm/qwen3-32b/disagg-kv-router.yaml"
+
+
+def _blocks(ref: str | Path, *sets: str) -> list[Block]:
+    point = Workspace(Path(".")).bare_recipe(str(ref), sets)
+    return list(render(point.recipe, point.typed, RenderContext("org/model", load_policy())).blocks)
+
+
+def _workers(blocks: list[Block], role: str) -> list[Block]:
+    return [b for b in blocks if b.kind == "worker" and b.role == role]
+
+
+def _flag(block: Block, name: str) -> str:
+    [value] = [a[1] for a in block.args if a[0] == name]
+    return value
+
+
+def test_trtllm_options_files_hold_the_roles_trtllm_config() -> None:
+    raw = yaml.safe_load(TRT.read_text())
+    blocks = _blocks(TRT)
+    for role in ("prefill", "decode"):
+        [worker] = _workers(blocks, role)
+        assert worker.files == {f"trtllm_config_{role}.yaml": yaml.safe_dump(raw["backend"]["trtllm_config"][role])}
+        assert ("--extra-engine-args", f"trtllm_config_{role}.yaml") in worker.args
+        for name, value in raw["backend"][f"{role}_environment"].items():
+            assert worker.env[name] == str(value)
+
+
+def test_vllm_workers_take_their_vllm_config_as_flags_and_srtctls_connector() -> None:
+    raw = yaml.safe_load(VLLM_DISAGG.read_text())
+    blocks = _workers(_blocks(VLLM_DISAGG), "prefill") + _workers(_blocks(VLLM_DISAGG), "decode")
+    assert len(blocks) == 6      # 4 slots of prefill workers (6 workers), 2 decode workers beside them
+    for block in blocks:
+        flags = dict((a[0], a[1:]) for a in block.args)
+        for key, value in raw["backend"]["vllm_config"][block.role].items():
+            got = flags[f"--{key}"]
+            if isinstance(value, float):        # the recipe's spelling (0.90) is kept; srtctl passes str(0.9)
+                assert len(got) == 1 and float(got[0]) == value
+            else:
+                assert got == (() if value is True else (str(value),))
+        # srtctl's `backend.connector: nixl` as its json.dumps writes it
+        assert flags["--kv-transfer-config"] == ('{"kv_connector": "NixlConnector", "kv_role": "kv_both"}',)
+
+
+def test_packed_decode_beside_prefill_as_srtctl_places_it() -> None:
+    """6 prefill workers of 2 GPUs on 2 nodes of 8: node 1 holds four, node 2 two (GPUs 0-3); the
+    2 decode workers (decode_nodes: 0) take GPUs 4,5 and 6,7 of node 2 (srtctl's allocate_endpoints)."""
+    # (each block's `workers` counts the nodes it runs on: one worker per node in that slot)
+    blocks = _blocks(VLLM_DISAGG)
+    prefill = [(_flag(b, "--device-ids"), b.workers) for b in _workers(blocks, "prefill")]
+    decode = [(_flag(b, "--device-ids"), b.workers) for b in _workers(blocks, "decode")]
+    assert not [b for b in blocks if "CUDA_VISIBLE_DEVICES" in b.env]    # srtctl's vLLM pins with --device-ids
+    assert prefill == [("0,1", 2), ("2,3", 2), ("4,5", 1), ("6,7", 1)]
+    assert decode == [("4,5", 1), ("6,7", 1)]
+
+
+def test_v1_gpus_per_worker_default_is_srtctls() -> None:
+    """This recipe has no gpus_per_*: srtctl sizes a worker as its nodes x GPUs per node / workers
+    (prefill 1 x 4 / 1, decode 8 x 4 / 1: one DEP32 worker over 8 nodes), not as 1 GPU."""
+    point = Workspace(Path(".")).bare_recipe(str(TRT))
+    assert (point.typed.roles["prefill"].gpus, point.typed.roles["decode"].gpus) == (4, 32)
+    [decode] = _workers(_blocks(TRT), "decode")
+    assert decode.nodes_per_worker == 8
+
+
+def test_a_setting_nothing_consumes_is_a_located_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["render", "--recipe", str(VLLM_DISAGG), "--model", "Qwen/Qwen3-32B", "--set", "resources.spread_workers=true"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "resources.spread_workers: cookbookgen does not use this setting" in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("engine", ["mocker", "atom", "tilert"])
+def test_every_engine_srtctl_knows_renders_or_is_refused_by_name(engine: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["render", "--recipe", str(VLLM_DISAGG), "--model", "Qwen/Qwen3-32B", "--set", f"backend.type={engine}"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"engine {engine!r} is not supported yet" in err and ":" in err.split(" ")[1]
