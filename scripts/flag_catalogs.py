@@ -3,6 +3,7 @@
 
     python scripts/flag_catalogs.py sglang 0.5.23 [0.5.22 ...]    # pip download, then read with `ast`
     python scripts/flag_catalogs.py sglang 0.5.23 --package FILE   # a wheel or sdist already on disk
+    python scripts/flag_catalogs.py releases                       # the release dates table (PyPI)
 
 The package is downloaded with `pip download <pkg>==<ver> --no-deps` into a temporary folder and read
 as text: nothing of it is imported (SGLang needs torch). The parser is rebuilt as SGLang's
@@ -16,6 +17,11 @@ as text: nothing of it is imported (SGLang needs torch). The parser is rebuilt a
 - argparse's own `-h/--help`.
 Names of constants (choice lists) are looked up in the module-level assignments of the files read;
 a value that is not a literal there (a plugin registry, an f-string) is recorded as unknown (`null`).
+
+`releases` writes `src/cookbookgen/flags/releases.yaml`: each final (and post) release of every engine, or
+every release where the engine publishes release candidates as its releases (TensorRT-LLM), with the
+day its first file reached PyPI (the package's published release history,
+`https://pypi.org/pypi/<package>/json`), and that release's PyPI page as the source.
 
 Output: `src/cookbookgen/flags/catalogs/<engine>-<version>.json`, keys sorted, one flag per line,
 with the package file name and sha256 it came from. Running it again on the same package writes the
@@ -39,7 +45,12 @@ from pathlib import Path
 from typing import Any
 
 CATALOGS = Path(__file__).resolve().parent.parent / "src" / "cookbookgen" / "flags" / "catalogs"
+RELEASES = CATALOGS.parent / "releases.yaml"
 PACKAGES = {"sglang": "sglang", "ai-dynamo": "ai-dynamo"}
+# engine -> (PyPI package, the oldest release the table lists, whether its release candidates are releases)
+RELEASE_HISTORY = {"sglang": ("sglang", "0.5.0", False), "ai-dynamo": ("ai-dynamo", "1.0.0", False),
+                   "vllm": ("vllm", "0.20.0", False), "tensorrt-llm": ("tensorrt-llm", "1.2.0", True)}
+PEP440 = re.compile(r"^(\d+(?:\.\d+)*)(?:(a|b|rc)(\d+))?(?:\.post(\d+))?(?:\.dev(\d+))?$")
 SERVER_ARGS = "sglang/srt/server_args.py"
 FIELDS_DIR = "sglang/srt/arg_groups/"
 # The parser of `python3 -m dynamo.sglang` reads these groups first (`parse_known_args`) and hands the
@@ -60,7 +71,6 @@ class Flag:
     names: list[str]
     nargs: int | str = 1
     choices: list[str] | None = None
-    default: Any = UNKNOWN
     deprecated: bool = False
     replacement: str | None = None
     refused: str | None = None      # the parser stops with this message (a retired flag)
@@ -71,8 +81,6 @@ class Flag:
             out["aliases"] = self.names[1:]
         if self.choices is not None:
             out["choices"] = self.choices
-        if self.default is not UNKNOWN:
-            out["default"] = self.default
         if self.deprecated:
             out["deprecated"] = True
         if self.replacement:
@@ -168,13 +176,6 @@ def _choices(value: Any) -> list[str] | None:
     return sorted({str(v) for v in value})
 
 
-def _literal_default(value: Any) -> Any:
-    plain = (str, int, float, bool, type(None))
-    if isinstance(value, plain) or (isinstance(value, list) and all(isinstance(v, plain) for v in value)):
-        return value
-    return UNKNOWN
-
-
 def _deprecation(flag: Flag, action: str, kwargs: dict[str, Any], help_text: Any) -> None:
     text = help_text if isinstance(help_text, str) else ""
     if "Deprecated" in action or DEPRECATED_HELP.search(text):
@@ -199,7 +200,6 @@ def flag_from_call(call: ast.Call, src: Sources, local: dict[str, ast.expr]) -> 
     _shape(flag, action, values, src)
     if "choices" in kwargs:
         flag.choices = _choices(values["choices"])
-    flag.default = _literal_default(values["default"]) if "default" in values else UNKNOWN
     _deprecation(flag, action, values, values.get("help"))
     return flag
 
@@ -257,7 +257,6 @@ def flag_from_field(stmt: ast.AnnAssign, src: Sources) -> Flag | None:
     cli_name = evaluate(meta.get("cli_name"), src)
     aliases = evaluate(meta.get("aliases"), src)
     flag = Flag([cli_name if isinstance(cli_name, str) else "--" + name.replace("_", "-")] + (aliases if isinstance(aliases, list) else []))
-    flag.default = _literal_default(evaluate(stmt.value, src)) if stmt.value is not None else UNKNOWN
     given_choices = evaluate(meta.get("choices"), src) if "choices" in meta else None
     given_nargs = evaluate(meta.get("nargs"), src) if "nargs" in meta else None
     inner = _unwrap_optional(type_node)
@@ -305,7 +304,6 @@ def flag_from_helper(call: ast.Call, src: Sources) -> Flag | None:
     _shape(flag, action, values, src)
     if "choices" in kwargs:
         flag.choices = _choices(values["choices"])
-    flag.default = _literal_default(values["default"]) if "default" in values else UNKNOWN
     deprecated = kwargs.get("deprecated")
     if isinstance(deprecated, ast.Call):
         flag.deprecated = True
@@ -400,13 +398,44 @@ def download(package: str, version: str, into: Path) -> Path:
     return found[0]
 
 
+def release_table(histories: dict[str, dict[str, Any]]) -> str:
+    """`releases.yaml` from each engine's PyPI JSON document (`releases`: version -> its files)."""
+    lines = ["# Release dates: the day the first file of each release reached PyPI (the engines' published release",
+             "# history). Written by `python scripts/flag_catalogs.py releases`; do not edit by hand.",
+             "# A nightly or dev build of a date is checked against the last release on or before it and the first after."]
+    for engine, doc in histories.items():
+        package, oldest, candidates = RELEASE_HISTORY[engine]
+        rows = []
+        for version, files in doc["releases"].items():
+            parts = PEP440.match(version)
+            if not files or parts is None or parts.group(5) or (parts.group(2) and not candidates):
+                continue
+            if tuple(map(int, parts.group(1).split("."))) < tuple(map(int, oldest.split("."))):
+                continue
+            rows.append((min(f["upload_time"] for f in files)[:10], version))
+        lines.append(f"{engine}:")
+        lines += [f"  - {{version: '{v}', date: {d}, source: 'https://pypi.org/project/{package}/{v}/'}}" for d, v in sorted(rows)]
+    return "\n".join(lines) + "\n"
+
+
+def pypi_history(package: str) -> dict[str, Any]:
+    from urllib.request import urlopen
+
+    with urlopen(f"https://pypi.org/pypi/{package}/json", timeout=120) as response:   # noqa: S310 (a fixed https URL)
+        return dict(json.load(response))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("engine", choices=sorted(PACKAGES))
-    parser.add_argument("versions", nargs="+")
+    parser.add_argument("engine", choices=sorted(PACKAGES) + ["releases"])
+    parser.add_argument("versions", nargs="*")
     parser.add_argument("--package", type=Path, help="read this wheel/sdist instead of downloading (one version only)")
     parser.add_argument("--out", type=Path, default=CATALOGS, help=f"output folder (default: {CATALOGS})")
     args = parser.parse_args(argv)
+    if args.engine == "releases":
+        RELEASES.write_text(release_table({e: pypi_history(p) for e, (p, _, _) in RELEASE_HISTORY.items()}))
+        print(f"{RELEASES}: from PyPI")
+        return 0
     if args.package and len(args.versions) != 1:
         parser.error("--package goes with exactly one version")
     args.out.mkdir(parents=True, exist_ok=True)
