@@ -198,7 +198,9 @@ Found = tuple[str, FlagClass, str, str, bool]   # flag, class, detail, catalogs,
 def _check_bracketed(arg: tuple[str, ...], chain: Sequence[Basis]) -> list[Found]:
     """One flag against each side of the chain's catalogs (lower releases together, then upper)."""
     sides = max(len(b.catalogs) for b in chain)
-    certain = all(b.certain for b in chain if b.catalogs)
+    name = arg[0].partition("=")[0]
+    # a wrapper of uncertain version leaves a flag uncertain only if some release of the wrapper has it
+    certain = chain[-1].certain and all(b.certain or not any(name in c.options for c in history(b.engine)) for b in chain[:-1])
     runs = []
     for i in range(sides):
         cats = [b.catalogs[min(i, len(b.catalogs) - 1)] if b.catalogs else None for b in chain]
