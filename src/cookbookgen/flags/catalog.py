@@ -40,6 +40,9 @@ class Catalog:
     package: str
     sha256: str
     options: dict[str, Option]   # every option string (names and aliases) -> its action
+    underscores: bool = False    # the parser reads `--a_b` as `--a-b` (vLLM's FlexibleArgumentParser)
+    dotted: bool = False         # `--json-flag.key value` sets one key of a JSON-valued flag (vLLM)
+    prefixes: tuple[str, ...] = ()   # any flag starting with one of these is taken (dynamo.trtllm's `--trtllm.<key>`)
 
     @property
     def label(self) -> str:
@@ -70,7 +73,9 @@ def _catalog(doc: dict[str, Any]) -> Catalog:
         option = Option(name, (name, *entry.get("aliases", ())), entry["nargs"], tuple(choices) if choices is not None else None,
                         bool(entry.get("deprecated")), entry.get("replacement"), entry.get("refused"))
         options.update(dict.fromkeys(option.names, option))
-    return Catalog(doc["engine"], doc["version"], doc["package"], doc["sha256"], options)
+    parser = doc.get("parser") or {}
+    return Catalog(doc["engine"], doc["version"], doc["package"], doc["sha256"], options, bool(parser.get("underscores")),
+                   bool(parser.get("dotted")), tuple(doc.get("prefixes") or ()))
 
 
 def _folder() -> Any:
@@ -120,7 +125,7 @@ def releases(engine: str) -> tuple[Release, ...]:
     """The engine's main-line releases, oldest first: a backport (a release not newer than one published
     before it) is left out, so the releases around a date bracket the main branch of that date."""
     doc = package_yaml("flags/releases.yaml")
-    rows = sorted((Release(str(r["version"]), r["date"], str(r["source"])) for r in doc.get(engine) or ()),
+    rows = sorted((Release(str(r["version"]), r["date"], str(r["source"])) for r in doc.get(engines().releases.get(engine, engine)) or ()),
                   key=lambda r: (r.date, version_key(r.version)))
     out: list[Release] = []
     for row in rows:
@@ -215,6 +220,16 @@ class ImageRule:
 class Engines:
     images: tuple[ImageRule, ...]
     commands: dict[str, tuple[str, ...]]
+    options_files: dict[str, dict[str, str]]   # first catalog of a command -> flag naming an options file -> its engine
+    releases: dict[str, str]                   # catalog -> the package whose releases date it
+
+    def parsers(self, cmd: str) -> tuple[str, ...] | None:
+        """The catalogs that read a command's flags: its own entry, else the longest entry it starts with
+        followed by a word (`vllm serve MODEL`)."""
+        if cmd in self.commands:
+            return self.commands[cmd]
+        heads = [c for c in self.commands if cmd.startswith(c + " ")]
+        return self.commands[max(heads, key=len)] if heads else None
 
     def versions(self, image: str | None) -> tuple[dict[str, str], str]:
         """The engine versions an image pins (empty when unknown), with the source or the reason."""
@@ -249,4 +264,5 @@ def engines() -> Engines:
     doc = package_yaml("flags/engines.yaml")
     rules = tuple(ImageRule(re.compile(r["pattern"]), {k: str(v) for k, v in (r.get("engines") or {}).items()},
                             str(r.get("source") or r.get("unknown") or ""), tuple(r.get("nightly") or ())) for r in doc["images"])
-    return Engines(rules, {cmd: tuple(names) for cmd, names in doc["commands"].items()})
+    return Engines(rules, {cmd: tuple(names) for cmd, names in doc["commands"].items()},
+                   {k: dict(v) for k, v in (doc.get("options_files") or {}).items()}, dict(doc.get("releases") or {}))

@@ -36,7 +36,7 @@ CLASSES: tuple[FlagClass, ...] = get_args(FlagClass)
 FAILING: frozenset[FlagClass] = frozenset(CLASSES[:6])   # the server would refuse to start
 UNCERTAIN: frozenset[FlagClass] = frozenset(("unknown-version", "newer-than-catalogs", "approximate", "wrapper-flag"))
 _DYNAMO_PIN = re.compile(r"ai-dynamo(?:-runtime)?==([^\s\"']+)")
-_DYNAMO_SOURCE = re.compile(r"ai-dynamo/dynamo(?:/commit/|/tree/|\.git@|@)([0-9a-f]{7,40})")
+_DYNAMO_SOURCE = re.compile(r"(?:ai-dynamo/dynamo(?:/commit/|/tree/|\.git@|@)|-C dynamo checkout )([0-9a-f]{7,40})")
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
     workers: list[str] = []
     checked = 0
     for block in blocks:
-        parsers = table.commands.get(block.cmd)
+        parsers = table.parsers(block.cmd)
         if block.kind != "worker" or not parsers:
             into = workers if block.kind == "worker" else unchecked
             if block.title not in into:
@@ -137,6 +137,14 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
                 chosen[key] = _basis(engine, engine_version if key != engine else None, pinned, dates, why, steps, image)
             chain.append(chosen[key])
         name = block.role or block.kind
+        for arg in block.args:
+            owner = table.options_files.get(parsers[0], {}).get(arg[0].partition("=")[0])
+            if owner is not None and owner not in chosen:   # the file's keys are that engine's options: checked only with its catalog
+                chosen[owner] = _basis(owner, None, pinned, dates, why, steps, image)
+            if owner is not None and not chosen[owner].catalogs:
+                findings.setdefault((name, arg[0], "", "unknown-version"), FlagFinding(
+                    cell, name, arg[0], "unknown-version", f"the options file {' '.join(arg[1:])} holds {owner} options: {chosen[owner].note}",
+                    certain=False))
         if not chain[-1].catalogs:
             findings.setdefault(("", "", "", "unknown-version"), FlagFinding(cell, name, "", "unknown-version", chain[-1].note, certain=False))
             continue
@@ -176,7 +184,7 @@ def _basis(engine: str, forced: str | None, pinned: dict[str, str], dates: dict[
     if engine in pinned:
         return basis(engine, pinned[engine], None, why)
     day = dates.get(engine)
-    if engine == "ai-dynamo":
+    if engine == "ai-dynamo" or engines().releases.get(engine) == "ai-dynamo":
         pins = sorted({m for s in steps for m in _DYNAMO_PIN.findall(s)}, key=version_key)
         if pins:
             return basis(engine, pins[-1], None, f"the install step pins ai-dynamo {pins[-1]}")
@@ -242,6 +250,12 @@ def _match(catalog: Catalog, text: str) -> tuple[str, list[str], str | None]:
     name, eq, value = text.partition("=")
     if eq and name in catalog.options:
         return "exact", [name], value
+    if any(name.startswith(p) for p in catalog.prefixes):
+        return "prefix", [], value if eq else None
+    if catalog.underscores and name.startswith("--") and "_" in name:
+        return _match(catalog, name.replace("_", "-") + eq + value)
+    if catalog.dotted and name.startswith("--") and "." in name and name.partition(".")[0] in catalog.options:
+        return "dotted", [name.partition(".")[0]], value if eq else None
     if text.startswith("--"):
         hits = sorted(s for s in catalog.options if s.startswith(name))
         if len(hits) > 1:
@@ -261,7 +275,12 @@ def _check_in(catalog: Catalog, flag: str, values: list[str]) -> list[Hit]:
         return [(flag, "ambiguous-abbreviation", f"could match {', '.join(names)}; argparse refuses it", label)]
     if how == "unknown":
         return [_unknown(catalog, flag.partition("=")[0])]
+    if how == "prefix":
+        return []
     option = catalog.options[names[0]]
+    if how == "dotted":      # one key of a JSON flag: takes one value, whatever the flag's own shape
+        return [] if len(values) + (explicit is not None) == 1 else [(flag, "missing-value" if not values else "unexpected-value",
+                                                                     f"{flag} takes one value", label)]
     out: list[Hit] = []
     if how == "abbreviation":
         out.append((flag, "abbreviation-only", f"accepted only as an abbreviation of {option.name}", label))
