@@ -64,6 +64,8 @@ WRAPPER_GROUPS = {"ai-dynamo": DYNAMO_GROUPS,
                   "dynamo-vllm": (DYNAMO_GROUPS[0], "dynamo/vllm/backend_args.py"),
                   "dynamo-trtllm": (DYNAMO_GROUPS[0], "dynamo/trtllm/backend_args.py")}
 WRAPPER_PREFIXES = {"dynamo-trtllm": ["--trtllm."]}
+# The module that builds the wrapper's parser: `allow_abbrev=False` there means no abbreviation is its own.
+WRAPPER_MAIN = {"ai-dynamo": "dynamo/sglang/args.py", "dynamo-vllm": "dynamo/vllm/args.py", "dynamo-trtllm": "dynamo/trtllm/args.py"}
 UNKNOWN = object()   # a value the reader cannot state without running the code
 
 # argparse's own actions that take no value; every other action takes `nargs` (default: one value).
@@ -81,11 +83,14 @@ class Flag:
     deprecated: bool = False
     replacement: str | None = None
     refused: str | None = None      # the parser stops with this message (a retired flag)
+    obsolete: list[str] = field(default_factory=list)   # aliases kept for an old name (Dynamo's `obsolete_flag`)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"nargs": self.nargs}
         if len(self.names) > 1:
             out["aliases"] = self.names[1:]
+        if self.obsolete:
+            out["obsolete"] = self.obsolete
         if self.choices is not None:
             out["choices"] = self.choices
         if self.deprecated:
@@ -309,9 +314,13 @@ def flag_from_helper(call: ast.Call, src: Sources) -> Flag | None:
     negatable = ast.unparse(call.func) == "add_negatable_bool_argument"
     action = "BooleanOptionalAction" if negatable else ast.unparse(kwargs["action"]).split(".")[-1].strip("'\"") if "action" in kwargs else "store"
     _shape(flag, action, values, src)
+    if isinstance(obsolete, str):      # the old name, and its `--no-` form when the flag is negatable
+        flag.obsolete = [n for n in flag.names if n.removeprefix("--no-").removeprefix("--") == obsolete.removeprefix("--")]
     if "choices" in kwargs:
         flag.choices = _choices(values["choices"])
     deprecated = kwargs.get("deprecated")
+    if not isinstance(deprecated, ast.Call):      # a help text that starts "DEPRECATED: use --new"
+        _deprecation(flag, action, {}, values.get("help"))
     if isinstance(deprecated, ast.Call):
         flag.deprecated = True
         given = {k.arg: evaluate(k.value, src) for k in deprecated.keywords if k.arg}
@@ -604,7 +613,7 @@ def _rewrites(flag: Flag, keys: set[str]) -> None:
 
 def _wanted(engine: str, name: str) -> bool:
     if engine in WRAPPER_GROUPS:
-        return name in WRAPPER_GROUPS[engine] or name == DYNAMO_HELPERS
+        return name in WRAPPER_GROUPS[engine] or name in (DYNAMO_HELPERS, WRAPPER_MAIN[engine])
     if engine == "vllm":
         return name in VLLM_FILES or (name.startswith(VLLM_CONFIG_DIR) and name.endswith(".py"))
     return name == SERVER_ARGS or (name.startswith(FIELDS_DIR) and name.endswith(".py"))
@@ -631,8 +640,15 @@ def read_package(engine: str, archive: Path) -> Sources:
     return Sources({name: ast.parse(text, name) for name, text in texts.items()})
 
 
+def _abbreviates(tree: ast.Module | None) -> bool:
+    """Whether the `argparse.ArgumentParser(...)` that module builds takes abbreviations (argparse's default)."""
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and ast.unparse(c.func).endswith("argparse.ArgumentParser")] if tree else []
+    return not any(k.arg == "allow_abbrev" and isinstance(k.value, ast.Constant) and k.value.value is False for c in calls[:1] for k in c.keywords)
+
+
 def catalog(engine: str, version: str, archive: Path) -> str:
-    flags = READERS[engine][1](read_package(engine, archive))
+    sources = read_package(engine, archive)
+    flags = READERS[engine][1](sources)
     by_name = {f.names[0]: f for f in flags}   # a field declared twice in a class body is one field: the last
     lines = [f" {json.dumps(name)}: {json.dumps(flag.to_json(), sort_keys=True)}" for name, flag in sorted(by_name.items())]
     head: dict[str, Any] = {"engine": engine, "version": version, "package": archive.name,
@@ -641,6 +657,8 @@ def catalog(engine: str, version: str, archive: Path) -> str:
         head["parser"] = VLLM_PARSER
     if engine in WRAPPER_PREFIXES:
         head["prefixes"] = WRAPPER_PREFIXES[engine]
+    if engine in WRAPPER_MAIN and not _abbreviates(sources.trees.get(WRAPPER_MAIN[engine])):
+        head["parser"] = {"abbrev": False}
     return json.dumps(head, sort_keys=True)[:-1] + ', "flags": {\n' + ",\n".join(lines) + "\n}}\n"
 
 

@@ -31,6 +31,7 @@ class Option:
     deprecated: bool = False
     replacement: str | None = None
     refused: str | None = None   # the parser stops with this message: the flag is retired
+    obsolete: tuple[str, ...] = ()   # names kept for an old spelling: they work, but name the option's own
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Catalog:
     underscores: bool = False    # the parser reads `--a_b` as `--a-b` (vLLM's FlexibleArgumentParser)
     dotted: bool = False         # `--json-flag.key value` sets one key of a JSON-valued flag (vLLM)
     prefixes: tuple[str, ...] = ()   # any flag starting with one of these is taken (dynamo.trtllm's `--trtllm.<key>`)
+    abbrev: bool = True          # argparse's allow_abbrev (dynamo.vllm's own parser turns it off)
 
     @property
     def label(self) -> str:
@@ -71,11 +73,11 @@ def _catalog(doc: dict[str, Any]) -> Catalog:
     for name, entry in doc["flags"].items():
         choices = entry.get("choices")
         option = Option(name, (name, *entry.get("aliases", ())), entry["nargs"], tuple(choices) if choices is not None else None,
-                        bool(entry.get("deprecated")), entry.get("replacement"), entry.get("refused"))
+                        bool(entry.get("deprecated")), entry.get("replacement"), entry.get("refused"), tuple(entry.get("obsolete", ())))
         options.update(dict.fromkeys(option.names, option))
     parser = doc.get("parser") or {}
     return Catalog(doc["engine"], doc["version"], doc["package"], doc["sha256"], options, bool(parser.get("underscores")),
-                   bool(parser.get("dotted")), tuple(doc.get("prefixes") or ()))
+                   bool(parser.get("dotted")), tuple(doc.get("prefixes") or ()), bool(parser.get("abbrev", True)))
 
 
 def _folder() -> Any:

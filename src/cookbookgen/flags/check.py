@@ -240,7 +240,18 @@ def _check_arg(arg: tuple[str, ...], wrappers: Sequence[Catalog | None], engine:
             return _check_in(own, flag, values)
         if own is None and _match(engine, flag)[0] == "unknown":
             return [(flag, "wrapper-flag", "no catalog of the wrapper: not checked", "")]
-    return _check_in(engine, flag, values)
+    found = _check_in(engine, flag, values)
+    if wrappers and found and found[0][1] == "unknown-flag":
+        # neither reads it: a flag an older wrapper had is removed there; else the nearest of both parsers' names
+        for own in wrappers:
+            gone = _unknown(own, flag.partition("=")[0]) if own is not None else None
+            if gone is not None and gone[1] == "removed-in":
+                return [gone]
+        names = sorted({n for c in (*wrappers, engine) if c is not None for n in c.options})
+        near = difflib.get_close_matches(flag.partition("=")[0], names, n=3, cutoff=0.6)
+        detail = re.sub(r"(did you mean .*|no similar flag)$", "", found[0][2])
+        found = [(found[0][0], "unknown-flag", f"{detail}did you mean {', '.join(near)}?" if near else found[0][2], found[0][3])]
+    return found
 
 
 def _match(catalog: Catalog, text: str) -> tuple[str, list[str], str | None]:
@@ -256,7 +267,7 @@ def _match(catalog: Catalog, text: str) -> tuple[str, list[str], str | None]:
         return _match(catalog, name.replace("_", "-") + eq + value)
     if catalog.dotted and name.startswith("--") and "." in name and name.partition(".")[0] in catalog.options:
         return "dotted", [name.partition(".")[0]], value if eq else None
-    if text.startswith("--"):
+    if text.startswith("--") and catalog.abbrev:
         hits = sorted(s for s in catalog.options if s.startswith(name))
         if len(hits) > 1:
             return "ambiguous", hits, None
@@ -284,6 +295,8 @@ def _check_in(catalog: Catalog, flag: str, values: list[str]) -> list[Hit]:
     out: list[Hit] = []
     if how == "abbreviation":
         out.append((flag, "abbreviation-only", f"accepted only as an abbreviation of {option.name}", label))
+    if flag.partition("=")[0] in option.obsolete:
+        out.append((flag, "deprecated", f"an old name kept as an alias; use {option.name}", label))
     if option.refused:
         out.append((flag, "removed-in", f"{catalog.version}: {option.refused}{_successor(catalog, option.name, option.replacement)}", label))
     elif option.deprecated:
@@ -333,7 +346,12 @@ def _unknown(catalog: Catalog, name: str) -> Hit:
     last = next((c for c in reversed(older) if name in c.options), None)
     if last is not None:
         gone = next(c for c in older + [catalog] if version_key(c.version) > version_key(last.version))
-        successor = _successor(catalog, name, last.options[name].replacement)
+        was = last.options[name]
+        # the successor: what the source names, else the option the flag was an alias of (same action) if it lives on
+        successor = _successor(catalog, name, was.replacement or (was.name if was.name != name and was.name in catalog.options else None))
+        if not successor:
+            near = difflib.get_close_matches(name, sorted(catalog.options), n=3, cutoff=0.6)
+            successor = f"; no successor named; nearest: {', '.join(near)}" if near else "; no successor named"
         return name, "removed-in", f"{gone.version} (last in {last.version}){successor}", catalog.label
     newer = next((c for c in known if version_key(c.version) > version_key(catalog.version) and name in c.options), None)
     near = difflib.get_close_matches(name, sorted(catalog.options), n=3, cutoff=0.6)
