@@ -47,7 +47,8 @@ from typing import Any
 CATALOGS = Path(__file__).resolve().parent.parent / "src" / "cookbookgen" / "flags" / "catalogs"
 RELEASES = CATALOGS.parent / "releases.yaml"
 # engine -> its PyPI package; the Dynamo wrappers of each engine are catalogs of the ai-dynamo package
-PACKAGES = {"sglang": "sglang", "ai-dynamo": "ai-dynamo", "dynamo-vllm": "ai-dynamo", "dynamo-trtllm": "ai-dynamo", "vllm": "vllm"}
+PACKAGES = {"sglang": "sglang", "ai-dynamo": "ai-dynamo", "dynamo-vllm": "ai-dynamo", "dynamo-trtllm": "ai-dynamo",
+            "dynamo-frontend": "ai-dynamo", "vllm": "vllm"}
 # engine -> (PyPI package, the oldest release the table lists, whether its release candidates are releases)
 RELEASE_HISTORY = {"sglang": ("sglang", "0.5.0", False), "ai-dynamo": ("ai-dynamo", "1.0.0", False),
                    "vllm": ("vllm", "0.20.0", False), "tensorrt-llm": ("tensorrt-llm", "1.2.0", True)}
@@ -62,10 +63,15 @@ DYNAMO_HELPERS = "dynamo/common/configuration/utils.py"
 # `--trtllm.<group>.<key> value`: an engine option, `prefixes` in the catalog).
 WRAPPER_GROUPS = {"ai-dynamo": DYNAMO_GROUPS,
                   "dynamo-vllm": (DYNAMO_GROUPS[0], "dynamo/vllm/backend_args.py"),
-                  "dynamo-trtllm": (DYNAMO_GROUPS[0], "dynamo/trtllm/backend_args.py")}
+                  "dynamo-trtllm": (DYNAMO_GROUPS[0], "dynamo/trtllm/backend_args.py"),
+                  # `python3 -m dynamo.frontend`: its own group and the router groups it adds (those a release has)
+                  "dynamo-frontend": ("dynamo/frontend/frontend_args.py", "dynamo/common/configuration/groups/router_args.py",
+                                      "dynamo/common/configuration/groups/kv_router_args.py",
+                                      "dynamo/common/configuration/groups/ais_perf_args.py")}
 WRAPPER_PREFIXES = {"dynamo-trtllm": ["--trtllm."]}
 # The module that builds the wrapper's parser: `allow_abbrev=False` there means no abbreviation is its own.
-WRAPPER_MAIN = {"ai-dynamo": "dynamo/sglang/args.py", "dynamo-vllm": "dynamo/vllm/args.py", "dynamo-trtllm": "dynamo/trtllm/args.py"}
+WRAPPER_MAIN = {"ai-dynamo": "dynamo/sglang/args.py", "dynamo-vllm": "dynamo/vllm/args.py", "dynamo-trtllm": "dynamo/trtllm/args.py",
+                "dynamo-frontend": "dynamo/frontend/main.py"}
 UNKNOWN = object()   # a value the reader cannot state without running the code
 
 # argparse's own actions that take no value; every other action takes `nargs` (default: one value).
@@ -322,9 +328,10 @@ def flag_from_helper(call: ast.Call, src: Sources) -> Flag | None:
     if not isinstance(deprecated, ast.Call):      # a help text that starts "DEPRECATED: use --new"
         _deprecation(flag, action, {}, values.get("help"))
     if isinstance(deprecated, ast.Call):
-        flag.deprecated = True
+        flag.deprecated = True      # `Deprecated(replacement, remove_in=...)` names the replacement; a helper's call does not here
         given = {k.arg: evaluate(k.value, src) for k in deprecated.keywords if k.arg}
-        replacement = given.get("replacement", evaluate(deprecated.args[0], src) if deprecated.args else None)
+        own = ast.unparse(deprecated.func).split(".")[-1] == "Deprecated"
+        replacement = given.get("replacement", evaluate(deprecated.args[0], src) if deprecated.args and own else None)
         flag.replacement = replacement if isinstance(replacement, str) else None
     return flag
 
@@ -334,7 +341,9 @@ def read_dynamo_parser(src: Sources, groups: tuple[str, ...] = DYNAMO_GROUPS) ->
     flags: list[Flag] = []
     for path in groups:
         if path not in src.trees:
-            sys.exit(f"flag_catalogs: the package has no {path}")
+            if path == groups[0]:
+                sys.exit(f"flag_catalogs: the package has no {path}")
+            continue
         for func in ast.walk(src.trees[path]):
             if not (isinstance(func, ast.FunctionDef) and func.name == "add_arguments"):
                 continue

@@ -200,3 +200,11 @@ def test_corpus_modules_are_checked_against_their_nightlies_releases(capsys: pyt
             else:
                 assert not notes and cell["checked_flags"] > 0
         assert doc["coverage"]["unchecked"] <= len(doc["cells"]) * 0.3
+
+
+def test_the_dynamo_frontend_is_checked_with_the_cells_dynamo() -> None:
+    frontend = Block(kind="dynamo-frontend", title="Dynamo frontend", cmd="python3 -m dynamo.frontend",
+                     args=(("--http-port", "8000"), ("--router-mode", "kv"), ("--htp-port", "1")), preamble=('pip install "ai-dynamo==1.6.1"',))
+    check = check_cell("c", "lmsysorg/sglang:v0.5.23-cu130", [frontend])
+    assert check.versions == {"dynamo-frontend": "1.6.1"} and check.unchecked_blocks == ()
+    assert found(check) == {"--htp-port": ("unknown-flag", "did you mean --http-port?")}

@@ -125,7 +125,7 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
     checked = 0
     for block in blocks:
         parsers = table.parsers(block.cmd)
-        if block.kind != "worker" or not parsers:
+        if not parsers:
             into = workers if block.kind == "worker" else unchecked
             if block.title not in into:
                 into.append(block.title)
@@ -336,7 +336,7 @@ def _successor(catalog: Catalog, name: str, replacement: str | None) -> str:
     else:
         return ""
     flag = new.split("=")[0].split(" ")[0]
-    there = "" if flag in catalog.options else f", which {catalog.label} does not have either"
+    there = f", which {catalog.label} does not have either" if flag.startswith("-") and flag not in catalog.options else ""
     return f"; use {new}{there}{why}"
 
 
