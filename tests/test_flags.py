@@ -258,7 +258,7 @@ def test_build_shows_a_flag_badge_per_cell() -> None:
     files = pages.site_files(changed, templates, dt.date(2026, 12, 1))
     text = "".join(files[pages.cell_path(page, c)] for c in page.cells)     # the provenance card of each deployment page
     assert text.count("cb-status-flags-fail") == 1
-    assert "flags-fail</span> 1 flag&#40;s&#41; ai-dynamo 1.6.1, sglang 0.5.23 would refuse&#58; --no-such-flag &#40;unknown-flag&#41;" in text
+    assert "flags-fail</span> 1 flag&#40;s&#41; ai-dynamo 1.6.1, dynamo-frontend 1.6.1, sglang 0.5.23 would refuse&#58; --no-such-flag &#40;unknown-flag&#41;" in text
     # the SGLang cells' nightly is checked against the releases around its date; the vLLM cells have no catalog
     assert text.count("cb-status-flags-unchecked") == len([c for c in page.cells if c.config_key not in bundled_keys("sglang")]) > 0
     assert "flags-unchecked</span> not checked&#58; vllm&#58; approximate &#40;vllm 0.34.0&#41;&#58; vllm version unknown" in text

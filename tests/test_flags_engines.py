@@ -207,4 +207,4 @@ def test_the_dynamo_frontend_is_checked_with_the_cells_dynamo() -> None:
                      args=(("--http-port", "8000"), ("--router-mode", "kv"), ("--htp-port", "1")), preamble=('pip install "ai-dynamo==1.6.1"',))
     check = check_cell("c", "lmsysorg/sglang:v0.5.23-cu130", [frontend])
     assert check.versions == {"dynamo-frontend": "1.6.1"} and check.unchecked_blocks == ()
-    assert found(check) == {"--htp-port": ("unknown-flag", "did you mean --http-port?")}
+    assert found(check) == {"--htp-port": ("unknown-flag", "did you mean --http-port, --http-host?")}
