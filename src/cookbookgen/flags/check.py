@@ -155,7 +155,7 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
     for b in chosen.values():
         if b.kind == "newer-than-catalogs" or b.kind == "approximate":
             findings.setdefault(("", b.engine, "", b.kind), FlagFinding(cell, "", "", b.kind, f"{b.label}: {b.note}", b.label, False))
-    bases = tuple(chosen.values())
+    bases = tuple(sorted(chosen.values(), key=lambda b: b.engine))
     versions = {b.engine: "/".join(c.version for c in b.catalogs) or "unknown" for b in bases}
     return CellCheck(cell, versions, tuple(findings.values()), checked, tuple(unchecked), why, bases, tuple(workers))
 
