@@ -24,10 +24,12 @@ import datetime as dt
 import difflib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Literal, Sequence, get_args
 
 from ..render.model import Block
 from .catalog import Basis, Catalog, Option, basis, engines, history, renames, version_key
+from .catalog import catalog as load_catalog
 
 FlagClass = Literal["unknown-flag", "removed-in", "ambiguous-abbreviation", "bad-choice", "missing-value", "unexpected-value",
                     "bracket-only", "deprecated", "abbreviation-only", "wrapper-flag", "unknown-version", "newer-than-catalogs",
@@ -210,9 +212,11 @@ def _check_bracketed(arg: tuple[str, ...], chain: Sequence[Basis]) -> list[Found
     # a wrapper of uncertain version leaves a flag uncertain only if some release of the wrapper has it
     certain = chain[-1].certain and all(b.certain or not any(name in c.options for c in history(b.engine)) for b in chain[:-1])
     runs = []
+    near = tuple((c.engine, c.version) for b in chain for c in b.catalogs)   # "did you mean" draws on every parser of the chain
     for i in range(sides):
-        cats = [b.catalogs[min(i, len(b.catalogs) - 1)] if b.catalogs else None for b in chain]
-        runs.append(_check_arg(arg, cats[:-1], cats[-1]))   # type: ignore[arg-type]
+        cats = tuple((c.engine, c.version) if c is not None else None
+                     for c in (b.catalogs[min(i, len(b.catalogs) - 1)] if b.catalogs else None for b in chain))
+        runs.append(_check_arg_once(arg, cats, near))
     label = " + ".join(b.label for b in chain if b.catalogs)
     if sides == 1:
         return [(f, cls, d, label, certain) for f, cls, d, _ in runs[0]]
@@ -233,25 +237,39 @@ def _check_bracketed(arg: tuple[str, ...], chain: Sequence[Basis]) -> list[Found
     return out
 
 
-def _check_arg(arg: tuple[str, ...], wrappers: Sequence[Catalog | None], engine: Catalog) -> list[tuple[str, FlagClass, str, str]]:
+Near = tuple[tuple[str, str], ...]   # the (engine, version) catalogs whose names a suggestion draws on
+
+
+@lru_cache(maxsize=65536)
+def _check_arg_once(arg: tuple[str, ...], cats: tuple[tuple[str, str] | None, ...], near: Near) -> list[tuple[str, FlagClass, str, str]]:
+    """`_check_arg` for (engine, version) pairs: the same flag against the same catalogs is read once (a
+    cookbook repeats its flags point after point; an unknown flag's nearest names cost the most)."""
+    found = [load_catalog(*c) if c is not None else None for c in cats]
+    return _check_arg(arg, found[:-1], found[-1], near)    # type: ignore[arg-type]
+
+
+def _check_arg(arg: tuple[str, ...], wrappers: Sequence[Catalog | None], engine: Catalog, near: Near = ()) -> list[tuple[str, FlagClass, str, str]]:
     flag, values = arg[0], list(arg[1:])
     for own in wrappers:
         if own is not None and _match(own, flag)[0] != "unknown":
-            return _check_in(own, flag, values)
+            return _check_in(own, flag, values, near)
         if own is None and _match(engine, flag)[0] == "unknown":
             return [(flag, "wrapper-flag", "no catalog of the wrapper: not checked", "")]
-    found = _check_in(engine, flag, values)
+    found = _check_in(engine, flag, values, near)
     if wrappers and found and found[0][1] == "unknown-flag":
-        # neither reads it: a flag an older wrapper had is removed there; else the nearest of both parsers' names
+        # neither reads it: a flag an older wrapper had is removed there (else the nearest names of every parser)
         for own in wrappers:
-            gone = _unknown(own, flag.partition("=")[0]) if own is not None else None
-            if gone is not None and gone[1] == "removed-in":
+            gone = _removed(own, flag.partition("=")[0], near) if own is not None else None
+            if gone is not None:
                 return [gone]
-        names = sorted({n for c in (*wrappers, engine) if c is not None for n in c.options})
-        near = difflib.get_close_matches(flag.partition("=")[0], names, n=3, cutoff=0.6)
-        detail = re.sub(r"(did you mean .*|no similar flag)$", "", found[0][2])
-        found = [(found[0][0], "unknown-flag", f"{detail}did you mean {', '.join(near)}?" if near else found[0][2], found[0][3])]
     return found
+
+
+@lru_cache(maxsize=16384)
+def _nearest(name: str, near: Near) -> tuple[str, ...]:
+    """The 3 option strings of those catalogs closest to `name` (difflib, as argparse users expect)."""
+    names = sorted({n for key in near if (c := load_catalog(*key)) is not None for n in c.options})
+    return tuple(difflib.get_close_matches(name, names, n=3, cutoff=0.6))
 
 
 def _match(catalog: Catalog, text: str) -> tuple[str, list[str], str | None]:
@@ -279,13 +297,13 @@ def _match(catalog: Catalog, text: str) -> tuple[str, list[str], str | None]:
 Hit = tuple[str, FlagClass, str, str]   # flag, class, detail, catalog label
 
 
-def _check_in(catalog: Catalog, flag: str, values: list[str]) -> list[Hit]:
+def _check_in(catalog: Catalog, flag: str, values: list[str], near: Near = ()) -> list[Hit]:
     how, names, explicit = _match(catalog, flag)
     label = catalog.label
     if how == "ambiguous":
         return [(flag, "ambiguous-abbreviation", f"could match {', '.join(names)}; argparse refuses it", label)]
     if how == "unknown":
-        return [_unknown(catalog, flag.partition("=")[0])]
+        return [_unknown(catalog, flag.partition("=")[0], near)]
     if how == "prefix":
         return []
     option = catalog.options[names[0]]
@@ -340,22 +358,29 @@ def _successor(catalog: Catalog, name: str, replacement: str | None) -> str:
     return f"; use {new}{there}{why}"
 
 
-def _unknown(catalog: Catalog, name: str) -> Hit:
-    known = history(catalog.engine)
-    older = [c for c in known if version_key(c.version) < version_key(catalog.version)]
+def _removed(catalog: Catalog, name: str, near: Near = ()) -> Hit | None:
+    """`removed-in` when an older catalog of the engine has the flag, with its successor or the nearest names."""
+    older = [c for c in history(catalog.engine) if version_key(c.version) < version_key(catalog.version)]
     last = next((c for c in reversed(older) if name in c.options), None)
-    if last is not None:
-        gone = next(c for c in older + [catalog] if version_key(c.version) > version_key(last.version))
-        was = last.options[name]
-        # the successor: what the source names, else the option the flag was an alias of (same action) if it lives on
-        successor = _successor(catalog, name, was.replacement or (was.name if was.name != name and was.name in catalog.options else None))
-        if not successor:
-            near = difflib.get_close_matches(name, sorted(catalog.options), n=3, cutoff=0.6)
-            successor = f"; no successor named; nearest: {', '.join(near)}" if near else "; no successor named"
-        return name, "removed-in", f"{gone.version} (last in {last.version}){successor}", catalog.label
-    newer = next((c for c in known if version_key(c.version) > version_key(catalog.version) and name in c.options), None)
-    near = difflib.get_close_matches(name, sorted(catalog.options), n=3, cutoff=0.6)
-    detail = f"did you mean {', '.join(near)}?" if near else "no similar flag"
+    if last is None:
+        return None
+    gone = next(c for c in older + [catalog] if version_key(c.version) > version_key(last.version))
+    was = last.options[name]
+    # the successor: what the source names, else the option the flag was an alias of (same action) if it lives on
+    successor = _successor(catalog, name, was.replacement or (was.name if was.name != name and was.name in catalog.options else None))
+    if not successor:
+        close = _nearest(name, near or ((catalog.engine, catalog.version),))
+        successor = f"; no successor named; nearest: {', '.join(close)}" if close else "; no successor named"
+    return name, "removed-in", f"{gone.version} (last in {last.version}){successor}", catalog.label
+
+
+def _unknown(catalog: Catalog, name: str, near: Near = ()) -> Hit:
+    gone = _removed(catalog, name, near)
+    if gone is not None:
+        return gone
+    newer = next((c for c in history(catalog.engine) if version_key(c.version) > version_key(catalog.version) and name in c.options), None)
+    close = _nearest(name, near or ((catalog.engine, catalog.version),))
+    detail = f"did you mean {', '.join(close)}?" if close else "no similar flag"
     if newer is not None:
         detail = f"first in {newer.version}; {detail}"
     return name, "unknown-flag", detail, catalog.label
