@@ -208,3 +208,20 @@ def test_the_dynamo_frontend_is_checked_with_the_cells_dynamo() -> None:
     check = check_cell("c", "lmsysorg/sglang:v0.5.23-cu130", [frontend])
     assert check.versions == {"dynamo-frontend": "1.6.1"} and check.unchecked_blocks == ()
     assert found(check) == {"--htp-port": ("unknown-flag", "did you mean --http-port, --http-host?")}
+
+
+def test_more_vllm_classes_against_its_own_catalogs() -> None:
+    check = check_cell("c", "vllm/vllm-openai:v0.34.0", [worker("vllm serve m", ["--log-config-file", "log.json"], ["--max-num-seqs"],
+                                                                ["--enable-chunked-prefil"], ["--calculate-kv-scales"])])
+    assert found(check) == {
+        "--log-config-file": ("deprecated", "use --logging-config"),
+        "--max-num-seqs": ("missing-value", "--max-num-seqs takes one value; given none"),
+        "--enable-chunked-prefil": ("abbreviation-only", "accepted only as an abbreviation of --enable-chunked-prefill"),
+        "--calculate-kv-scales": ("removed-in", "0.34.0 (last in 0.27.1); no successor named")}
+
+
+def test_engine_version_applies_to_the_engine_that_has_it(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(capsys, "--cookbook", str(ROOT / "data" / "cookbook.yaml"), "--engine-version", "0.27.1")
+    versions = {c["cell"]: c["versions"] for c in doc["cells"]}
+    assert versions["dsv41flash-fp4-mi325x-vllm-agentic-nixl#0"] == {"vllm": "0.27.1"}
+    assert versions["dsv41flash-fp4-gb300-sglang-agentic-dspark#0"] == {"sglang": "0.5.21/0.5.22"}   # SGLang has no 0.27.1

@@ -181,7 +181,7 @@ def _basis(engine: str, forced: str | None, pinned: dict[str, str], dates: dict[
            steps: Sequence[str], image: str | None) -> Basis:
     """The catalogs for one engine of a cell: `--engine-version`, the image's pin, an install step's pin
     (the Dynamo wrapper), the image's nightly date, else the nearest."""
-    if forced:
+    if forced and load_catalog(engine, forced) is not None:     # --engine-version names a version of this engine
         return basis(engine, forced, None, "--engine-version")
     if engine in pinned:
         return basis(engine, pinned[engine], None, why)
