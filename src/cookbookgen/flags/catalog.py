@@ -216,6 +216,7 @@ class ImageRule:
     engines: dict[str, str]
     why: str              # the source of the versions, or why there are none
     nightly: tuple[str, ...] = ()   # engines built from their main branch on the date the pattern's `date` group names
+    ships: tuple[str, ...] = ()     # packages the image carries as of that date (the Dynamo of an SGLang nightly)
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,7 @@ class Engines:
             if match:
                 versions = {e: v.replace("{1}", match.group(1) or "") if match.groups() else v for e, v in rule.engines.items()}
                 day = _day(match.groupdict().get("date"))
-                dates = dict.fromkeys(rule.nightly, day) if day is not None else {}
+                dates = dict.fromkeys(rule.nightly + rule.ships, day) if day is not None else {}
                 commit = match.groupdict().get("commit")
                 why = rule.why.replace("{date}", str(day)).replace("{commit}", commit or "")
                 return versions, dates, why if day is not None or not rule.nightly else f"{why} (its date {match.group('date')} is no calendar day)"
@@ -265,6 +266,7 @@ def _day(text: str | None) -> dt.date | None:
 def engines() -> Engines:
     doc = package_yaml("flags/engines.yaml")
     rules = tuple(ImageRule(re.compile(r["pattern"]), {k: str(v) for k, v in (r.get("engines") or {}).items()},
-                            str(r.get("source") or r.get("unknown") or ""), tuple(r.get("nightly") or ())) for r in doc["images"])
+                            str(r.get("source") or r.get("unknown") or ""), tuple(r.get("nightly") or ()), tuple(r.get("ships") or ()))
+                  for r in doc["images"])
     return Engines(rules, {cmd: tuple(names) for cmd, names in doc["commands"].items()},
                    {k: dict(v) for k, v in (doc.get("options_files") or {}).items()}, dict(doc.get("releases") or {}))

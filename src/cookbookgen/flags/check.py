@@ -185,18 +185,18 @@ def _basis(engine: str, forced: str | None, pinned: dict[str, str], dates: dict[
         return basis(engine, forced, None, "--engine-version")
     if engine in pinned:
         return basis(engine, pinned[engine], None, why)
-    day = dates.get(engine)
-    if engine == "ai-dynamo" or engines().releases.get(engine) == "ai-dynamo":
+    package = engines().releases.get(engine, engine)     # the Dynamo wrappers are ai-dynamo's
+    day = dates.get(engine) or dates.get(package)
+    if package == "ai-dynamo":
         pins = sorted({m for s in steps for m in _DYNAMO_PIN.findall(s)}, key=version_key)
         if pins:
             return basis(engine, pins[-1], None, f"the install step pins ai-dynamo {pins[-1]}")
         source = next((m for s in steps for m in _DYNAMO_SOURCE.findall(s)), None)
-        nightly = next(iter(dates.values()), None)
-        if source is None and nightly is not None:
-            return basis(engine, None, nightly, f"the Dynamo the nightly image of {nightly} ships (no install step)")
         if source is not None:
-            found = basis(engine, None, nightly, f"Dynamo built from source at commit {source[:12]}, which no release dates")
+            found = basis(engine, None, day, f"Dynamo built from source at commit {source[:12]}, which no release dates")
             return Basis(engine, "approximate", found.catalogs, found.note)
+        if day is not None:
+            return basis(engine, None, day, f"the Dynamo the image of {day} ships (no install step)")
     if day is not None:
         return basis(engine, None, day, why)
     return basis(engine, None, None, f"{engine} version unknown: {why} (image {image or 'none'})")
