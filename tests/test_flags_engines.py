@@ -179,7 +179,7 @@ def test_commands_and_images_name_their_catalogs() -> None:
     assert table.parsers("vllm-router") is None
     assert table.resolve("vllm/vllm-openai-rocm:v0.27.1")[0] == {"vllm": "0.27.1"}
     versions, dates, why = table.resolve("lmsysorg/sglang:nightly-dev-cu13-20261015-a6a8c560@sha256:0a1b")
-    assert (versions, dates) == ({}, {"sglang": dt.date(2026, 10, 15)}) and "commit a6a8c560" in why
+    assert (versions, dates) == ({}, {"sglang": dt.date(2026, 10, 15), "ai-dynamo": dt.date(2026, 10, 15)}) and "commit a6a8c560" in why
     assert table.resolve("lmsysorg/sglang:nightly-dev-cu13-20261345-a6a8c560")[1] == {}    # no such day: nothing dated
 
 
