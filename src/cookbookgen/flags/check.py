@@ -268,7 +268,7 @@ def _check_arg(arg: tuple[str, ...], wrappers: Sequence[Catalog | None], engine:
 @lru_cache(maxsize=16384)
 def _nearest(name: str, near: Near) -> tuple[str, ...]:
     """The 3 option strings of those catalogs closest to `name` (difflib, as argparse users expect)."""
-    names = sorted({n for key in near if (c := load_catalog(*key)) is not None for n in c.options})
+    names = sorted({n for key in near if (c := load_catalog(*key)) is not None for n in c.options} - {name})   # not itself (the other release's)
     return tuple(difflib.get_close_matches(name, names, n=3, cutoff=0.6))
 
 
