@@ -225,3 +225,15 @@ def test_engine_version_applies_to_the_engine_that_has_it(capsys: pytest.Capture
     versions = {c["cell"]: c["versions"] for c in doc["cells"]}
     assert versions["dsv41flash-fp4-mi325x-vllm-agentic-nixl#0"] == {"vllm": "0.27.1"}
     assert versions["dsv41flash-fp4-gb300-sglang-agentic-dspark#0"] == {"sglang": "0.5.21/0.5.22"}   # SGLang has no 0.27.1
+
+
+def test_an_inferencex_recipe_names_its_dynamo_wheel_and_its_nightly_is_bracketed(capsys: pytest.CaptureFixture[str]) -> None:
+    source = str(CORPUS / "inferencex")
+    agg = run_json(capsys, "--source", source, "--config", "dsv4-fp4-gb300-dynamo-sglang-agentic-agg")
+    assert agg["cells"][0]["versions"] == {"ai-dynamo": "1.5.0.dev20260910", "dynamo-frontend": "1.5.0.dev20260910", "sglang": "0.5.19"}
+    assert agg["coverage"] == {"exact": 1, "bracket": 0, "unchecked": 0} and agg["exit"] == 0
+    # the master pins the 2026-08-29 nightly (between 0.5.18 and 0.5.19); its Mooncake linker flags first came in 0.5.20
+    disagg = run_json(capsys, "--source", source, "--config", "dsv4-fp4-gb300-dynamo-sglang-agentic-disagg")
+    found_classes = {(f["flag"], f["class"]) for f in disagg["cells"][0]["findings"]}
+    assert ("--enable-unified-cache-external-linker", "unknown-flag") in found_classes and disagg["exit"] == 1
+    assert ("--enable-w4a4-mxfp4-megamoe", "bracket-only") in found_classes        # first in 0.5.19: maybe in the nightly

@@ -74,7 +74,7 @@ def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tup
         if not args.source.is_dir():
             raise CookbookError.at(str(args.source), 0, "--source", "checkout not found")
         rendered = render_all_points(Workspace(args.source), load_policy(None), args.config, settings=False)
-        return [(args.config, args.config, r.deployment.image or None, r.deployment.blocks, ()) for r in rendered]
+        return [(args.config, args.config, r.deployment.image or None, r.deployment.blocks, _wheel(r.point.typed)) for r in rendered]
     if len(given) > 1:
         raise CookbookError.usage("--cookbook", "give one cookbook: MODULE or --cookbook M")
     path = given[0] if given else bundled(EXAMPLE_MANIFEST)
@@ -82,6 +82,14 @@ def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tup
 
     source = read_cookbook(path).source
     return [(p.config, p.cell, p.image, p.blocks, p.install or ()) for config in source.configs for p in source.points(config).points]
+
+
+def _wheel(typed: Any) -> tuple[str, ...]:
+    """The ai-dynamo wheel a recipe installs (`dynamo: {install: true, source: {wheel: V}}`), as an install step."""
+    extra = typed.dynamo.model_extra or {}
+    source = extra.get("source")
+    wheel = source.get("wheel") if isinstance(source, dict) else None
+    return (f"pip install ai-dynamo=={wheel}",) if wheel and extra.get("install") is True else ()
 
 
 def counts(checks: list[CellCheck]) -> dict[str, int]:
