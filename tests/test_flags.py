@@ -67,11 +67,11 @@ def test_generator_reads_a_server_args_like_package(tmp_path: Path) -> None:
     flags = doc["flags"]
     assert doc["version"] == "9.9.9" and doc["package"] == wheel.name and len(doc["sha256"]) == 64
     assert flags["--model-path"] == {"aliases": ["--model"], "nargs": 1}
-    assert flags["--tp-size"] == {"aliases": ["--tensor-parallel-size"], "default": 1, "nargs": 1}
-    assert flags["--trust-remote-code"] == {"default": False, "nargs": 0}
+    assert flags["--tp-size"] == {"aliases": ["--tensor-parallel-size"], "nargs": 1}
+    assert flags["--trust-remote-code"] == {"nargs": 0}
     assert flags["--load-format"]["choices"] == ["auto", "dummy", "pt"]           # a list concatenation of a constant
     assert flags["--kv-dtype"]["choices"] == ["auto", "fp8"]                      # Optional[Literal[...]]
-    assert flags["--overlap"] == {"aliases": ["--no-overlap"], "default": None, "nargs": 0}
+    assert flags["--overlap"] == {"aliases": ["--no-overlap"], "nargs": 0}
     assert flags["--grpc-mode"]["deprecated"] and flags["--grpc-mode"]["replacement"] == "--smg-grpc-mode"
     assert flags["--attention-backend"]["choices"] == ["fa3", "flashinfer", "triton"]   # a constant of another module
     assert "choices" not in flags["--reasoning-parser"]                           # a registry: unknown, so not checked
@@ -97,7 +97,7 @@ def test_each_class_reported_once(tmp_path: Path, capsys: pytest.CaptureFixture[
         ("--enable-dp-attention", "deprecated"), ("--no-such-flag", "unknown-flag"),
         ("--nsa-prefill-backend", "removed-in"), ("--tp", "abbreviation-only")]
     details = {f["flag"]: f["detail"] for f in doc["cells"][0]["findings"]}
-    assert details["--nsa-prefill-backend"] == "0.5.22 (last in 0.5.19)"
+    assert details["--nsa-prefill-backend"] == "0.5.20 (last in 0.5.19); use --dsa-prefill-backend"   # the successor its source names
     assert details["--enable-dp-attention"] == "use --attn-dp-size <dp-size>"
     assert details["--tp"] == "accepted only as an abbreviation of --tp-size"
     assert details["--cuda-graph-max-bs"].startswith("could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill")
@@ -131,14 +131,32 @@ def test_clean_flags_and_placeholders_pass(tmp_path: Path, capsys: pytest.Captur
     assert run(capsys, str(points_file(tmp_path, ("key", RELEASE_23, blocks)))) [0] == 0
 
 
-def test_unknown_version_is_reported_not_guessed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = points_file(tmp_path, ("key", NIGHTLY, [worker(["--no-such-flag"])]))
-    code, doc = run(capsys, str(path))
-    assert code == 0 and classes(doc) == [("", "unknown-version")]
-    assert doc["cells"][0]["versions"] == {} and doc["cells"][0]["checked_flags"] == 0
-    code, doc = run(capsys, str(path), "--engine-version", "0.5.23")
-    assert code == 1 and classes(doc) == [("--no-such-flag", "unknown-flag")]
-    assert doc["cells"][0]["versions"] == {"sglang": "0.5.23"}
+def test_a_nightly_is_checked_against_the_releases_around_its_date(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 2026-10-15 lies between sglang 0.5.21 (first on PyPI 2026-10-01) and 0.5.22 (2026-10-16): both catalogs check it.
+    blocks = [worker(["--no-such-flag"], ["--swa-prefix-tails", "2"], ["--cuda-graph-tc-compiler", "eager"], ["--tp-size", "4"])]
+    code, doc = run(capsys, str(points_file(tmp_path, ("key", NIGHTLY, blocks))))
+    cell = doc["cells"][0]
+    assert code == 1 and cell["versions"] == {"sglang": "0.5.21/0.5.22"} and cell["coverage"] == "bracket"
+    assert cell["bases"][0]["note"].endswith("2026-10-15 lies between the releases 0.5.21 (2026-10-01) and 0.5.22 (2026-10-16)")
+    # refused by both: a finding; by the later release only (removed in 0.5.22): a warning that does not fail the run
+    assert classes(doc) == [("--cuda-graph-tc-compiler", "bracket-only"), ("--no-such-flag", "unknown-flag")]
+    detail = {f["flag"]: f["detail"] for f in cell["findings"]}["--cuda-graph-tc-compiler"]
+    assert detail.startswith("sglang 0.5.22 refuses it (removed-in: 0.5.22 (last in 0.5.21)")
+    assert run(capsys, str(points_file(tmp_path, ("key", NIGHTLY, [worker(["--cuda-graph-tc-compiler", "eager"])]))))[0] == 0
+
+
+def test_a_build_newer_or_undated_is_checked_against_the_newest_but_not_trusted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocks = [worker(["--no-such-flag"])]
+    newer = "lmsysorg/sglang:nightly-dev-cu13-20261201-0123abcd"    # after 0.5.23 (2026-10-30), the newest release
+    code, doc = run(capsys, str(points_file(tmp_path, ("key", newer, blocks))))
+    assert code == 0 and doc["cells"][0]["versions"] == {"sglang": "0.5.23"} and doc["cells"][0]["coverage"] == "unchecked"
+    assert classes(doc) == [("", "newer-than-catalogs"), ("--no-such-flag", "unknown-flag")]
+    assert [f["certain"] for f in doc["cells"][0]["findings"] if f["flag"]] == [False]
+    undated = "lmsysorg/sglang:dev-cu13-nightly-09242"               # a tag with no full date (deepseek-v4.jsx)
+    code, doc = run(capsys, str(points_file(tmp_path, ("key", undated, blocks))))
+    assert code == 0 and classes(doc) == [("", "approximate"), ("--no-such-flag", "unknown-flag")]
+    code, doc = run(capsys, str(points_file(tmp_path, ("key", undated, blocks))), "--engine-version", "0.5.23")
+    assert code == 1 and classes(doc) == [("--no-such-flag", "unknown-flag")] and doc["cells"][0]["coverage"] == "exact"
 
 
 def test_dynamo_wrapper_reads_its_own_flags_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -151,21 +169,30 @@ def test_dynamo_wrapper_reads_its_own_flags_first(tmp_path: Path, capsys: pytest
     bad = [worker(["--request-plane", "carrier-pigeon"], cmd=dynamo)]
     code, doc = run(capsys, str(points_file(tmp_path, ("key", "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.2.1", bad))))
     assert (code, classes(doc)) == (1, [("--request-plane", "bad-choice")])
-    # An SGLang release image names no Dynamo version: the wrapper's flags are said to be unchecked.
+    # An SGLang release image names no Dynamo version: the newest ai-dynamo catalog reads the wrapper's flags, approximately.
     code, doc = run(capsys, str(points_file(tmp_path, ("key", RELEASE_19, blocks))))
-    assert (code, classes(doc)) == (0, [("--request-plane", "wrapper-flag")])
+    assert (code, classes(doc), doc["cells"][0]["coverage"]) == (0, [("", "approximate")], "unchecked")
+    # An install step's pin names it: a dev build published on PyPI has its own catalog.
+    pinned = [{**blocks[0], "preamble": ['pip install "ai-dynamo-runtime==1.6.0.dev20261014" "ai-dynamo==1.6.0.dev20261014"']}]
+    code, doc = run(capsys, str(points_file(tmp_path, ("key", RELEASE_19, pinned))))
+    assert (code, classes(doc), doc["cells"][0]["versions"]) == (0, [], {"ai-dynamo": "1.6.0.dev20261014", "sglang": "0.5.19"})
+    # A pin with no catalog of its own lies between two releases that have one: 1.3.0.dev1 between 1.2.1 and 1.3.0.post1.
+    early = [{**blocks[0], "preamble": ['pip install "ai-dynamo==1.3.0.dev1"']}]
+    code, doc = run(capsys, str(points_file(tmp_path, ("key", RELEASE_19, early))))
+    assert (code, doc["cells"][0]["versions"]["ai-dynamo"], doc["cells"][0]["coverage"]) == (0, "1.2.1/1.3.0.post1", "bracket")
 
 
 def test_text_report_groups_per_cell_with_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = points_file(tmp_path, ("a", RELEASE_23, [worker(["--tp", "2"])]), ("b", NIGHTLY, [worker(["--tp", "2"])]))
     assert main(["flags", "--cookbook", str(path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "a (sglang 0.5.23): 1 flags checked",
+        "a (sglang 0.5.23): 1 flags checked, exact",
         "  abbreviation-only: agg: --tp: accepted only as an abbreviation of --tp-size",
-        "b (version unknown): 0 flags checked",
-        "  unknown-version: agg: sglang version unknown: a nightly or dev build of SGLang's main branch; no source states the "
-        f"release line of its commit (image {NIGHTLY}); give --engine-version to check",
-        "2 cells, 1 flags checked: 1 abbreviation-only, 1 unknown-version",
+        "b (sglang 0.5.21/0.5.22): 1 flags checked, bracket",
+        "  sglang bracket: a nightly build of the SGLang main branch of 2026-10-15 (commit a6a8c560): the tag names its day; "
+        "2026-10-15 lies between the releases 0.5.21 (2026-10-01) and 0.5.22 (2026-10-16)",
+        "  abbreviation-only: agg: --tp: accepted only as an abbreviation of --tp-size",
+        "2 cells (1 exact (50 %), 1 bracket (50 %), 0 unchecked (0 %)), 2 flags checked: 2 abbreviation-only",
     ]
 
 
@@ -231,8 +258,10 @@ def test_build_shows_a_flag_badge_per_cell() -> None:
     files = pages.site_files(changed, templates, dt.date(2026, 12, 1))
     text = "".join(files[pages.cell_path(page, c)] for c in page.cells)     # the provenance card of each deployment page
     assert text.count("cb-status-flags-fail") == 1
-    assert "flags-fail</span> 1 flag&#40;s&#41; the pinned sglang 0.5.23 would refuse&#58; --no-such-flag &#40;unknown-flag&#41;" in text
-    assert text.count("cb-status-flags-unchecked") == len([c for c in page.cells if c.config_key in bundled_keys("sglang")]) - 1
+    assert "flags-fail</span> 1 flag&#40;s&#41; ai-dynamo 1.6.1, dynamo-frontend 1.6.1, sglang 0.5.23 would refuse&#58; --no-such-flag &#40;unknown-flag&#41;" in text
+    # the SGLang cells' nightly is checked against the releases around its date; the vLLM cells have no catalog
+    assert text.count("cb-status-flags-unchecked") == len([c for c in page.cells if c.config_key not in bundled_keys("sglang")]) > 0
+    assert "flags-unchecked</span> not checked&#58; vllm&#58; approximate &#40;vllm 0.34.0&#41;&#58; vllm version unknown" in text
 
 
 # --- the diff fails on a flag the pinned version refuses ------------------------------------------

@@ -55,14 +55,14 @@ def _checks(args: argparse.Namespace) -> list[CellCheck]:
         known = sorted({v for items in shipped_versions().values() for v in items})
         if args.engine_version not in known:
             raise CookbookError.usage("--engine-version", unknown("engine version (no flag catalog)", args.engine_version, known))
-    points = [(cell, image, blocks) for config, cell, image, blocks in _published(args) if not args.config or config == args.config]
+    points = [(cell, image, blocks, install) for config, cell, image, blocks, install in _published(args) if not args.config or config == args.config]
     if not points:
         raise CookbookError.usage("--config", f"no cell of config {args.config!r} in the cookbook")
     return check_points(points, args.engine_version)
 
 
-def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tuple[Any, ...]]]:
-    """(config key, cell id, image, blocks) per point of what the arguments name."""
+def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tuple[Any, ...], tuple[str, ...]]]:
+    """(config key, cell id, image, blocks, install steps) per point of what the arguments name."""
     given = [p for p in (args.module, args.cookbook) if p is not None]
     if args.source is not None:
         if given or not args.config:
@@ -74,14 +74,22 @@ def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tup
         if not args.source.is_dir():
             raise CookbookError.at(str(args.source), 0, "--source", "checkout not found")
         rendered = render_all_points(Workspace(args.source), load_policy(None), args.config, settings=False)
-        return [(args.config, args.config, r.deployment.image or None, r.deployment.blocks) for r in rendered]
+        return [(args.config, args.config, r.deployment.image or None, r.deployment.blocks, _wheel(r.point.typed)) for r in rendered]
     if len(given) > 1:
         raise CookbookError.usage("--cookbook", "give one cookbook: MODULE or --cookbook M")
     path = given[0] if given else bundled(EXAMPLE_MANIFEST)
     from ..diff.sources import read_cookbook
 
     source = read_cookbook(path).source
-    return [(p.config, p.cell, p.image, p.blocks) for config in source.configs for p in source.points(config).points]
+    return [(p.config, p.cell, p.image, p.blocks, p.install or ()) for config in source.configs for p in source.points(config).points]
+
+
+def _wheel(typed: Any) -> tuple[str, ...]:
+    """The ai-dynamo wheel a recipe installs (`dynamo: {install: true, source: {wheel: V}}`), as an install step."""
+    extra = typed.dynamo.model_extra or {}
+    source = extra.get("source")
+    wheel = source.get("wheel") if isinstance(source, dict) else None
+    return (f"pip install ai-dynamo=={wheel}",) if wheel and extra.get("install") is True else ()
 
 
 def counts(checks: list[CellCheck]) -> dict[str, int]:
@@ -92,19 +100,30 @@ def counts(checks: list[CellCheck]) -> dict[str, int]:
     return {cls: found[cls] for cls in CLASSES if found[cls]}
 
 
+def coverage(checks: list[CellCheck]) -> dict[str, int]:
+    """Cells whose worker flags were all checked exactly, against the releases around their build, or not."""
+    found = Counter(c.coverage for c in checks)
+    return {kind: found[kind] for kind in ("exact", "bracket", "unchecked")}
+
+
 def as_text(checks: list[CellCheck]) -> str:
     lines: list[str] = []
     for check in checks:
         versions = ", ".join(f"{e} {v}" for e, v in sorted(check.versions.items())) or "version unknown"
-        lines.append(f"{check.cell} ({versions}): {check.checked_flags} flags checked")
+        lines.append(f"{check.cell} ({versions}): {check.checked_flags} flags checked, {check.coverage}")
+        lines += [f"  {b.engine} {b.kind}: {b.note}" for b in check.bases if b.kind == "bracket"]
         for f in check.findings:
-            where = f"{f.block}: {f.flag}: " if f.flag else f"{f.block}: "
+            where = f"{f.block}: {f.flag}: " if f.flag else (f"{f.block}: " if f.block else "")
             lines.append(f"  {f.cls}: {where}{f.detail}")
+        if check.unchecked_workers:
+            lines.append(f"  worker flags not checked (no catalog for the command): {', '.join(check.unchecked_workers)}")
         if check.unchecked_blocks:
             lines.append(f"  not checked (no catalog for the command): {', '.join(check.unchecked_blocks)}")
     total = counts(checks)
     summary = ", ".join(f"{n} {cls}" for cls, n in total.items()) or "no findings"
-    lines.append(f"{len(checks)} cells, {sum(c.checked_flags for c in checks)} flags checked: {summary}")
+    cover = coverage(checks)
+    share = ", ".join(f"{n} {kind} ({100 * n / len(checks):.0f} %)" for kind, n in cover.items()) if checks else "none"
+    lines.append(f"{len(checks)} cells ({share}), {sum(c.checked_flags for c in checks)} flags checked: {summary}")
     return "\n".join(lines) + "\n"
 
 
@@ -114,7 +133,11 @@ def as_json(checks: list[CellCheck]) -> str:
     doc = {
         "exit": 1 if failing(checks) else 0,
         "counts": counts(checks),
+        "coverage": coverage(checks),
         "cells": [{"cell": c.cell, "versions": dict(sorted(c.versions.items())), "checked_flags": c.checked_flags,
-                   "findings": [f.to_json() for f in c.findings], "unchecked_blocks": list(c.unchecked_blocks)} for c in checks],
+                   "coverage": c.coverage, "bases": [{"engine": b.engine, "kind": b.kind, "catalogs": [x.version for x in b.catalogs],
+                                                      "note": b.note} for b in c.bases],
+                   "findings": [f.to_json() for f in c.findings], "unchecked_blocks": list(c.unchecked_blocks),
+                   "unchecked_workers": list(c.unchecked_workers)} for c in checks],
     }
     return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"

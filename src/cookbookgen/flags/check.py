@@ -1,31 +1,44 @@
-"""Check every flag of a cell's worker blocks against the parser of the engine version the cell pins. No I/O.
+"""Check every flag of a cell's worker blocks against the parser of the engine version the cell runs. No I/O.
 
 The parser is emulated as Python's argparse (3.11, `allow_abbrev=True`) reads an option string:
 - an exact option string (or `--name=value`) is that option;
 - otherwise a `--prefix` of exactly one option string is that option (`abbreviation-only`), a prefix
   of several is refused (`ambiguous-abbreviation`: the server does not start);
 - anything else is unrecognised (`unknown-flag`, with the nearest names), or `removed-in` when an
-  older catalog of the engine has it.
+  older catalog of the engine has it (with its successor, from the catalog or `renames.yaml`).
 Then the option's values: a switch given a value (`unexpected-value`), a valued flag given none or
 too many (`missing-value` / `unexpected-value`), a value outside its choices (`bad-choice`);
 `deprecated` flags (with the replacement their help or action names) still start the server.
 A wrapper (`python3 -m dynamo.sglang`) reads its own flags first and hands the rest to the engine.
-Each finding is reported once per cell and block.
+
+Which catalogs (`catalog.basis`): the version the image or an install step pins (`exact`); for a nightly
+or dev build, the releases around its date or version (`bracket`: a flag refused by both is a finding,
+by one only a `bracket-only` warning); the newest catalog for a build newer than all of them
+(`newer-than-catalogs`) or the nearest when nothing dates the build (`approximate`): then a refused
+flag is reported but is not known to stop the server. Each finding is reported once per cell and block.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Literal, Sequence, get_args
 
 from ..render.model import Block
-from .catalog import Catalog, Option, catalog, engines, history, shipped_versions, version_key
+from .catalog import Basis, Catalog, Option, basis, engines, history, renames, version_key
+from .catalog import catalog as load_catalog
 
 FlagClass = Literal["unknown-flag", "removed-in", "ambiguous-abbreviation", "bad-choice", "missing-value", "unexpected-value",
-                    "deprecated", "abbreviation-only", "wrapper-flag", "unknown-version"]
+                    "bracket-only", "deprecated", "abbreviation-only", "wrapper-flag", "unknown-version", "newer-than-catalogs",
+                    "approximate"]
 CLASSES: tuple[FlagClass, ...] = get_args(FlagClass)
 FAILING: frozenset[FlagClass] = frozenset(CLASSES[:6])   # the server would refuse to start
+UNCERTAIN: frozenset[FlagClass] = frozenset(("unknown-version", "newer-than-catalogs", "approximate", "wrapper-flag"))
+_DYNAMO_PIN = re.compile(r"ai-dynamo(?:-runtime)?==([^\s\"']+)")
+_DYNAMO_SOURCE = re.compile(r"(?:ai-dynamo/dynamo(?:/commit/|/tree/|\.git@|@)|-C dynamo checkout )([0-9a-f]{7,40})")
 
 
 @dataclass(frozen=True)
@@ -35,10 +48,12 @@ class FlagFinding:
     flag: str           # as published
     cls: FlagClass
     detail: str
-    version: str = ""   # the catalog it was checked against, e.g. `sglang 0.5.23`
+    version: str = ""   # the catalogs it was checked against, e.g. `sglang 0.5.23` or `sglang 0.5.21/0.5.22`
+    certain: bool = True   # checked exactly or against both releases around the build: a failing class stops the server
 
-    def to_json(self) -> dict[str, str]:
-        return {"cell": self.cell, "block": self.block, "flag": self.flag, "class": self.cls, "detail": self.detail, "version": self.version}
+    def to_json(self) -> dict[str, object]:
+        return {"cell": self.cell, "block": self.block, "flag": self.flag, "class": self.cls, "detail": self.detail,
+                "version": self.version, "certain": self.certain}
 
 
 @dataclass(frozen=True)
@@ -46,99 +61,215 @@ class CellCheck:
     """What the check of one cell found, plus what it could not check."""
 
     cell: str
-    versions: dict[str, str]
+    versions: dict[str, str]            # engine -> the catalog versions used (`0.5.21/0.5.22` for a bracket)
     findings: tuple[FlagFinding, ...]
     checked_flags: int
     unchecked_blocks: tuple[str, ...]   # titles of the blocks with no catalog for their command
     why: str = ""                       # where the versions come from (flags/engines.yaml), or why there are none
+    bases: tuple[Basis, ...] = ()       # per engine: which catalogs, and how they were chosen
+    unchecked_workers: tuple[str, ...] = ()   # worker blocks whose command no catalog reads
+
+    @property
+    def coverage(self) -> str:
+        """`exact` (every worker flag against its version's own catalog), `bracket` (some against the
+        releases around a nightly), or `unchecked` (a worker's version or command has no certain catalog)."""
+        if self.unchecked_workers or not self.bases or any(not b.certain for b in self.bases):
+            return "unchecked"
+        return "bracket" if any(b.kind == "bracket" for b in self.bases) else "exact"
 
     @property
     def badge(self) -> str:
-        """One word for the cell: `flags-fail` (a flag would stop the server), `flags-unchecked` (no
-        catalog for the version), `flags-deprecated`, or `flags-ok`."""
-        found = {f.cls for f in self.findings}
-        if found & FAILING:
+        """One word for the cell: `flags-fail` (a flag would stop the server), `flags-unchecked` (a worker
+        flag not checked against its version or the releases around it), `flags-deprecated`, or `flags-ok`."""
+        if any(f.cls in FAILING and f.certain for f in self.findings):
             return "flags-fail"
-        if "unknown-version" in found:
+        if self.coverage == "unchecked":
             return "flags-unchecked"
-        return "flags-deprecated" if "deprecated" in found else "flags-ok"
+        return "flags-deprecated" if any(f.cls == "deprecated" for f in self.findings) else "flags-ok"
 
     @property
     def summary(self) -> str:
-        """The badge's sentence, naming the flags behind it."""
-        versions = ", ".join(f"{e} {v}" for e, v in sorted(self.versions.items()))
-        failing = sorted({f"{f.flag} ({f.cls})" for f in self.findings if f.cls in FAILING})
+        """The badge's sentence, naming the flags and the catalogs behind it."""
+        used = ", ".join(b.label for b in self.bases) or "no catalog"
+        failing = sorted({f"{f.flag} ({f.cls})" for f in self.findings if f.cls in FAILING and f.certain})
         if failing:
-            return f"{len(failing)} flag(s) the pinned {versions} would refuse: {', '.join(failing)}"
-        if any(f.cls == "unknown-version" for f in self.findings):
-            return f"not checked: no flag catalog for {versions}" if versions else f"not checked: engine version unknown ({self.why})"
-        deprecated = sorted({f.flag for f in self.findings if f.cls == "deprecated"})
-        tail = f"; deprecated: {', '.join(deprecated)}" if deprecated else ""
-        return f"every flag is accepted by {versions}{tail}"
+            return f"{len(failing)} flag(s) {used} would refuse: {', '.join(failing)}"
+        if self.coverage == "unchecked":
+            return "not checked: " + "; ".join(self._reasons())
+        notes = [f"deprecated: {', '.join(sorted({f.flag for f in self.findings if f.cls == 'deprecated'}))}"] \
+            if any(f.cls == "deprecated" for f in self.findings) else []
+        if any(f.cls == "bracket-only" for f in self.findings):
+            notes.append(f"accepted by only one release around the build: {', '.join(sorted({f.flag for f in self.findings if f.cls == 'bracket-only'}))}")
+        if self.unchecked_blocks:
+            notes.append(f"no catalog for: {', '.join(self.unchecked_blocks)}")
+        how = "the releases around the build, " if self.coverage == "bracket" else ""
+        return f"every worker flag is accepted by {how}{used}" + "".join(f"; {n}" for n in notes)
+
+    def _reasons(self) -> list[str]:
+        reasons = [f"no flag catalog for the command of {', '.join(self.unchecked_workers)}"] if self.unchecked_workers else []
+        reasons += [f"{b.engine}: {b.kind} ({b.label}): {b.note}" for b in self.bases if not b.certain]
+        return reasons or ["the cell has no worker block"]
 
 
-def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_version: str | None = None) -> CellCheck:
-    """Every flag of the cell's worker blocks, against the catalogs of the versions its image pins
-    (`engine_version` replaces the engine's: the last catalog of a block's command)."""
+def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_version: str | None = None,
+               install: Sequence[str] = ()) -> CellCheck:
+    """Every flag of the cell's worker blocks, against the catalogs of the versions its image and install
+    steps pin, or of the releases around its build (`engine_version` replaces the engine's: the last
+    parser of a block's command)."""
     table = engines()
-    versions, why = table.versions(image)
+    blocks = list(blocks)
+    steps = tuple(install) + tuple(line for b in blocks for line in b.preamble)
+    pinned, dates, why = table.resolve(image)
+    chosen: dict[str, Basis] = {}
     findings: dict[tuple[str, str, str, str], FlagFinding] = {}
     unchecked: list[str] = []
+    workers: list[str] = []
     checked = 0
     for block in blocks:
-        parsers = table.commands.get(block.cmd)
-        if block.kind != "worker" or not parsers:
-            if block.title not in unchecked:
-                unchecked.append(block.title)
+        parsers = table.parsers(block.cmd)
+        if not parsers:
+            into = workers if block.kind == "worker" else unchecked
+            if block.title not in into:
+                into.append(block.title)
             continue
-        if engine_version:
-            versions = {**versions, parsers[-1]: engine_version}
-        engine = catalog(parsers[-1], versions.get(parsers[-1]))
+        chain = []
+        for i, engine in enumerate(parsers):
+            key = engine if not (engine_version and i == len(parsers) - 1) else f"{engine}={engine_version}"
+            if key not in chosen:
+                chosen[key] = _basis(engine, engine_version if key != engine else None, pinned, dates, why, steps, image)
+            chain.append(chosen[key])
         name = block.role or block.kind
-        if engine is None:
-            if ("", "", "", "unknown-version") not in findings:     # reported once, for the first such block
-                detail = _no_version(parsers[-1], versions.get(parsers[-1]), why, image)
-                findings[("", "", "", "unknown-version")] = FlagFinding(cell, name, "", "unknown-version", detail)
+        for arg in block.args:
+            owner = table.options_files.get(parsers[0], {}).get(arg[0].partition("=")[0])
+            if owner is not None and owner not in chosen:   # the file's keys are that engine's options: checked only with its catalog
+                chosen[owner] = _basis(owner, None, pinned, dates, why, steps, image)
+            if owner is not None and not chosen[owner].catalogs:
+                findings.setdefault((name, arg[0], "", "unknown-version"), FlagFinding(
+                    cell, name, arg[0], "unknown-version", f"the options file {' '.join(arg[1:])} holds {owner} options: {chosen[owner].note}",
+                    certain=False))
+        if not chain[-1].catalogs:
+            findings.setdefault(("", "", "", "unknown-version"), FlagFinding(cell, name, "", "unknown-version", chain[-1].note, certain=False))
             continue
-        wrappers = parsers[:-1]
         for arg in block.args:
             checked += 1
-            for found in _check_arg(arg, wrappers, versions, engine):
+            for found in _check_bracketed(arg, chain):
                 findings.setdefault((name, found[0], found[1], found[2]), FlagFinding(cell, name, *found))
-    return CellCheck(cell, versions, tuple(findings.values()), checked, tuple(unchecked), why)
+    for b in chosen.values():
+        if b.kind == "newer-than-catalogs" or b.kind == "approximate":
+            findings.setdefault(("", b.engine, "", b.kind), FlagFinding(cell, "", "", b.kind, f"{b.label}: {b.note}", b.label, False))
+    bases = tuple(sorted(chosen.values(), key=lambda b: b.engine))
+    versions = {b.engine: "/".join(c.version for c in b.catalogs) or "unknown" for b in bases}
+    return CellCheck(cell, versions, tuple(findings.values()), checked, tuple(unchecked), why, bases, tuple(workers))
 
 
-def check_points(points: Iterable[tuple[str, str | None, Iterable[Block]]], engine_version: str | None = None) -> list[CellCheck]:
-    """`check_cell` per cell of (cell id, image, blocks) points, cells in order of first appearance."""
-    cells: dict[str, tuple[str | None, list[Block]]] = {}
-    for cell, image, blocks in points:
-        cells.setdefault(cell, (image, []))[1].extend(blocks)
-    return [check_cell(cell, image, blocks, engine_version) for cell, (image, blocks) in cells.items()]
+def check_points(points: Iterable[tuple[str, str | None, Iterable[Block]]] | Iterable[tuple[str, str | None, Iterable[Block], Sequence[str]]],
+                 engine_version: str | None = None) -> list[CellCheck]:
+    """`check_cell` per cell of (cell id, image, blocks[, install steps]) points, cells in order of first appearance."""
+    cells: dict[str, tuple[str | None, list[Block], list[str]]] = {}
+    for cell, image, blocks, *install in points:
+        entry = cells.setdefault(cell, (image, [], []))
+        entry[1].extend(blocks)
+        entry[2].extend(s for s in (install[0] if install else ()) or () if s not in entry[2])
+    return [check_cell(cell, image, blocks, engine_version, install) for cell, (image, blocks, install) in cells.items()]
 
 
 def failing(checks: Sequence[CellCheck]) -> bool:
-    return any(f.cls in FAILING for c in checks for f in c.findings)
+    return any(f.cls in FAILING and f.certain for c in checks for f in c.findings)
 
 
-def _no_version(engine: str, version: str | None, why: str, image: str | None) -> str:
-    if version:
-        known = ", ".join(shipped_versions().get(engine, ())) or "none"
-        return f"no {engine} catalog for version {version} (catalogs: {known}); image {image}"
-    return f"{engine} version unknown: {why} (image {image or 'none'}); give --engine-version to check"
+def _basis(engine: str, forced: str | None, pinned: dict[str, str], dates: dict[str, dt.date], why: str,
+           steps: Sequence[str], image: str | None) -> Basis:
+    """The catalogs for one engine of a cell: `--engine-version`, the image's pin, an install step's pin
+    (the Dynamo wrapper), the image's nightly date, else the nearest."""
+    if forced and load_catalog(engine, forced) is not None:     # --engine-version names a version of this engine
+        return basis(engine, forced, None, "--engine-version")
+    if engine in pinned:
+        return basis(engine, pinned[engine], None, why)
+    package = engines().releases.get(engine, engine)     # the Dynamo wrappers are ai-dynamo's
+    day = dates.get(engine) or dates.get(package)
+    if package == "ai-dynamo":
+        pins = sorted({m for s in steps for m in _DYNAMO_PIN.findall(s)}, key=version_key)
+        if pins:
+            return basis(engine, pins[-1], None, f"the install step pins ai-dynamo {pins[-1]}")
+        source = next((m for s in steps for m in _DYNAMO_SOURCE.findall(s)), None)
+        if source is not None:
+            found = basis(engine, None, day, f"Dynamo built from source at commit {source[:12]}, which no release dates")
+            return Basis(engine, "approximate", found.catalogs, found.note)
+        if day is not None:
+            return basis(engine, None, day, f"the Dynamo the image of {day} ships (no install step)")
+    if day is not None:
+        return basis(engine, None, day, why)
+    return basis(engine, None, None, f"{engine} version unknown: {why} (image {image or 'none'})")
 
 
-Found = tuple[str, FlagClass, str, str]   # flag, class, detail, catalog label
+Found = tuple[str, FlagClass, str, str, bool]   # flag, class, detail, catalogs, certain
 
 
-def _check_arg(arg: tuple[str, ...], wrappers: Sequence[str], versions: dict[str, str], engine: Catalog) -> list[Found]:
+def _check_bracketed(arg: tuple[str, ...], chain: Sequence[Basis]) -> list[Found]:
+    """One flag against each side of the chain's catalogs (lower releases together, then upper)."""
+    sides = max(len(b.catalogs) for b in chain)
+    name = arg[0].partition("=")[0]
+    # a wrapper of uncertain version leaves a flag uncertain only if some release of the wrapper has it
+    certain = chain[-1].certain and all(b.certain or not any(name in c.options for c in history(b.engine)) for b in chain[:-1])
+    runs = []
+    near = tuple((c.engine, c.version) for b in chain for c in b.catalogs)   # "did you mean" draws on every parser of the chain
+    for i in range(sides):
+        cats = tuple((c.engine, c.version) if c is not None else None
+                     for c in (b.catalogs[min(i, len(b.catalogs) - 1)] if b.catalogs else None for b in chain))
+        runs.append(_check_arg_once(arg, cats, near))
+    label = " + ".join(b.label for b in chain if b.catalogs)
+    if sides == 1:
+        return [(f, cls, d, label, certain) for f, cls, d, _ in runs[0]]
+    refused = [[r for r in run if r[1] in FAILING] for run in runs]
+    out: list[Found] = []
+    if refused[0] and refused[1]:
+        out += [(f, cls, d, label, certain) for f, cls, d, _ in refused[1]]
+    elif refused[0] or refused[1]:
+        bad = 0 if refused[0] else 1
+        f, cls, d, where = refused[bad][0]
+        out.append((f, "bracket-only", f"{where} refuses it ({cls}: {d}); the other release around the build accepts it", label, certain))
+    seen = {(f, cls) for f, cls, *_ in out}
+    for run in runs:
+        for f, cls, d, _ in run:
+            if cls not in FAILING and (f, cls) not in seen:
+                seen.add((f, cls))
+                out.append((f, cls, d, label, certain))
+    return out
+
+
+Near = tuple[tuple[str, str], ...]   # the (engine, version) catalogs whose names a suggestion draws on
+
+
+@lru_cache(maxsize=65536)
+def _check_arg_once(arg: tuple[str, ...], cats: tuple[tuple[str, str] | None, ...], near: Near) -> list[tuple[str, FlagClass, str, str]]:
+    """`_check_arg` for (engine, version) pairs: the same flag against the same catalogs is read once (a
+    cookbook repeats its flags point after point; an unknown flag's nearest names cost the most)."""
+    found = [load_catalog(*c) if c is not None else None for c in cats]
+    return _check_arg(arg, found[:-1], found[-1], near)    # type: ignore[arg-type]
+
+
+def _check_arg(arg: tuple[str, ...], wrappers: Sequence[Catalog | None], engine: Catalog, near: Near = ()) -> list[tuple[str, FlagClass, str, str]]:
     flag, values = arg[0], list(arg[1:])
-    for wrapper in wrappers:
-        own = catalog(wrapper, versions.get(wrapper))
+    for own in wrappers:
         if own is not None and _match(own, flag)[0] != "unknown":
-            return _check_in(own, flag, values)
-        if own is None and _match(engine, flag)[0] == "unknown" and any(flag.partition("=")[0] in c.options for c in history(wrapper)):
-            return [(flag, "wrapper-flag", f"a flag of the {wrapper} wrapper, whose version the image does not state: not checked", "")]
-    return _check_in(engine, flag, values)
+            return _check_in(own, flag, values, near)
+        if own is None and _match(engine, flag)[0] == "unknown":
+            return [(flag, "wrapper-flag", "no catalog of the wrapper: not checked", "")]
+    found = _check_in(engine, flag, values, near)
+    if wrappers and found and found[0][1] == "unknown-flag":
+        # neither reads it: a flag an older wrapper had is removed there (else the nearest names of every parser)
+        for own in wrappers:
+            gone = _removed(own, flag.partition("=")[0], near) if own is not None else None
+            if gone is not None:
+                return [gone]
+    return found
+
+
+@lru_cache(maxsize=16384)
+def _nearest(name: str, near: Near) -> tuple[str, ...]:
+    """The 3 option strings of those catalogs closest to `name` (difflib, as argparse users expect)."""
+    names = sorted({n for key in near if (c := load_catalog(*key)) is not None for n in c.options} - {name})   # not itself (the other release's)
+    return tuple(difflib.get_close_matches(name, names, n=3, cutoff=0.6))
 
 
 def _match(catalog: Catalog, text: str) -> tuple[str, list[str], str | None]:
@@ -148,7 +279,13 @@ def _match(catalog: Catalog, text: str) -> tuple[str, list[str], str | None]:
     name, eq, value = text.partition("=")
     if eq and name in catalog.options:
         return "exact", [name], value
-    if text.startswith("--"):
+    if any(name.startswith(p) for p in catalog.prefixes):
+        return "prefix", [], value if eq else None
+    if catalog.underscores and name.startswith("--") and "_" in name:
+        return _match(catalog, name.replace("_", "-") + eq + value)
+    if catalog.dotted and name.startswith("--") and "." in name and name.partition(".")[0] in catalog.options:
+        return "dotted", [name.partition(".")[0]], value if eq else None
+    if text.startswith("--") and catalog.abbrev:
         hits = sorted(s for s in catalog.options if s.startswith(name))
         if len(hits) > 1:
             return "ambiguous", hits, None
@@ -157,21 +294,32 @@ def _match(catalog: Catalog, text: str) -> tuple[str, list[str], str | None]:
     return "unknown", [], None
 
 
-def _check_in(catalog: Catalog, flag: str, values: list[str]) -> list[Found]:
+Hit = tuple[str, FlagClass, str, str]   # flag, class, detail, catalog label
+
+
+def _check_in(catalog: Catalog, flag: str, values: list[str], near: Near = ()) -> list[Hit]:
     how, names, explicit = _match(catalog, flag)
     label = catalog.label
     if how == "ambiguous":
         return [(flag, "ambiguous-abbreviation", f"could match {', '.join(names)}; argparse refuses it", label)]
     if how == "unknown":
-        return [_unknown(catalog, flag.partition("=")[0])]
+        return [_unknown(catalog, flag.partition("=")[0], near)]
+    if how == "prefix":
+        return []
     option = catalog.options[names[0]]
-    out: list[Found] = []
+    if how == "dotted":      # one key of a JSON flag: takes one value, whatever the flag's own shape
+        return [] if len(values) + (explicit is not None) == 1 else [(flag, "missing-value" if not values else "unexpected-value",
+                                                                     f"{flag} takes one value", label)]
+    out: list[Hit] = []
     if how == "abbreviation":
         out.append((flag, "abbreviation-only", f"accepted only as an abbreviation of {option.name}", label))
+    if flag.partition("=")[0] in option.obsolete:
+        out.append((flag, "deprecated", f"an old name kept as an alias; use {option.name}", label))
     if option.refused:
-        out.append((flag, "removed-in", f"{catalog.version}: {option.refused}", label))
+        out.append((flag, "removed-in", f"{catalog.version}: {option.refused}{_successor(catalog, option.name, option.replacement)}", label))
     elif option.deprecated:
-        out.append((flag, "deprecated", f"use {option.replacement}" if option.replacement else "deprecated, no replacement named", label))
+        named = _successor(catalog, option.name, option.replacement)
+        out.append((flag, "deprecated", named.removeprefix("; ") if named else "deprecated, no replacement named", label))
     given = ([explicit] if explicit is not None else []) + values
     out += [(flag, cls, detail, label) for cls, detail in _values(option, given)]
     return out
@@ -195,16 +343,44 @@ def _count(nargs: int | str) -> str:
     return {0: "no value", 1: "one value", "?": "at most one value", "*": "any number of values", "+": "one or more values"}.get(nargs, f"{nargs} values")
 
 
-def _unknown(catalog: Catalog, name: str) -> Found:
-    known = history(catalog.engine)
-    older = [c for c in known if version_key(c.version) < version_key(catalog.version)]
+def _successor(catalog: Catalog, name: str, replacement: str | None) -> str:
+    """`; use --new` from the engine's source (the replacement a catalog names), else `renames.yaml`
+    (with its source); and whether the successor is an option of `catalog`."""
+    table = renames(catalog.engine)
+    if replacement:
+        new, why = replacement, ""
+    elif name in table:
+        new, why = table[name][0], f" ({table[name][1]})"
+    else:
+        return ""
+    flag = new.split("=")[0].split(" ")[0]
+    there = f", which {catalog.label} does not have either" if flag.startswith("-") and flag not in catalog.options else ""
+    return f"; use {new}{there}{why}"
+
+
+def _removed(catalog: Catalog, name: str, near: Near = ()) -> Hit | None:
+    """`removed-in` when an older catalog of the engine has the flag, with its successor or the nearest names."""
+    older = [c for c in history(catalog.engine) if version_key(c.version) < version_key(catalog.version)]
     last = next((c for c in reversed(older) if name in c.options), None)
-    if last is not None:
-        gone = next(c for c in older + [catalog] if version_key(c.version) > version_key(last.version))
-        return name, "removed-in", f"{gone.version} (last in {last.version})", catalog.label
-    newer = next((c for c in known if version_key(c.version) > version_key(catalog.version) and name in c.options), None)
-    near = difflib.get_close_matches(name, sorted(catalog.options), n=3, cutoff=0.6)
-    detail = f"did you mean {', '.join(near)}?" if near else "no similar flag"
+    if last is None:
+        return None
+    gone = next(c for c in older + [catalog] if version_key(c.version) > version_key(last.version))
+    was = last.options[name]
+    # the successor: what the source names, else the option the flag was an alias of (same action) if it lives on
+    successor = _successor(catalog, name, was.replacement or (was.name if was.name != name and was.name in catalog.options else None))
+    if not successor:
+        close = _nearest(name, near or ((catalog.engine, catalog.version),))
+        successor = f"; no successor named; nearest: {', '.join(close)}" if close else "; no successor named"
+    return name, "removed-in", f"{gone.version} (last in {last.version}){successor}", catalog.label
+
+
+def _unknown(catalog: Catalog, name: str, near: Near = ()) -> Hit:
+    gone = _removed(catalog, name, near)
+    if gone is not None:
+        return gone
+    newer = next((c for c in history(catalog.engine) if version_key(c.version) > version_key(catalog.version) and name in c.options), None)
+    close = _nearest(name, near or ((catalog.engine, catalog.version),))
+    detail = f"did you mean {', '.join(close)}?" if close else "no similar flag"
     if newer is not None:
         detail = f"first in {newer.version}; {detail}"
     return name, "unknown-flag", detail, catalog.label
