@@ -116,6 +116,13 @@ def kv_tier_of(blocks: Sequence[Block]) -> str:
     return "none"
 
 
+def allocated_gpus(hardware: str | None, nodes: int, fallback: int | None = None) -> int | None:
+    """The GPUs a deployment on `nodes` nodes of `hardware` allocates (`rules/explorer.yaml: gpus_per_node`);
+    `fallback` when the hardware is not in the table."""
+    per_node = cast(dict[str, int], package_yaml("rules/explorer.yaml")["gpus_per_node"]).get(str(hardware).lower())
+    return nodes * per_node if per_node else fallback
+
+
 def golden_al(dep: Deployment) -> str | None:
     for s in dep.settings:
         if s.path.endswith(".env.SGLANG_SIMULATE_ACC_LEN"):

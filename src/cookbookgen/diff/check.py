@@ -173,8 +173,7 @@ def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Polic
         findings = [f for f in findings if f.detail != MISSING]
     runs: list[PointRun] = [(None, findings + flag_mismatches(config, points))]
     memo = PointMemo()
-    index = {r.point_id: i for i, r in enumerate(resolved)}
-    items = {id(p.published): min(index[q.resolved.point_id] for q in pairs if q.published is p.published) for p in pairs}
+    items = {id(p.published): min(_row_index(q) for q in pairs if q.published is p.published) for p in pairs}
     for pair in pairs:
         expect = point_expect(pair.resolved, policy)
         claims = claim_findings(expect, pair.resolved.recipe.data, pair.published, items[id(pair.published)])
@@ -185,10 +184,18 @@ def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Polic
     return ConfigCheck(config, runs, [], pairs, cells)
 
 
+def _row_index(pair: Pair) -> int:
+    """The master search-space row a paired point comes from (what a module's `item` names)."""
+    return pair.resolved.row.index if pair.resolved.row else 0
+
+
 def _cell_state(state: CellState, pairs: list[Pair], unknown_overrides: set[str | None]) -> CellState:
-    """A cell is checked when a point of it paired; unpaired when none did because it cites overrides no master row uses."""
+    """A cell is checked when a point of it paired; unpaired when none did: because it cites overrides no
+    master row uses, or because no master row (or more than one) serves each of its points."""
     if not pairs and unknown_overrides and None not in unknown_overrides:
         return replace(state, state="unpaired", reason="selector-missing", detail=", ".join(sorted(map(str, unknown_overrides))))
+    if not pairs:
+        return replace(state, state="unpaired", reason="no-point-paired", detail="each point's reason is among its config's findings")
     return replace(state, points=tuple(p.resolved.point_id for p in pairs), recipe=", ".join(dict.fromkeys(p.resolved.recipe.label for p in pairs)))
 
 
@@ -285,8 +292,8 @@ def _section(job: _Job, config: str) -> Section:
     runs = checked.runs + [(None, checked.variants)]
     classes = Counter[str](f.cls for _, found in runs for f in found)
     if job.markdown:
-        text = md_config(config, flatten(runs), folded=not classes["mismatch"])
-    elif not (classes["mismatch"] or job.verbose):
+        text = md_config(config, flatten(runs), folded=not (classes["mismatch"] or classes["prohibited"]))
+    elif not (classes["mismatch"] or classes["prohibited"] or job.verbose):
         text = ""
     else:
         text = text_config(job.color, config, runs, job.verbose)

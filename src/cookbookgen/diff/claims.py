@@ -1,7 +1,7 @@
 """What a published point claims besides its commands, checked against the master row and recipe. No I/O.
 
 An AgentX module says, per cell and point: the GPUs the cell takes, a label naming its prefill/decode
-worker counts (`4P1D`), the benchmark item (the point's index in the config, `item`), the KV tier and
+worker counts (`4P1D`), the benchmark item (`item`: the index of the point's master search-space row), the KV tier and
 router it was measured with, and the Dynamo it installs (`routers.dynamo.install`). Artifacts that do
 not say (None) are not checked.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..cells.describe import kv_tier_of, router_of
+from ..cells.describe import allocated_gpus, kv_tier_of, router_of
 from .expect import PointExpect, RoleTopology
 from .model import DIFFERENT, Finding, PublishedPoint
 
@@ -26,8 +26,8 @@ def claim_findings(expect: PointExpect, data: dict[str, Any], point: PublishedPo
     """A finding per claim the published point makes: match, or mismatch naming the recipe's value."""
     roles = expect.roles
     claims: list[tuple[str, object, object, str]] = [
-        ("item", point.item, item, "the point's index among the master config's points"),
-        ("gpus", point.gpus, sum(t.workers * t.gpus for t in roles.values()), "GPUs of every worker of the recipe"),
+        ("item", point.item, item, "the index of the point's row in the master config's search space"),
+        ("gpus", point.gpus, _allocated(expect, data, point.hardware), "GPUs the recipe's nodes hold (nodes x GPUs per node of the hardware)"),
         ("kv", point.kv, kv_tier_of(point.blocks), "the KV tier the published commands run"),
         ("router", point.router, router_of(point.blocks), "the router the published commands run"),
     ]
@@ -40,6 +40,14 @@ def claim_findings(expect: PointExpect, data: dict[str, Any], point: PublishedPo
     return [Finding(expect.config, expect.point, "cell", "claim", name, "match" if str(got) == str(want) else "mismatch",
                     detail="as the recipe says" if str(got) == str(want) else DIFFERENT, recipe=str(want), cookbook=str(got), reason=why)
             for name, got, want, why in claims if got is not None]
+
+
+def _allocated(expect: PointExpect, data: dict[str, Any], hardware: str | None) -> int | None:
+    """The GPUs a point allocates: its worker nodes times the GPUs per node of its hardware (of the recipe's
+    `resources.gpus_per_node` when the hardware is not known)."""
+    nodes = sum(t.expected_nodes for t in expect.roles.values())
+    per_node = int(_mapping(data.get("resources")).get("gpus_per_node") or 4)
+    return allocated_gpus(hardware or _mapping(data.get("resources")).get("gpu_type"), nodes, nodes * per_node)
 
 
 def _role_labels(title: str, roles: dict[str, RoleTopology]) -> list[tuple[str, object, object, str]]:

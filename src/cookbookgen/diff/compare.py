@@ -564,11 +564,12 @@ def _leaf_role(ctx: Ctx, leaf: Leaf) -> str:
 
 
 def _ruled(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str) -> Finding:
-    """A leaf the policy drops (its class, `excluded`) or prohibits (a mismatch)."""
+    """A leaf the policy drops (its class, `excluded`) or prohibits (class `prohibited`: the run used a
+    setting no cookbook may publish, which fails the gate whether the cookbook shows it or not)."""
     rule = leaf.rule
     assert rule is not None
     prohibited = rule.cls == "prohibited"
-    return ctx.finding(role, kind, item, "mismatch" if prohibited else rule.cls, detail="prohibited by the policy" if prohibited else "excluded",
+    return ctx.finding(role, kind, item, rule.cls, detail="prohibited by the policy" if prohibited else "excluded",
                        recipe=_show_value(leaf.value), reason=rule.reason, rule=rule.text, path=leaf.dotted, where=leaf.where)
 
 

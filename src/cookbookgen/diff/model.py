@@ -12,10 +12,13 @@ from typing import Literal, get_args
 from ..render.model import Block
 
 FindingClass = Literal[
-    "mismatch", "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "unverified", "derived"
+    "mismatch", "prohibited", "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "unverified", "derived"
 ]
 CLASSES: tuple[FindingClass, ...] = get_args(FindingClass)     # in the order reports count them
-UnpairedReason = Literal["commit-missing", "no-master-entry", "recipe-missing", "framework-unsupported", "selector-missing"]
+FAILING: frozenset[str] = frozenset(("mismatch", "prohibited"))
+"""The classes that fail a diff: a difference from the recipe, and a setting the policy prohibits."""
+UnpairedReason = Literal["commit-missing", "no-master-entry", "recipe-missing", "framework-unsupported", "selector-missing",
+                         "no-point-paired"]
 """Why a published cell was not checked (meanings in `classes.yaml`, `cookbookgen diff --explain`)."""
 MISSING = "missing from the cookbook"
 EXTRA = "extra in the cookbook"
@@ -48,7 +51,8 @@ class Finding:
 
     @property
     def is_mismatch(self) -> bool:
-        return self.cls == "mismatch"
+        """Whether the finding fails the run (a mismatch or a prohibited setting): what reports list."""
+        return self.cls in FAILING
 
     def to_json(self) -> dict[str, object]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
@@ -77,6 +81,7 @@ class PublishedPoint:
     title: str | None = None
     install: tuple[str, ...] | None = None
     commit: str | None = None
+    hardware: str | None = None
 
     @property
     def label(self) -> str:
@@ -143,8 +148,10 @@ class Tally:
 
     def verdict(self, allow_unpaired: bool) -> tuple[int, str]:
         """The exit status and why: 1 on any mismatch, any unpaired cell (unless allowed) or nothing checked."""
-        mismatches, unpaired = self.classes["mismatch"], len(self.unpaired)
-        why = [f"{mismatches} mismatch(es)"] * bool(mismatches) + [f"{unpaired} unpaired cell(s)"] * (unpaired > 0 and not allow_unpaired)
+        mismatches, prohibited, unpaired = self.classes["mismatch"], self.classes["prohibited"], len(self.unpaired)
+        why = ([f"{mismatches} mismatch(es)"] * bool(mismatches) + [f"{prohibited} prohibited setting(s)"] * bool(prohibited)
+               + [f"{unpaired} unpaired cell(s)"] * (unpaired > 0 and not allow_unpaired))
+        mismatches += prohibited
         if not self.points and not mismatches:
             why.append("no point was checked")
         if why:
