@@ -7,6 +7,7 @@ Each of the module-format rules the diff once misread is pinned on the same real
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +140,34 @@ def test_two_rows_still_matching_are_ambiguous(capsys, tmp_path: Path) -> None:
     assert reasons == {f"ambiguous: 2 master rows serve this concurrency (tp4/c{c}, tp8/c{c}) and the point names none of them"
                        for c in (1, 2, 4, 8, 16, 32, 64, 128)}
     assert {c["state"] for c in doc["cells"]} == {"unpaired"} and code == 1
+
+
+def test_a_refused_script_leaves_its_cells_unpaired_and_the_run_goes_on(capsys, tmp_path: Path) -> None:
+    """The corpus checkout with the H200 script calling `curl` after its launch (a marked edit: the sandbox refuses
+    network commands): the H200 cells end unpaired naming the script line, every other cell is still checked."""
+    root = tmp_path / "inferencex"
+    for part in ("configs", "benchmarks"):
+        shutil.copytree(INFERENCEX / part, root / part)
+    script = root / "benchmarks" / "single_node" / "agentic" / "dsv41flash_fp4_h200_sglang_mtp.sh"
+    lines = script.read_text().count("\n")
+    script.write_text(script.read_text() + "curl -s http://localhost:8888/health\n")
+    code, doc = _diff(capsys, MODULE, root, "--allow-unpaired")
+    states = {c["cell"]: (c["state"], c["reason"], c["detail"]) for c in doc["cells"]}
+    shown = "benchmarks/single_node/agentic/dsv41flash_fp4_h200_sglang_mtp.sh"
+    for cell in ("dsv41flash-fp4-h200-sglang-agentic-dspark#0", "dsv41flash-fp4-h200-sglang-agentic-dspark#1"):
+        state, reason, detail = states[cell]
+        assert (state, reason) == ("unpaired", "recipe-refused") and detail.startswith(f"{shown}:{lines + 1}: script: runs `curl`"), detail
+    assert states["dsv41flash-fp4-h100-sglang-agentic-dspark#0"][0] == "checked" and code == 1
+
+
+def test_the_dynamo_install_is_checked_only_on_cells_run_with_dynamo(capsys, tmp_path: Path) -> None:
+    """A cell submitted with the SGLang router has a derived Dynamo variant nobody ran: its install line is not a
+    claim about the run (here the GB300 SGLang cells' derived Dynamo router given a pin, a marked edit)."""
+    text = MODULE.read_text(encoding="utf-8")
+    pin = 'pip install --pre \\"ai-dynamo==1.0.0\\"'
+    edited = text.replace('"dynamo": {\n     "install": [],', '"dynamo": {\n     "install": ["' + pin + '"],')
+    assert edited.count(pin) == 14       # every derived Dynamo router of the module
+    (tmp_path / "m.jsx").write_text(edited, encoding="utf-8")
+    _, doc = _diff(capsys, tmp_path / "m.jsx", SOURCE, "--allow-unpaired")
+    installs = {(f["config"], f["cls"]) for f in doc["findings"] if f["kind"] == "claim" and f["item"] == "install"}
+    assert installs == {("dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg", "match"), ("dsv41flash-fp4-gb300-dynamo-sglang-agentic-disagg", "match")}

@@ -167,7 +167,12 @@ def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Polic
     if why is not None or ws is None:
         reason, detail = why or ("commit-missing", commit)
         return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", reason, detail, commit, tree) for c in ids), True)
-    resolved = resolve_config(ws, config)
+    try:
+        resolved = resolve_config(ws, config)
+    except CookbookError as exc:      # a refused script or unreadable recipe stops this config's cells only
+        detail = str(exc.problems[0])
+        return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", "recipe-refused", detail, commit, tree)
+                                                     for c in ids), True)
     pairs, findings = pair_config(config, points if source.rendered_here else [as_parsed(p) for p in points], resolved)
     if not whole:         # the config's other cells may show the points these lack
         findings = [f for f in findings if f.detail != MISSING]

@@ -18,7 +18,7 @@ CLASSES: tuple[FindingClass, ...] = get_args(FindingClass)     # in the order re
 FAILING: frozenset[str] = frozenset(("mismatch", "prohibited"))
 """The classes that fail a diff: a difference from the recipe, and a setting the policy prohibits."""
 UnpairedReason = Literal["commit-missing", "no-master-entry", "recipe-missing", "framework-unsupported", "selector-missing",
-                         "no-point-paired"]
+                         "no-point-paired", "recipe-refused"]
 """Why a published cell was not checked (meanings in `classes.yaml`, `cookbookgen diff --explain`)."""
 MISSING = "missing from the cookbook"
 EXTRA = "extra in the cookbook"

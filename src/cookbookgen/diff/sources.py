@@ -225,7 +225,7 @@ def _module_cell(dec: "Decoder", ci: int, cell: Json, variants: list[Variant]) -
             override=point.get("override"), recipe=recipe,
             image=cell.get("image"), router=cell["submitted"], kv=point_kv(point),
             item=point.get("item"), gpus=cell.get("gpus"), title=cell.get("label"),
-            install=tuple((cell["routers"].get("dynamo") or {}).get("install") or ()) if "dynamo" in cell["routers"] else None,
+            install=tuple(cell["routers"]["dynamo"].get("install") or ()) if cell["submitted"] == "dynamo" and "dynamo" in cell["routers"] else None,
             commit=commit, hardware=cell.get("hw") if isinstance(cell.get("hw"), str) else None))
     return points
 
