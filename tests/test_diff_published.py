@@ -11,7 +11,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cookbookgen.cells.describe import allocated_gpus
+from cookbookgen.policy.rules import load_policy
 from cookbookgen.recipes.load import read_yaml_file
 from test_bad_input import run_cli
 
@@ -171,3 +174,12 @@ def test_the_dynamo_install_is_checked_only_on_cells_run_with_dynamo(capsys, tmp
     _, doc = _diff(capsys, tmp_path / "m.jsx", SOURCE, "--allow-unpaired")
     installs = {(f["config"], f["cls"]) for f in doc["findings"] if f["kind"] == "claim" and f["item"] == "install"}
     assert installs == {("dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg", "match"), ("dsv41flash-fp4-gb300-dynamo-sglang-agentic-disagg", "match")}
+
+
+@pytest.mark.parametrize("path", [("frontend", "args", "prometheus-host"), ("roles", "agg", "env", "EVAL_FRAMEWORK"),
+                                  ("roles", "decode", "env", "WEKA_LOADER_OVERRIDE"), ("frontend", "env", "NO_COLOR"),
+                                  ("roles", "prefill", "args", "log-level"), ("roles", "decode", "args", "decode-log-interval")])
+def test_harness_settings_of_the_published_modules_are_harness_only(path: tuple[str, ...]) -> None:
+    """Settings the SGLang cookbook leaves out of its commands because only the benchmark harness needs them."""
+    rule = load_policy().first_match(path, "x")
+    assert rule is not None and rule.cls == "harness-only" and rule.reason
