@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cookbookgen.cli import main
-from cookbookgen.diff.explain import glossary
+from cookbookgen.diff.tables import glossary
 from cookbookgen.diff.model import CLASSES, UnpairedReason
 from cookbookgen.diff.report import MARKDOWN_LIMIT, fit
 

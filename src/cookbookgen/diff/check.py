@@ -1,4 +1,4 @@
-"""Check a published cookbook against a checkout, config by config, and make the report: one flow for
+"""The diff's driver: runs pair -> expect -> compare -> report for a published cookbook against a checkout, config by config, and makes the report: one flow for
 every kind of input (`diff.sources.read_cookbook`). I/O only through `recipes.workspace` (the
 checkout's master configs and recipes) and, for a manifest, the rendering of its points.
 
@@ -20,7 +20,7 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..errors import CookbookError, Problem
@@ -33,60 +33,14 @@ from ..text import unknown
 from .claims import claim_findings
 from .compare import PointMemo, point_findings, stamped
 from .expect import point_expect
-from .model import MISSING, CellState, Finding, Published, PublishedPoint, Tally, UnpairedReason
+from .report import cookbook_part, md_config, text_config
+from .result import DiffResult, PointRun
+from .model import MISSING, CellState, Source, Finding, PublishedPoint, Tally, UnpairedReason
 from .pairing import Pair, pair_config, variant_findings
 from .words import parsed_args
 
 if TYPE_CHECKING:
     from ..cells.cache import RenderCache
-
-
-@dataclass(frozen=True)
-class Source:
-    """A cookbook's published points, config by config: `points(config)` gives the points and variants
-    of one config (a manifest renders them then; other artifacts are read whole first)."""
-
-    name: str
-    kind: str
-    configs: tuple[str, ...]
-    points: Callable[[str], Published]
-    notes: tuple[str, ...] = ()
-    cell: str | None = None
-    rendered_here: bool = False     # a manifest's points, rendered by this cookbookgen: every flag is written `--flag value`
-
-
-def whole(published: Published) -> Source:
-    """The source of a cookbook read whole (a module, cookbook JSON or site)."""
-    by_config: dict[str, list[PublishedPoint]] = {}
-    for point in published.points:
-        by_config.setdefault(point.config, []).append(point)
-
-    def points(config: str) -> Published:
-        variants = tuple(v for v in published.variants if v.config == config)
-        return Published(published.source, published.kind, tuple(by_config.get(config, ())), variants)
-    return Source(published.source, published.kind, tuple(by_config), points, published.notes)
-
-
-@dataclass(frozen=True)
-class DiffResult:
-    cookbook: str
-    kind: str
-    checkout: str
-    configs: tuple[str, ...]
-    findings: tuple[Finding, ...]
-    cells: tuple[CellState, ...] = ()
-    notes: tuple[str, ...] = ()
-    pairs: tuple[Pair, ...] = field(default=(), compare=False, repr=False)
-
-    @property
-    def tally(self) -> Tally:
-        return Tally(self.cells, len(self.pairs), Counter(f.cls for f in self.findings))
-
-
-PointRun = tuple[str | None, list[Finding]]
-"""Findings of one compared point, which are all that point's whatever point they name (they may be
-shared with an earlier point of the config: `compare.point_findings`); or, with None, findings that
-each name their own point (pairing, variants)."""
 
 
 @dataclass(frozen=True)
@@ -272,7 +226,6 @@ def report_text(source: Source, ws: Workspace, policy: Policy, only: str | None,
                 jobs: int | None = None, cache: RenderCache | None = None, verbose: bool = False,
                 trees: GitTrees | None = None) -> tuple[str, Tally]:
     """The text (or Markdown) details of the cookbook and what its verdict counts, made config by config."""
-    from .report import cookbook_part
 
     job = _Job(source, ws, policy, only, markdown, color, verbose, trees)
     sections = _sections(job, list(source.configs), jobs, cache)
@@ -286,7 +239,6 @@ def report_text(source: Source, ws: Workspace, policy: Policy, only: str | None,
 
 
 def _section(job: _Job, config: str) -> Section:
-    from .report import md_config, text_config
 
     if job.only is not None and config != job.only:
         job.source.points(config)       # a manifest renders it all the same, so its errors surface

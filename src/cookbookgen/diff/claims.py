@@ -1,4 +1,4 @@
-"""What a published point claims besides its commands, checked against the master row and recipe. No I/O.
+"""Stage 4 of the diff (compare): what a published point claims besides its commands, checked against the master row and recipe. No I/O.
 
 An AgentX module says, per cell and point: the GPUs the cell takes, a label naming its prefill/decode
 worker counts (`4P1D`), the benchmark item (`item`: the index of the point's master search-space row), the KV tier and

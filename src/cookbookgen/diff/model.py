@@ -1,4 +1,4 @@
-"""The values `cookbookgen diff` works with: published points read from a cookbook artifact, and
+"""Stage 0 of the diff (data): the values `cookbookgen diff` works with: published points read from a cookbook artifact, and
 findings (one compared setting each). No I/O. What each finding class and unpaired reason means is
 in one table, `classes.yaml` (`cookbookgen diff --explain CLASS`).
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Callable, Literal, get_args
 
 from ..render.model import Block
 
@@ -157,3 +157,29 @@ class Tally:
         if why:
             return 1, ", ".join(why)
         return 0, "parity" + (f" ({unpaired} unpaired cell(s) allowed by --allow-unpaired)" if unpaired else "")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A cookbook's published points, config by config: `points(config)` gives the points and variants
+    of one config (a manifest renders them then; other artifacts are read whole first)."""
+
+    name: str
+    kind: str
+    configs: tuple[str, ...]
+    points: Callable[[str], Published]
+    notes: tuple[str, ...] = ()
+    cell: str | None = None
+    rendered_here: bool = False     # a manifest's points, rendered by this cookbookgen: every flag is written `--flag value`
+
+
+def whole(published: Published) -> Source:
+    """The source of a cookbook read whole (a module, cookbook JSON or site)."""
+    by_config: dict[str, list[PublishedPoint]] = {}
+    for point in published.points:
+        by_config.setdefault(point.config, []).append(point)
+
+    def points(config: str) -> Published:
+        variants = tuple(v for v in published.variants if v.config == config)
+        return Published(published.source, published.kind, tuple(by_config.get(config, ())), variants)
+    return Source(published.source, published.kind, tuple(by_config), points, published.notes)

@@ -1,4 +1,4 @@
-"""Pair a cookbook's points with a checkout's points (master rows x concurrencies). No I/O.
+"""Stage 2 of the diff (pair): pair a cookbook's points with a checkout's points (master rows x concurrencies). No I/O.
 
 A published point is matched, first rule that applies:
 - by checkout point id (`tp4/c16`) when the artifact records it (our JSON, our site);

@@ -1,4 +1,4 @@
-"""The three reports of a diff: text for terminals, JSON for machines, Markdown for a PR review. No I/O.
+"""Stage 5 of the diff (report): the three reports of a diff: text for terminals, JSON for machines, Markdown for a PR review. No I/O.
 
 Every report leads with the verdict of the run (`verdict`: exit status and why, cells checked and
 unpaired, points, findings per class), then each cookbook's part (`cookbook_part`).
@@ -18,13 +18,12 @@ import io
 from collections import Counter
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import Callable, Iterable
 
 from ..text import printable
 from .model import CLASSES, CellState, Finding, Tally
+from .result import DiffResult, PointRun
 
-if TYPE_CHECKING:  # only the types (`diff.check` imports this module)
-    from .check import DiffResult, PointRun
 
 EXCLUDED = ("harness-only", "default-equivalent")
 _STYLE = {"mismatch": "bold red", "prohibited": "bold red", "match": "green", "harness-only": "yellow", "default-equivalent": "yellow",

@@ -1,4 +1,4 @@
-"""Read the commands back out of a built site's HTML. No I/O (the caller passes the page texts).
+"""Stage 1 of the diff (read, helper of `sources`): read the commands back out of a built site's HTML. No I/O (the caller passes the page texts).
 
 Each process's code block must say which block it is, on the code element or an ancestor:
 `data-cell="<cell id>" data-point="<point id>" data-block="<index in the point's deployment.blocks>"`.

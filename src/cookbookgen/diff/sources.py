@@ -1,4 +1,4 @@
-"""Read the artifacts `cookbookgen diff` compares: the only module of the diff stage that touches disk.
+"""Stage 1 of the diff (read): read the artifacts `cookbookgen diff` compares: the only module of the diff stage that touches disk.
 
 Cookbook inputs (`read_cookbook`):
 - a cookbook manifest (`cookbook.yaml`): its points as `pipeline` renders them from the manifest's own
@@ -29,8 +29,7 @@ from ..policy.rules import Policy, load_policy
 from ..recipes.load import MAX_INPUT_BYTES, parse_json, read_text_file
 from ..recipes.workspace import Workspace
 from ..render.model import Block
-from .check import Source, whole
-from .model import Published, PublishedPoint, Variant
+from .model import Published, PublishedPoint, Source, Variant, whole
 
 if TYPE_CHECKING:  # the AgentX decoder, HTML reader and log parsers load only for those inputs
     from ..agentx.decode import Decoder
