@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..cells.describe import allocated_gpus, kv_tier_of, router_of
+from ..cells.describe import allocated_gpus, kv_tier_of, recipe_parallel_label, router_of
 from .expect import PointExpect, RoleTopology
 from .model import DIFFERENT, Finding, PublishedPoint
 
 _SPLIT = re.compile(r"\b(\d+)P(\d+)D\b")
-_ROLE_PART = re.compile(r"(?P<role>Agg|prefill|decode) (?:D?EP|TP)(?P<gpus>\d+)\S*(?: \((?P<nodes>\d+) nodes\))?")
+_ROLE_PART = re.compile(r"(?P<role>Agg|prefill|decode) (?:\d+x )?(?P<label>(?:D?EP|TP)(?P<gpus>\d+)\S*)(?: \((?P<nodes>\d+) nodes\))?")
 _ROLE_NAMES = {"Agg": "agg", "prefill": "prefill", "decode": "decode"}
 _DYNAMO_PIN = re.compile(r"ai-dynamo(?:-runtime)?==([^\s\"']+)")
 _DYNAMO_COMMIT = re.compile(r"ai-dynamo/dynamo(?:/commit/|/tree/|\.git@|@)([0-9a-f]{7,40})")
@@ -34,7 +34,7 @@ def claim_findings(expect: PointExpect, data: dict[str, Any], point: PublishedPo
     split = _SPLIT.search(point.title or "")
     if split and "prefill" in roles and "decode" in roles:
         claims.append(("label", f"{split[1]}P{split[2]}D", f"{roles['prefill'].workers}P{roles['decode'].workers}D", "prefill and decode workers"))
-    claims += _role_labels(point.title or "", roles)
+    claims += _role_labels(point.title or "", roles, data)
     if point.install is not None:
         claims.append(("install", _dynamo_version(point.install), _recipe_dynamo(data), "the recipe's dynamo section (install, source.wheel)"))
     return [Finding(expect.config, expect.point, "cell", "claim", name, "match" if str(got) == str(want) else "mismatch",
@@ -50,8 +50,9 @@ def _allocated(expect: PointExpect, data: dict[str, Any], hardware: str | None) 
     return allocated_gpus(hardware or _mapping(data.get("resources")).get("gpu_type"), nodes, nodes * per_node)
 
 
-def _role_labels(title: str, roles: dict[str, RoleTopology]) -> list[tuple[str, object, object, str]]:
-    """Each `<role> TP8 (2 nodes)` part of a label: the GPUs of one worker, and the nodes it spans when said."""
+def _role_labels(title: str, roles: dict[str, RoleTopology], data: dict[str, Any]) -> list[tuple[str, object, object, str]]:
+    """Each `<role> TP8 (2 nodes)` part of a label: its parallel sizes as the role's args (or TensorRT-LLM
+    options) say them, the GPUs of one worker, and the nodes it spans when said."""
     out: list[tuple[str, object, object, str]] = []
     for part in title.split(" · "):
         found = _ROLE_PART.fullmatch(part.strip())
@@ -59,6 +60,9 @@ def _role_labels(title: str, roles: dict[str, RoleTopology]) -> list[tuple[str, 
         if found is None or role not in roles:
             continue
         topology = roles[role]
+        spec = _mapping(_mapping(data.get("roles")).get(role))
+        args = {**_mapping(spec.get("args")), **_mapping(spec.get("options"))}     # TensorRT-LLM: its LLM-API options
+        out.append((f"label {role}", found["label"], recipe_parallel_label(args), f"parallel sizes of the {role} role's args"))
         out.append((f"label {role} GPUs", found["gpus"], topology.gpus, f"GPUs of one {role} worker"))
         if found["nodes"]:
             out.append((f"label {role} nodes", found["nodes"], topology.nodes_per_worker, f"nodes one {role} worker spans"))

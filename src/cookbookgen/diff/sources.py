@@ -171,7 +171,8 @@ def _cell_points(cell: Json, file: str, where: str) -> list[PublishedPoint]:
             config=cell["config_key"], cell=cell["id"], concs=tuple(int(c) for c in concs or ()),
             blocks=blocks_from_json(dep.get("blocks") or [], file, f"{where}.points[{i}].blocks"),
             point_id=point.get("id"), override=point.get("override"), recipe=point.get("recipe"),
-            image=cell.get("image") or dep.get("image"), commit=(cell.get("provenance") or {}).get("commit")))
+            image=cell.get("image") or dep.get("image"), commit=(cell.get("provenance") or {}).get("commit"),
+            title=cell.get("label") if isinstance(cell.get("label"), str) else None))
     return out
 
 
