@@ -92,7 +92,8 @@ def check_config(source: Source, ws: Workspace, policy: Policy, config: str, tre
         groups.setdefault((p.commit or "") if trees else "", []).append(p)
     whole = len(groups) == 1 and source.cell is None
     parts = [_check_points(source, *_tree(ws, trees, commit), policy, config, group, commit, whole) for commit, group in groups.items()]
-    return ConfigCheck(config, [r for c in parts for r in c.runs], variants, [p for c in parts for p in c.pairs],
+    copies: list[PointRun] = [(None, list(published.findings))] if published.findings else []   # a site's forms that disagree
+    return ConfigCheck(config, [r for c in parts for r in c.runs] + copies, variants, [p for c in parts for p in c.pairs],
                        tuple(s for c in parts for s in c.cells), bool(parts) and all(c.absent for c in parts))
 
 

@@ -108,6 +108,7 @@ class Published:
     points: tuple[PublishedPoint, ...]
     variants: tuple[Variant, ...] = ()
     notes: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()     # what the artifact contradicts itself with (a site's copyable forms)
 
 
 @dataclass(frozen=True)
@@ -181,5 +182,6 @@ def whole(published: Published) -> Source:
 
     def points(config: str) -> Published:
         variants = tuple(v for v in published.variants if v.config == config)
-        return Published(published.source, published.kind, tuple(by_config.get(config, ())), variants)
+        found = tuple(f for f in published.findings if f.config == config)
+        return Published(published.source, published.kind, tuple(by_config.get(config, ())), variants, findings=found)
     return Source(published.source, published.kind, tuple(by_config), points, published.notes)
