@@ -11,6 +11,7 @@ a mirror of InferenceX itself (2,050 commits, up to 2026-08-22) gives the same c
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -159,3 +160,26 @@ def test_a_recipe_url_that_is_not_the_points_citation_is_bad_input(tmp_path: Pat
     assert main(["diff", "--cookbook", str(module), "--source", str(CORPUS / "inferencex")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"cookbookgen: error: {module}:") and ".recipeUrl: " in err and problem in err and "\n" not in err
+
+
+def test_hicache_size_is_compared_as_runner_dependent(source: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--hicache-size is sized to the benchmark runner's host memory (the cookbook's note says to size it to the
+    reader's nodes): another size in the cookbook is its choice (placeholder); leaving it out is still a mismatch."""
+    bare, module = source
+    text = module.read_text(encoding="utf-8")
+    argv = ["diff", "--source", str(bare), "--format", "json"]
+    sizes = [(f["point"], f["cls"], f["detail"], f.get("cookbook"))
+             for f in json.loads(_run(capsys, *argv, "--cookbook", str(module)))["findings"] if f["item"] == "--hicache-size"]
+    assert {(cls, detail) for _, cls, detail, _ in sizes} == {("match", "same value")}
+    other = tmp_path / "other.jsx"
+    resized = re.sub(r'"--hicache-size": \["\d+"\]', '"--hicache-size": ["64"]', text)      # in a patch's diff
+    other.write_text(re.sub(r'\["--hicache-size", "\d+"\]', '["--hicache-size", "64"]', resized), encoding="utf-8")
+    found = [f for f in json.loads(_run(capsys, *argv, "--cookbook", str(other)))["findings"] if f["item"] == "--hicache-size"]
+    changed = [f for f in found if f["recipe"] != "64"]       # one recipe sizes it 64 already
+    assert len(found) == len(sizes) and len(changed) > 10
+    assert {(f["cls"], f["detail"], f["cookbook"]) for f in changed} == {("placeholder", "runner-dependent value", "64")}
+    assert all("free host memory" in f["reason"] for f in changed)
+    gone = tmp_path / "gone.jsx"
+    gone.write_text(re.sub(r'\["--hicache-size", "\d+"\],', "", text), encoding="utf-8")
+    found = [f for f in json.loads(_run(capsys, *argv, "--cookbook", str(gone)))["findings"] if f["item"] == "--hicache-size"]
+    assert ("mismatch", "missing from the cookbook") in {(f["cls"], f["detail"]) for f in found}   # (a point's patch may set it again)
