@@ -248,7 +248,7 @@ def test_the_text_report_prints_names_literally_in_both_modes(name: str) -> None
     import re
 
     from cookbookgen.diff import report
-    from cookbookgen.diff.check import DiffResult
+    from cookbookgen.diff.result import DiffResult
     from cookbookgen.diff.model import CellState, Finding
 
     findings = (Finding(name, "tp4/c16", "point", "point", "cell", "match"),
@@ -265,7 +265,7 @@ def test_the_text_report_prints_names_literally_in_both_modes(name: str) -> None
 
 def test_control_characters_in_names_cannot_reach_the_terminal() -> None:
     from cookbookgen.diff import report
-    from cookbookgen.diff.check import DiffResult
+    from cookbookgen.diff.result import DiffResult
 
     name = "cfg\x1b]0;owned\x07\rx"
     for color in (False, True):

@@ -14,7 +14,8 @@ import pytest
 from cookbookgen.cells.assemble import load_cookbook
 from cookbookgen.commands import diff as diff_command
 from cookbookgen.commands.diff import run_diff
-from cookbookgen.diff.check import check, whole
+from cookbookgen.diff.check import check
+from cookbookgen.diff.model import whole
 from cookbookgen.diff.compare import LEAF_HANDLERS, compare_point
 from cookbookgen.diff.expect import point_expect, role_topology
 from cookbookgen.diff.explain import CHECKS, table

@@ -11,6 +11,7 @@ a mirror of InferenceX itself (2,050 commits, up to 2026-08-22) gives the same c
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -29,21 +30,20 @@ NEXTN = "SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE"
 # - frontend count: srtctl puts nginx on the head node and one frontend on each other node (at most
 #   1 + num_additional_frontends, 9 by default); these cells run on 2, 6 or 8 nodes, so 1, 5 or 7 frontends,
 #   while the module starts nodes + 1 (3, 7, 9);
-# - every recipe sets SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE=1 on the agg or decode role: prohibited by the policy;
+# - every recipe sets SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE=1 on the agg or decode role: prohibited by the policy (the
+#   run used it; class `prohibited`, which fails the run, listed apart from the mismatches in PROHIBITED);
 # - the 2P1D decode role passes `--deepep-config /configs/deepep_config.json` (recipe line 167); the module
 #   writes `deepep_config.json`.
 AGG_POINTS = {f"{KEY}-agg": (1, 2, 4, 8, 12, 16), f"{KEY}-mtp-agg": (2, 4, 8)}
 DISAGG_POINTS = {(f"{KEY}-disagg", 10): "1", (f"{KEY}-disagg", 12): "1", (f"{KEY}-mtp", 45): "7",
                  (f"{KEY}-mtp", 48): "5", (f"{KEY}-mtp", 128): "7"}
 EXPECTED = {
-    *[(config, f"c{c}", role, item, recipe, cookbook)
-      for config, concs in AGG_POINTS.items() for c in concs
-      for role, item, recipe, cookbook in (("frontend", "count", "1", "3"), ("agg", NEXTN, "1", None))],
-    *[(config, f"c{c}", role, item, recipe, cookbook)
-      for (config, c), frontends in DISAGG_POINTS.items()
-      for role, item, recipe, cookbook in (("frontend", "count", frontends, str(int(frontends) + 2)), ("decode", NEXTN, "1", None))],
+    *[(config, f"c{c}", "frontend", "count", "1", "3") for config, concs in AGG_POINTS.items() for c in concs],
+    *[(config, f"c{c}", "frontend", "count", frontends, str(int(frontends) + 2)) for (config, c), frontends in DISAGG_POINTS.items()],
     (f"{KEY}-mtp", "c128", "decode", "--deepep-config", "/configs/deepep_config.json", "deepep_config.json"),
 }
+PROHIBITED = {*[(config, f"c{c}", "agg", NEXTN, "1", None) for config, concs in AGG_POINTS.items() for c in concs],
+              *[(config, f"c{c}", "decode", NEXTN, "1", None) for config, c in DISAGG_POINTS]}
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -92,9 +92,9 @@ def test_every_cell_is_checked_at_its_commit_or_unpaired_with_a_true_reason(sour
             assert len(state["commit"]) == 40 and state["commit"] not in COMMITS.values()
     paired = sum(len(s["points"]) for s in cells.values())
     assert paired == 14
-    found = {(f["config"], _label(f["point"]), f["role"], f["item"], f.get("recipe"), f.get("cookbook"))
-             for f in report["findings"] if f["cls"] == "mismatch"}
-    assert found == EXPECTED
+    found = {cls: {(f["config"], _label(f["point"]), f["role"], f["item"], f.get("recipe"), f.get("cookbook"))
+                   for f in report["findings"] if f["cls"] == cls} for cls in ("mismatch", "prohibited")}
+    assert found == {"mismatch": EXPECTED, "prohibited": PROHIBITED}
 
 
 def test_allow_unpaired_still_fails_on_the_mismatches_and_a_cell_can_be_checked_alone(source: tuple[Path, Path],
@@ -106,30 +106,31 @@ def test_allow_unpaired_still_fails_on_the_mismatches_and_a_cell_can_be_checked_
     report = json.loads(capsys.readouterr().out)
     assert code == 1
     assert [(c["cell"], c["state"]) for c in report["cells"]] == [(f"{KEY}-mtp#2", "checked")]
-    assert {(f["role"], f["item"]) for f in report["findings"] if f["cls"] == "mismatch"} == {
-        ("frontend", "count"), ("decode", NEXTN), ("decode", "--deepep-config")}
+    assert {(f["role"], f["item"], f["cls"]) for f in report["findings"] if f["cls"] in ("mismatch", "prohibited")} == {
+        ("frontend", "count", "mismatch"), ("decode", NEXTN, "prohibited"), ("decode", "--deepep-config", "mismatch")}
 
 
 def test_the_text_report_leads_with_the_verdict(source: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     bare, module = source
     main(["diff", "--cookbook", str(module), "--source", str(bare)])
     head = capsys.readouterr().out.splitlines()[:5]
-    assert head[0] == "cookbookgen diff: FAIL (exit 1): 29 mismatch(es), 15 unpaired cell(s)"
+    assert head[0] == "cookbookgen diff: FAIL (exit 1): 15 mismatch(es), 14 prohibited setting(s), 15 unpaired cell(s)"
     assert head[2] == "  cells     6 checked, 15 unpaired (15 commit-missing)"
     assert head[3] == "  points    14 paired and compared"
 
 
-# A false claim in one cell's label or install step: (cell, text in that cell, its replacement, finding item).
+# A false claim in one cell's label or install step: (cell, text in that cell, its replacement, the finding items it adds).
 CLAIMS = [
     (f"{KEY}-agg#0", '"label": "Agg TP8 (2 nodes)"', '"label": "Agg TP8 (3 nodes)"', "label agg nodes"),
-    (f"{KEY}-mtp#2", '"label": "Disagg 2P1D · prefill DEP8 (2 nodes)', '"label": "Disagg 2P1D · prefill DEP4 (2 nodes)', "label prefill GPUs"),
+    (f"{KEY}-mtp#2", '"label": "Disagg 2P1D · prefill DEP8 (2 nodes)', '"label": "Disagg 2P1D · prefill DEP4 (2 nodes)',
+     "label prefill GPUs", "label prefill"),
     (f"{KEY}-mtp#1", "dynamo/commit/71eb001e", "dynamo/commit/81eb001e", "install"),
 ]
 
 
-@pytest.mark.parametrize(("cell", "old", "new", "item"), CLAIMS, ids=[c[3] for c in CLAIMS])
+@pytest.mark.parametrize(("cell", "old", "new", "items"), [(*c[:3], set(c[3:])) for c in CLAIMS], ids=[c[3] for c in CLAIMS])
 def test_a_false_label_or_install_claim_is_a_mismatch(source: tuple[Path, Path], tmp_path: Path, cell: str, old: str, new: str,
-                                                       item: str, capsys: pytest.CaptureFixture[str]) -> None:
+                                                       items: set[str], capsys: pytest.CaptureFixture[str]) -> None:
     bare, module = source
     text = module.read_text(encoding="utf-8")
     start = text.index(f'"id": "{cell}"')
@@ -140,7 +141,7 @@ def test_a_false_label_or_install_claim_is_a_mismatch(source: tuple[Path, Path],
     argv = ["diff", "--source", str(bare), "--cell", cell, "--format", "json"]
     before = {f["item"] for f in json.loads(_run(capsys, *argv, "--cookbook", str(module)))["findings"] if f["cls"] == "mismatch"}
     after = {f["item"] for f in json.loads(_run(capsys, *argv, "--cookbook", str(mutated)))["findings"] if f["cls"] == "mismatch"}
-    assert after - before == {item}
+    assert after - before == items
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -159,3 +160,26 @@ def test_a_recipe_url_that_is_not_the_points_citation_is_bad_input(tmp_path: Pat
     assert main(["diff", "--cookbook", str(module), "--source", str(CORPUS / "inferencex")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"cookbookgen: error: {module}:") and ".recipeUrl: " in err and problem in err and "\n" not in err
+
+
+def test_hicache_size_is_compared_as_runner_dependent(source: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--hicache-size is sized to the benchmark runner's host memory (the cookbook's note says to size it to the
+    reader's nodes): another size in the cookbook is its choice (placeholder); leaving it out is still a mismatch."""
+    bare, module = source
+    text = module.read_text(encoding="utf-8")
+    argv = ["diff", "--source", str(bare), "--format", "json"]
+    sizes = [(f["point"], f["cls"], f["detail"], f.get("cookbook"))
+             for f in json.loads(_run(capsys, *argv, "--cookbook", str(module)))["findings"] if f["item"] == "--hicache-size"]
+    assert {(cls, detail) for _, cls, detail, _ in sizes} == {("match", "same value")}
+    other = tmp_path / "other.jsx"
+    resized = re.sub(r'"--hicache-size": \["\d+"\]', '"--hicache-size": ["64"]', text)      # in a patch's diff
+    other.write_text(re.sub(r'\["--hicache-size", "\d+"\]', '["--hicache-size", "64"]', resized), encoding="utf-8")
+    found = [f for f in json.loads(_run(capsys, *argv, "--cookbook", str(other)))["findings"] if f["item"] == "--hicache-size"]
+    changed = [f for f in found if f["recipe"] != "64"]       # one recipe sizes it 64 already
+    assert len(found) == len(sizes) and len(changed) > 10
+    assert {(f["cls"], f["detail"], f["cookbook"]) for f in changed} == {("placeholder", "runner-dependent value", "64")}
+    assert all("free host memory" in f["reason"] for f in changed)
+    gone = tmp_path / "gone.jsx"
+    gone.write_text(re.sub(r'\["--hicache-size", "\d+"\],', "", text), encoding="utf-8")
+    found = [f for f in json.loads(_run(capsys, *argv, "--cookbook", str(gone)))["findings"] if f["item"] == "--hicache-size"]
+    assert ("mismatch", "missing from the cookbook") in {(f["cls"], f["detail"]) for f in found}   # (a point's patch may set it again)

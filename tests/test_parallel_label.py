@@ -46,3 +46,36 @@ def test_labels_of_the_usual_layouts() -> None:
     assert label(("--tensor-parallel-size", "4"), ("--tp-size", "2")) == "TP4"
     assert label(("--tp-size", "8"), ("--dp-size", "2"), ("--enable-dp-attention",)) == "TP8·DPA2"
     assert label(("--tp-size",), ("--tp-size", "2"), ("--ep-size", "2")) == "TP2·EP2"
+
+
+# --- TensorRT-LLM and vLLM: the sizes their options say ---------------------------------------------
+
+def _bundled_labels() -> dict[str, str]:
+    from pathlib import Path
+
+    from cookbookgen.cells.assemble import load_cookbook
+
+    cookbook = load_cookbook(Path(__file__).resolve().parents[1] / "data" / "cookbook.yaml")
+    return {p.id: c.label for page in cookbook.pages for c in page.cells for p in c.points
+            if c.config_key in ("qwen3.5-fp4-gb300-dynamo-trt-agentic-disagg", "dsv41flash-fp4-mi325x-vllm-agentic-nixl")}
+
+
+def test_trtllm_and_vllm_deployments_are_labelled_from_their_options() -> None:
+    """The bundled TRT-LLM recipe's options (roles.*.args: tensor_parallel_size, moe_expert_parallel_size,
+    enable_attention_dp) give the label in SGLang's form, as the master names the rows (1p1d-dep1-tp2-ep2,
+    3p1d-dep4-dep16), not `TP1`; the vLLM recipe's --tensor-parallel-size likewise."""
+    assert _bundled_labels() == {
+        "1p1d-dep1-tp2-ep2/c44": "Disagg 1P1D · prefill DEP1 · decode TP2·EP2",
+        "3p1d-dep4-dep16/c565": "Disagg 3P1D · prefill DEP4 · decode DEP16",
+        "1p2d-tp4-tp2/c16": "Disagg 1P2D · prefill TP4 · decode TP2",
+        "3p1d-tp4-tp4/c64": "Disagg 3P1D · prefill TP4 · decode TP4"}
+
+
+def test_recipe_labels_read_each_engines_spelling() -> None:
+    from cookbookgen.cells.describe import recipe_parallel_label
+
+    assert recipe_parallel_label({"tensor_parallel_size": 16, "moe_expert_parallel_size": 16, "enable_attention_dp": True}) == "DEP16"
+    assert recipe_parallel_label({"tensor-parallel-size": 2, "moe-expert-parallel-size": 2, "enable-attention-dp": False}) == "TP2·EP2"
+    assert recipe_parallel_label({"tensor-parallel-size": 2, "data-parallel-size": 2, "enable-expert-parallel": True}) == "TP2·EP4"
+    assert recipe_parallel_label({"tp": 8, "ep-size": 8, "dp": 8, "enable-dp-attention": True}) == "DEP8"
+    assert recipe_parallel_label({}) == "TP1"

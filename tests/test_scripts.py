@@ -138,15 +138,18 @@ def test_dp_attention_starts_the_router_in_front_of_the_worker(tmp_path: Path, p
     router, worker = deployment.blocks
     assert router.kind == "sglang-router" and router.cmd == "python3 -m sglang_router.launch_router"
     assert router.args == (("--host", "0.0.0.0"), ("--port", "8000"), ("--policy", "consistent_hashing"),
-                           ("--request-id-headers", "x-correlation-id"), ("--dp-aware",), ("--prometheus-host", "127.0.0.1"),
+                           ("--request-id-headers", "x-correlation-id"), ("--dp-aware",),
                            ("--connect-timeout-secs", "900"), ("--request-timeout-secs", "14400"), ("--disable-health-check",),
                            ("--disable-retries",), ("--worker-urls", "http://127.0.0.1:30000"))
-    assert router.env == {}
+    # The router inherits everything the script exported before it (the SGLang cookbook shows the same
+    # engine variables on its router block); the harness's own variables are dropped with reasons.
+    assert router.env == ENGINE_ENV
     args = {a[0]: a[1:] for a in worker.args}
     assert {f: args.get(f) for f in ("--enable-dp-attention", "--dp-size", "--enable-dp-lm-head", "--max-running-requests", "--port")} == {
         "--enable-dp-attention": (), "--dp-size": ("8",), "--enable-dp-lm-head": (), "--max-running-requests": ("8",), "--port": ("30000",)}
     settings = {s.path: s.cls for s in deployment.settings}
-    assert settings["frontend.args.prometheus-port"] == "harness-only"
+    assert settings["frontend.args.prometheus-port"] == settings["frontend.args.prometheus-host"] == "harness-only"
+    assert settings["frontend.env.PYTHONNOUSERSITE"] == settings["frontend.env.AIPERF_HTTP_X_SMG_ROUTING_KEY_FROM_CORRELATION_ID"] == "harness-only"
     assert settings["roles.agg.env.AIPERF_HTTP_X_SMG_ROUTING_KEY_FROM_CORRELATION_ID"] == "harness-only"
 
 

@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ..cells.describe import allocated_gpus
 from ..cells.model import Cell, Cookbook, Point
 from ..cells import ROUTERS, TIERS
 from ..cells.variants import block_dict, donors_for, mooncake_donor, point_kv, with_variants
@@ -372,11 +373,11 @@ def _cell(cell: Cell, cookbook: Cookbook, entries: dict[str, list[Json]], patche
     donors = donors_for(cell, cookbook)
     return {
         "id": cell.id, "hw": cell.hw, "ckpt": cell.model, "label": cell.label, "detail": cell.detail,
-        "gpus": cell.gpus, "configKey": cell.config_key, "image": cell.image, "imageStatus": _image_status(cell.image),
+        "gpus": allocated_gpus(cell.hw, cell.nodes, cell.gpus), "configKey": cell.config_key, "image": cell.image, "imageStatus": _image_status(cell.image),
         "imageCommit": cell.image_commit, "submitted": cell.router, "setup": [], "disclosures": list(cell.disclosures),
         "kv": {"available": list(TIERS), "unavailable": {}, "hicache": donors.hicache},
         "prov": _prov(cell),
-        "points": [_point(cell, p, first_item + i, patches[i]) for i, p in enumerate(cell.points)],
+        "points": [_point(cell, p, first_item + i if p.row is None else p.row, patches[i]) for i, p in enumerate(cell.points)],
         "routers": {r: {"install": [], "files": list(files[r]), "blocks": entries[r]} for r in entries},
     }
 

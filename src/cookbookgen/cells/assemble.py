@@ -146,7 +146,7 @@ def _point(source: ConfigSource, rp: RenderedPoint, summaries: bool) -> Point:
     metrics = source.metrics.get(p.point_id) or source.metrics.get(p.label) or {}
     return Point(id=p.point_id, label=p.label, concs=(p.conc,) if p.conc else (), recipe=p.recipe_path,
                  override=p.recipe.selector, deployment=rp.deployment, metrics=metrics,
-                 golden_al=describe.golden_al(rp.deployment) if summaries else None)
+                 golden_al=describe.golden_al(rp.deployment) if summaries else None, row=p.row.index if p.row else None)
 
 
 def _provenance(manifest: Manifest, source: ConfigSource, recipe: str, changelog_pr: int | None) -> Provenance:

@@ -8,7 +8,7 @@ import re
 from operator import itemgetter
 from typing import Sequence, cast
 
-from ..recipes.load import package_yaml
+from ..recipes.load import package_yaml, parse_yaml
 from ..render.layout import PARALLEL_KEYS
 from ..render.model import Block, Deployment
 from .model import Exclusion
@@ -31,7 +31,9 @@ _PARALLEL_FLAGS = {f"--{key}": size for size, keys in PARALLEL_KEYS.items() for 
 
 def _parallel_sizes(block: Block) -> tuple[dict[str, str], bool]:
     """The first value of each parallel size's flags (as `flag_value` finds it) and whether DP attention
-    is on, in one pass over the args (a point's label reads them all)."""
+    is on, in one pass over the args (a point's label reads them all). An engine that takes its sizes
+    elsewhere says them there: a TensorRT-LLM worker in its LLM-API options file (`--extra-engine-args`),
+    a vLLM worker's `--enable-expert-parallel` in its tensor x data parallel size."""
     sizes: dict[str, str] = {}
     dpa = False
     for arg in block.args:
@@ -41,11 +43,52 @@ def _parallel_sizes(block: Block) -> tuple[dict[str, str], bool]:
                 sizes.setdefault(size, arg[1])
         elif arg[0] == "--enable-dp-attention":
             dpa = True
+        elif arg[0] == "--enable-expert-parallel":
+            sizes.setdefault("ep", "vllm")
+        elif arg[0] == "--extra-engine-args" and len(arg) > 1 and arg[1] in block.files:
+            return _trtllm_sizes(block.files[arg[1]], arg[1])
+    if sizes.get("ep") == "vllm":      # vLLM's expert parallel spans every TP x DP rank
+        sizes["ep"] = str(int(sizes.get("tp") or 1) * int(sizes.get("dp") or 1))
     return sizes, dpa
 
 
+def _trtllm_sizes(options: str, name: str) -> tuple[dict[str, str], bool]:
+    """A TensorRT-LLM worker's sizes from its options: tensor, pipeline and MoE expert parallel size; with
+    attention DP every TP rank is an attention DP rank (SGLang's DP attention with DP = TP)."""
+    data = parse_yaml(options, name).data
+    data = data if isinstance(data, dict) else {}
+    sizes = {size: str(data[key]) for size, key in _TRTLLM_KEYS.items() if isinstance(data.get(key), int)}
+    dpa = data.get("enable_attention_dp") is True
+    if dpa:
+        sizes["dp"] = sizes.get("tp", "1")
+    return sizes, dpa
+
+
+_TRTLLM_KEYS = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "ep": "moe_expert_parallel_size"}
+
+
 def parallel_label(block: Block) -> str:
-    sizes, dpa = _parallel_sizes(block)
+    """`TP4`, `TP2·EP2`, `DEP16` (DP attention over every TP rank, as wide expert parallel): a worker's
+    parallel sizes as its command (or its options file) says them."""
+    return _label_of(*_parallel_sizes(block))
+
+
+def recipe_parallel_label(args: dict[str, object]) -> str:
+    """The label `parallel_label` gives a worker, from a recipe role's args instead of a command: SGLang
+    and vLLM flags, or TensorRT-LLM's LLM-API options (`tensor_parallel_size`, `enable_attention_dp`)."""
+    flat = {str(k).replace("_", "-"): v for k, v in args.items()}
+    sizes = {size: str(flat[key]) for size, keys in (*PARALLEL_KEYS.items(), ("ep", ("moe-expert-parallel-size",)))
+             for key in keys if isinstance(flat.get(key), (int, str)) and not isinstance(flat.get(key), bool)}
+    trtllm_dpa = flat.get("enable-attention-dp") is True
+    dpa = flat.get("enable-dp-attention") is True or trtllm_dpa
+    if trtllm_dpa:
+        sizes["dp"] = sizes.get("tp", "1")
+    if flat.get("enable-expert-parallel") is True:
+        sizes.setdefault("ep", str(int(sizes.get("tp") or 1) * int(sizes.get("dp") or 1)))
+    return _label_of(sizes, dpa)
+
+
+def _label_of(sizes: dict[str, str], dpa: bool) -> str:
     tp, dp, ep = (int(sizes.get(size) or 1) for size in ("tp", "dp", "ep"))
     if dpa and dp == tp and ep == tp:
         return f"DEP{tp}"
@@ -114,6 +157,13 @@ def kv_tier_of(blocks: Sequence[Block]) -> str:
     if any(a[0] == "--enable-hierarchical-cache" for b in blocks for a in b.args):
         return "hicache"
     return "none"
+
+
+def allocated_gpus(hardware: str | None, nodes: int, fallback: int | None = None) -> int | None:
+    """The GPUs a deployment on `nodes` nodes of `hardware` allocates (`rules/explorer.yaml: gpus_per_node`);
+    `fallback` when the hardware is not in the table."""
+    per_node = cast(dict[str, int], package_yaml("rules/explorer.yaml")["gpus_per_node"]).get(str(hardware).lower())
+    return nodes * per_node if per_node else fallback
 
 
 def golden_al(dep: Deployment) -> str | None:

@@ -46,6 +46,7 @@ class Point(_Frozen):
     deployment: Deployment
     metrics: dict[str, float] = Field(default_factory=dict)
     golden_al: str | None = None
+    row: int | None = None  # index of its master search-space row (what an AgentX module's `item` names)
 
 
 class Variant(_Frozen):

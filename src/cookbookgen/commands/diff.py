@@ -20,7 +20,8 @@ from ..project import EXAMPLE_MANIFEST, EXAMPLE_SOURCE, bundled, shown_default
 
 if TYPE_CHECKING:  # the diff stack loads only when the command runs
     from ..cells.cache import RenderCache
-    from ..diff.check import DiffResult, GitTrees
+    from ..diff.check import GitTrees
+    from ..diff.result import DiffResult
     from ..diff.model import Tally
     from ..diff.sources import Cookbook
     from ..policy.rules import Policy

@@ -1,4 +1,4 @@
-"""CLI flags <-> SGLang ServerArgs fields, from the packaged alias table (`server_args_aliases.yaml`,
+"""Stage 4 of the diff (compare, helper): CLI flags <-> SGLang ServerArgs fields, from the packaged alias table (`server_args_aliases.yaml`,
 read once with `parse_yaml`). Used by the log reader (`diff.logs`) and the value comparison
 (`diff.words`). No I/O but reading the packaged table.
 """

@@ -1,4 +1,4 @@
-"""Check a published cookbook against a checkout, config by config, and make the report: one flow for
+"""The diff's driver: runs pair -> expect -> compare -> report for a published cookbook against a checkout, config by config, and makes the report: one flow for
 every kind of input (`diff.sources.read_cookbook`). I/O only through `recipes.workspace` (the
 checkout's master configs and recipes) and, for a manifest, the rendering of its points.
 
@@ -20,7 +20,7 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..errors import CookbookError, Problem
@@ -34,60 +34,14 @@ from ..text import unknown
 from .claims import claim_findings
 from .compare import PointMemo, point_findings, stamped
 from .expect import point_expect
-from .model import MISSING, CellState, Finding, Published, PublishedPoint, Tally, UnpairedReason
+from .report import cookbook_part, md_config, text_config
+from .result import DiffResult, PointRun
+from .model import MISSING, CellState, Source, Finding, PublishedPoint, Tally, UnpairedReason
 from .pairing import Pair, pair_config, variant_findings
 from .words import parsed_args
 
 if TYPE_CHECKING:
     from ..cells.cache import RenderCache
-
-
-@dataclass(frozen=True)
-class Source:
-    """A cookbook's published points, config by config: `points(config)` gives the points and variants
-    of one config (a manifest renders them then; other artifacts are read whole first)."""
-
-    name: str
-    kind: str
-    configs: tuple[str, ...]
-    points: Callable[[str], Published]
-    notes: tuple[str, ...] = ()
-    cell: str | None = None
-    rendered_here: bool = False     # a manifest's points, rendered by this cookbookgen: every flag is written `--flag value`
-
-
-def whole(published: Published) -> Source:
-    """The source of a cookbook read whole (a module, cookbook JSON or site)."""
-    by_config: dict[str, list[PublishedPoint]] = {}
-    for point in published.points:
-        by_config.setdefault(point.config, []).append(point)
-
-    def points(config: str) -> Published:
-        variants = tuple(v for v in published.variants if v.config == config)
-        return Published(published.source, published.kind, tuple(by_config.get(config, ())), variants)
-    return Source(published.source, published.kind, tuple(by_config), points, published.notes)
-
-
-@dataclass(frozen=True)
-class DiffResult:
-    cookbook: str
-    kind: str
-    checkout: str
-    configs: tuple[str, ...]
-    findings: tuple[Finding, ...]
-    cells: tuple[CellState, ...] = ()
-    notes: tuple[str, ...] = ()
-    pairs: tuple[Pair, ...] = field(default=(), compare=False, repr=False)
-
-    @property
-    def tally(self) -> Tally:
-        return Tally(self.cells, len(self.pairs), Counter(f.cls for f in self.findings))
-
-
-PointRun = tuple[str | None, list[Finding]]
-"""Findings of one compared point, which are all that point's whatever point they name (they may be
-shared with an earlier point of the config: `compare.point_findings`); or, with None, findings that
-each name their own point (pairing, variants)."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +93,8 @@ def check_config(source: Source, ws: Workspace, policy: Policy, config: str, tre
         groups.setdefault((p.commit or "") if trees else "", []).append(p)
     whole = len(groups) == 1 and source.cell is None
     parts = [_check_points(source, *_tree(ws, trees, commit), policy, config, group, commit, whole) for commit, group in groups.items()]
-    return ConfigCheck(config, [r for c in parts for r in c.runs], variants, [p for c in parts for p in c.pairs],
+    copies: list[PointRun] = [(None, list(published.findings))] if published.findings else []   # a site's forms that disagree
+    return ConfigCheck(config, [r for c in parts for r in c.runs] + copies, variants, [p for c in parts for p in c.pairs],
                        tuple(s for c in parts for s in c.cells), bool(parts) and all(c.absent for c in parts))
 
 
@@ -174,13 +129,18 @@ def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Polic
     if why is not None or ws is None:
         reason, detail = why or ("commit-missing", commit)
         return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", reason, detail, commit, tree) for c in ids), True)
+    try:
+        resolved = resolve_config(ws, config)
+    except CookbookError as exc:      # a refused script or unreadable recipe stops this config's cells only
+        detail = str(exc.problems[0])
+        return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", "recipe-refused", detail, commit, tree)
+                                                     for c in ids), True)
     pairs, findings = pair_config(config, points if source.rendered_here else [as_parsed(p) for p in points], resolved)
     if not whole:         # the config's other cells may show the points these lack
         findings = [f for f in findings if f.detail != MISSING]
     runs: list[PointRun] = [(None, findings + flag_mismatches(config, points))]
     memo = PointMemo()
-    index = {r.point_id: i for i, r in enumerate(resolved)}
-    items = {id(p.published): min(index[q.resolved.point_id] for q in pairs if q.published is p.published) for p in pairs}
+    items = {id(p.published): min(_row_index(q) for q in pairs if q.published is p.published) for p in pairs}
     for pair in pairs:
         expect = point_expect(pair.resolved, policy)
         claims = claim_findings(expect, pair.resolved.recipe.data, pair.published, items[id(pair.published)])
@@ -191,10 +151,18 @@ def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Polic
     return ConfigCheck(config, runs, [], pairs, cells)
 
 
+def _row_index(pair: Pair) -> int:
+    """The master search-space row a paired point comes from (what a module's `item` names)."""
+    return pair.resolved.row.index if pair.resolved.row else 0
+
+
 def _cell_state(state: CellState, pairs: list[Pair], unknown_overrides: set[str | None]) -> CellState:
-    """A cell is checked when a point of it paired; unpaired when none did because it cites overrides no master row uses."""
+    """A cell is checked when a point of it paired; unpaired when none did: because it cites overrides no
+    master row uses, or because no master row (or more than one) serves each of its points."""
     if not pairs and unknown_overrides and None not in unknown_overrides:
         return replace(state, state="unpaired", reason="selector-missing", detail=", ".join(sorted(map(str, unknown_overrides))))
+    if not pairs:
+        return replace(state, state="unpaired", reason="no-point-paired", detail="each point's reason is among its config's findings")
     return replace(state, points=tuple(p.resolved.point_id for p in pairs), recipe=", ".join(dict.fromkeys(p.resolved.recipe.label for p in pairs)))
 
 
@@ -268,7 +236,6 @@ def report_text(source: Source, ws: Workspace, policy: Policy, only: str | None,
                 jobs: int | None = None, cache: RenderCache | None = None, verbose: bool = False,
                 trees: GitTrees | None = None) -> tuple[str, Tally]:
     """The text (or Markdown) details of the cookbook and what its verdict counts, made config by config."""
-    from .report import cookbook_part
 
     job = _Job(source, ws, policy, only, markdown, color, verbose, trees)
     sections = _sections(job, list(source.configs), jobs, cache)
@@ -282,7 +249,6 @@ def report_text(source: Source, ws: Workspace, policy: Policy, only: str | None,
 
 
 def _section(job: _Job, config: str) -> Section:
-    from .report import md_config, text_config
 
     if job.only is not None and config != job.only:
         job.source.points(config)       # a manifest renders it all the same, so its errors surface
@@ -293,8 +259,8 @@ def _section(job: _Job, config: str) -> Section:
     runs = checked.runs + [(None, checked.variants)]
     classes = Counter[str](f.cls for _, found in runs for f in found)
     if job.markdown:
-        text = md_config(config, flatten(runs), folded=not classes["mismatch"])
-    elif not (classes["mismatch"] or job.verbose):
+        text = md_config(config, flatten(runs), folded=not (classes["mismatch"] or classes["prohibited"]))
+    elif not (classes["mismatch"] or classes["prohibited"] or job.verbose):
         text = ""
     else:
         text = text_config(job.color, config, runs, job.verbose)

@@ -1,7 +1,7 @@
-"""What a published point claims besides its commands, checked against the master row and recipe. No I/O.
+"""Stage 4 of the diff (compare): what a published point claims besides its commands, checked against the master row and recipe. No I/O.
 
 An AgentX module says, per cell and point: the GPUs the cell takes, a label naming its prefill/decode
-worker counts (`4P1D`), the benchmark item (the point's index in the config, `item`), the KV tier and
+worker counts (`4P1D`), the benchmark item (`item`: the index of the point's master search-space row), the KV tier and
 router it was measured with, and the Dynamo it installs (`routers.dynamo.install`). Artifacts that do
 not say (None) are not checked.
 """
@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..cells.describe import kv_tier_of, router_of
+from ..cells.describe import allocated_gpus, kv_tier_of, recipe_parallel_label, router_of
 from .expect import PointExpect, RoleTopology
 from .model import DIFFERENT, Finding, PublishedPoint
 
 _SPLIT = re.compile(r"\b(\d+)P(\d+)D\b")
-_ROLE_PART = re.compile(r"(?P<role>Agg|prefill|decode) (?:D?EP|TP)(?P<gpus>\d+)\S*(?: \((?P<nodes>\d+) nodes\))?")
+_ROLE_PART = re.compile(r"(?P<role>Agg|prefill|decode) (?:\d+x )?(?P<label>(?:D?EP|TP)(?P<gpus>\d+)\S*)(?: \((?P<nodes>\d+) nodes\))?")
 _ROLE_NAMES = {"Agg": "agg", "prefill": "prefill", "decode": "decode"}
 _DYNAMO_PIN = re.compile(r"ai-dynamo(?:-runtime)?==([^\s\"']+)")
 _DYNAMO_COMMIT = re.compile(r"ai-dynamo/dynamo(?:/commit/|/tree/|\.git@|@)([0-9a-f]{7,40})")
@@ -26,15 +26,15 @@ def claim_findings(expect: PointExpect, data: dict[str, Any], point: PublishedPo
     """A finding per claim the published point makes: match, or mismatch naming the recipe's value."""
     roles = expect.roles
     claims: list[tuple[str, object, object, str]] = [
-        ("item", point.item, item, "the point's index among the master config's points"),
-        ("gpus", point.gpus, sum(t.workers * t.gpus for t in roles.values()), "GPUs of every worker of the recipe"),
+        ("item", point.item, item, "the index of the point's row in the master config's search space"),
+        ("gpus", point.gpus, _allocated(expect, data, point.hardware), "GPUs the recipe's nodes hold (nodes x GPUs per node of the hardware)"),
         ("kv", point.kv, kv_tier_of(point.blocks), "the KV tier the published commands run"),
         ("router", point.router, router_of(point.blocks), "the router the published commands run"),
     ]
     split = _SPLIT.search(point.title or "")
     if split and "prefill" in roles and "decode" in roles:
         claims.append(("label", f"{split[1]}P{split[2]}D", f"{roles['prefill'].workers}P{roles['decode'].workers}D", "prefill and decode workers"))
-    claims += _role_labels(point.title or "", roles)
+    claims += _role_labels(point.title or "", roles, data)
     if point.install is not None:
         claims.append(("install", _dynamo_version(point.install), _recipe_dynamo(data), "the recipe's dynamo section (install, source.wheel)"))
     return [Finding(expect.config, expect.point, "cell", "claim", name, "match" if str(got) == str(want) else "mismatch",
@@ -42,8 +42,17 @@ def claim_findings(expect: PointExpect, data: dict[str, Any], point: PublishedPo
             for name, got, want, why in claims if got is not None]
 
 
-def _role_labels(title: str, roles: dict[str, RoleTopology]) -> list[tuple[str, object, object, str]]:
-    """Each `<role> TP8 (2 nodes)` part of a label: the GPUs of one worker, and the nodes it spans when said."""
+def _allocated(expect: PointExpect, data: dict[str, Any], hardware: str | None) -> int | None:
+    """The GPUs a point allocates: its worker nodes times the GPUs per node of its hardware (of the recipe's
+    `resources.gpus_per_node` when the hardware is not known)."""
+    nodes = sum(t.expected_nodes for t in expect.roles.values())
+    per_node = int(_mapping(data.get("resources")).get("gpus_per_node") or 4)
+    return allocated_gpus(hardware or _mapping(data.get("resources")).get("gpu_type"), nodes, nodes * per_node)
+
+
+def _role_labels(title: str, roles: dict[str, RoleTopology], data: dict[str, Any]) -> list[tuple[str, object, object, str]]:
+    """Each `<role> TP8 (2 nodes)` part of a label: its parallel sizes as the role's args (or TensorRT-LLM
+    options) say them, the GPUs of one worker, and the nodes it spans when said."""
     out: list[tuple[str, object, object, str]] = []
     for part in title.split(" · "):
         found = _ROLE_PART.fullmatch(part.strip())
@@ -51,6 +60,9 @@ def _role_labels(title: str, roles: dict[str, RoleTopology]) -> list[tuple[str, 
         if found is None or role not in roles:
             continue
         topology = roles[role]
+        spec = _mapping(_mapping(data.get("roles")).get(role))
+        args = {**_mapping(spec.get("args")), **_mapping(spec.get("options"))}     # TensorRT-LLM: its LLM-API options
+        out.append((f"label {role}", found["label"], recipe_parallel_label(args), f"parallel sizes of the {role} role's args"))
         out.append((f"label {role} GPUs", found["gpus"], topology.gpus, f"GPUs of one {role} worker"))
         if found["nodes"]:
             out.append((f"label {role} nodes", found["nodes"], topology.nodes_per_worker, f"nodes one {role} worker spans"))

@@ -1,4 +1,4 @@
-"""Compare one published point with its effective recipe, role by role. No I/O.
+"""Stage 4 of the diff (compare): compare one published point with its effective recipe, role by role. No I/O.
 
 The expected side is the effective recipe's own leaves (after base + override + set/unset) and the
 policy; the published side is the blocks a cookbook shows. Never the renderer's output for the same
@@ -28,11 +28,13 @@ from ..recipes.bundle import EffectiveRecipe
 from ..recipes.load import KeyPath, YamlFloat, dotted, parse_yaml
 from ..render.model import Block
 from . import structure
+from .context import ArgIndexes, Ctx, where_text
 from .expect import PointExpect
 from .explain import Explanation, Miss, Scope, check_arg, explain, recipe_check
 from .model import DIFFERENT, EXTRA, MISSING, Finding, PublishedPoint
 from .structure import role_label
 from ..render.values import flag as as_flag, word
+from .tables import table
 from .words import Words, flag_key, recipe_words, shown, words_equal
 
 RawYaml = Any
@@ -71,75 +73,6 @@ def _path_facts(path: KeyPath, types: tuple[type, ...]) -> PathFacts:
     flag = as_flag(key[-1])
     check = recipe_check(key)
     return PathFacts(key, dotted(path), check, flag, flag_key(flag, True), str(check["check"]) if check else "")
-
-
-@dataclass(frozen=True)
-class Ctx:
-    """One point under comparison."""
-
-    expect: PointExpect
-    recipe: EffectiveRecipe
-    published: PublishedPoint
-    policy: Policy
-    arg_index: "ArgIndexes" = field(default_factory=dict)
-    scopes_used: list[Scope] = field(default_factory=list)   # the Scopes of blocks that checks looked at
-    workers: dict[str, list[Block]] = field(default_factory=dict)  # worker blocks by role
-    others_key: tuple[int, ...] = ()   # the expectations and the non-worker blocks, interned (`PointMemo`)
-
-    @property
-    def blocks(self) -> tuple[Block, ...]:
-        return self.published.blocks
-
-    def args_by_key(self, block: Block, worker: bool) -> dict[str, tuple[Words, ...]]:
-        """The block's arg values grouped by flag key, built once per block (leaves look them up);
-        tuples, so two blocks' indexes compare as sets (`_changed_flags`)."""
-        key = (id(block), worker)
-        hit = self.arg_index.get(key)
-        if hit is None or hit[0] is not block:
-            hit = self.arg_index[key] = (block, _index_args(block, worker))
-        return hit[1]
-
-    def finding(self, role: str, kind: str, item: str, cls: str, **rest: Any) -> Finding:
-        return Finding(self.expect.config, self.expect.point, role, kind, item, cls, **rest)  # type: ignore[arg-type]
-
-    def scope(self, block: Block) -> Scope:
-        scope = Scope(self.expect, block)
-        self.scopes_used.append(scope)
-        return scope
-
-    def role_blocks(self, role: str) -> list[Block]:
-        return self.workers.get(role, [])
-
-    def where(self, path: KeyPath) -> str:
-        """`file:line` of the setting (as `recipe.problem(path)` locates it), or the file alone."""
-        origins = self.recipe.origins
-        p = path if type(path) is tuple else tuple(path)
-        found = origins.get(p)
-        while found is None and p:
-            p = p[:-1]
-            found = origins.get(p)
-        return _where_text(found if found is not None else (self.recipe.file, 0))
-
-
-ArgIndex = dict[str, tuple[Words, ...]]          # a block's arg values by flag key
-ArgIndexes = dict[tuple[int, bool], tuple[Block, ArgIndex]]                # by the block's id and whether it is a worker
-
-
-def _index_args(block: Block, worker: bool) -> ArgIndex:
-    """`Ctx.args_by_key` of `block`: its args' words by flag key, in the args' order; a flag given
-    more than once keeps all its values, in order."""
-    index: ArgIndex = {}
-    for arg in block.args:
-        key = flag_key(arg[0], worker)
-        index[key] = (*index.get(key, ()), arg[1:])
-    return index
-
-
-@lru_cache(maxsize=65536)
-def _where_text(origin: tuple[str, int]) -> str:
-    """`file:line` (the file alone without a line), one string per origin (report keys hash it once)."""
-    file, line = origin
-    return f"{file}:{line}" if line else file
 
 
 def compare_point(expect: PointExpect, recipe: EffectiveRecipe, published: PublishedPoint, policy: Policy,
@@ -443,7 +376,7 @@ class PointMemo:
                 found = _group_findings(ctx, paths[i], value, self)
             else:           # `_group_findings` of a scalar, with what the section knows already
                 origin = origins[i]
-                where = _where_text(origin) if origin is not None else ctx.where(paths[i])
+                where = where_text(origin) if origin is not None else ctx.where(paths[i])
                 shown_in = _arg_shown(flags[i], indexes) if facts[i].kind == "arg" else _shown_in(ctx, facts[i], value)
                 found = _scalar_leaf(ctx, paths[i], facts[i], value, where, shown_in)
             results[i] = found
@@ -564,11 +497,12 @@ def _leaf_role(ctx: Ctx, leaf: Leaf) -> str:
 
 
 def _ruled(ctx: Ctx, leaf: Leaf, role: str, kind: str, item: str) -> Finding:
-    """A leaf the policy drops (its class, `excluded`) or prohibits (a mismatch)."""
+    """A leaf the policy drops (its class, `excluded`) or prohibits (class `prohibited`: the run used a
+    setting no cookbook may publish, which fails the gate whether the cookbook shows it or not)."""
     rule = leaf.rule
     assert rule is not None
     prohibited = rule.cls == "prohibited"
-    return ctx.finding(role, kind, item, "mismatch" if prohibited else rule.cls, detail="prohibited by the policy" if prohibited else "excluded",
+    return ctx.finding(role, kind, item, rule.cls, detail="prohibited by the policy" if prohibited else "excluded",
                        recipe=_show_value(leaf.value), reason=rule.reason, rule=rule.text, path=leaf.dotted, where=leaf.where)
 
 
@@ -674,6 +608,8 @@ def _compare(ctx: Ctx, role: str, kind: str, item: str, ok: str, want: Words | N
         detail, cls = MISSING, "mismatch"
     elif any(words_equal(want, g) for g in got):
         detail, cls = "same value", ok
+    elif item in table()["runner_dependent"]:      # sized to the runner by the benchmark script: shown, its size the reader's
+        detail, cls, base = "runner-dependent value", "placeholder", {**base, "reason": table()["runner_dependent"][item]}
     else:
         detail, cls = DIFFERENT, "mismatch"
     return ctx.finding(role, kind, item, cls, detail=detail, **base)

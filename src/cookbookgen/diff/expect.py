@@ -1,4 +1,4 @@
-"""What a point's recipe implies beyond its own settings, computed from the recipe's numbers alone
+"""Stage 3 of the diff (expect): what a point's recipe implies beyond its own settings, computed from the recipe's numbers alone
 (not through `render.layout`, so a renderer bug cannot hide behind itself). No I/O.
 
 Topology of a role (srt-slurm's rules):
@@ -18,7 +18,7 @@ from ..policy.rules import Policy
 from ..recipes.load import KeyPath
 from ..recipes.workspace import ResolvedPoint, model_id
 from ..render.deploy import frontend_layout
-from .explain import table
+from .tables import table
 
 RawYaml = Any
 ROLE_ORDER = ("prefill", "decode", "agg")

@@ -1,7 +1,5 @@
-"""Explanations for what a cookbook adds to a recipe: the `synthesized.yaml` table and its checks.
-
-I/O: reads the package's `synthesized.yaml` once (`recipes.load.package_yaml`). Everything else is
-pure. A check gets the words the cookbook shows and the `Scope` of the block, and returns `None`
+"""Stage 4 of the diff (compare): explanations for what a cookbook adds to a recipe, the checks of the
+`synthesized.yaml` table (`tables`) against a point's expectations (`expect`). No I/O. A check gets the words the cookbook shows and the `Scope` of the block, and returns `None`
 when the addition is explained or a sentence saying why it is not. Checks are looked up by name in
 `CHECKS` (a table, not a branch).
 """
@@ -11,25 +9,19 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import Any, Callable
 
 from ..errors import CookbookError
 from ..policy.rules import glob_matches
-from ..recipes.load import package_yaml
 from ..render.model import Block
 from ..text import unknown
+from .expect import PointExpect
 from .model import DIFFERENT, EXTRA
+from .tables import glossary, table
 
-if TYPE_CHECKING:
-    from .expect import PointExpect
 
 RawYaml = Any
 Words = tuple[str, ...]
-
-
-def table() -> dict[str, RawYaml]:
-    """`synthesized.yaml`."""
-    return cast(dict[str, RawYaml], package_yaml("diff/synthesized.yaml"))
 
 
 @dataclass(frozen=True)
@@ -38,7 +30,7 @@ class Scope:
     else (not the sibling blocks): `compare.PointMemo` relies on it. `read_args` lists the flags a
     check looked up among the block's args (a verdict that read none depends on the block's role only)."""
 
-    expect: "PointExpect"
+    expect: PointExpect
     block: Block
     read_args: list[str] = field(default_factory=list, compare=False, hash=False)
 
@@ -294,10 +286,6 @@ def recipe_check(path: tuple[str, ...]) -> RawYaml | None:
             return item
     return None
 
-
-def glossary() -> dict[str, dict[str, str]]:
-    """`classes.yaml`: every finding class and unpaired reason with its meaning."""
-    return cast(dict[str, dict[str, str]], package_yaml("diff/classes.yaml"))
 
 
 def explain_class(name: str) -> str:

@@ -1,4 +1,4 @@
-"""Compare published commands with what the workers really ran. No I/O (see `sources.read_logs`).
+"""Stage 4 of the diff (compare, with logs): compare published commands with what the workers really ran. No I/O (see `sources.read_logs`).
 
 - A `server_args=ServerArgs(...)` line belongs to the role its `disaggregation_mode` names (`null`:
   agg). It is compared with that role's worker blocks of every candidate point, and reported against
@@ -19,7 +19,7 @@ from typing import Sequence
 from ..policy.rules import DROPPED, Policy
 from ..render.model import Block
 from .aliases import normal_flag
-from .explain import table
+from .tables import table
 from .logs import (
     LogDifference,
     RoleSettings,

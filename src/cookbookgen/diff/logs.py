@@ -1,4 +1,4 @@
-"""Compare what SGLang workers logged with the commands we publish.
+"""Stage 4 of the diff (compare, with logs): read what SGLang workers logged and compare it with the commands we publish.
 
 SGLang logs its resolved configuration once per rank as
 `server_args=ServerArgs(model_path='...', tp_size=4, ...)`. This module

@@ -1,4 +1,4 @@
-"""The values `cookbookgen diff` works with: published points read from a cookbook artifact, and
+"""Stage 0 of the diff (data): the values `cookbookgen diff` works with: published points read from a cookbook artifact, and
 findings (one compared setting each). No I/O. What each finding class and unpaired reason means is
 in one table, `classes.yaml` (`cookbookgen diff --explain CLASS`).
 """
@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Callable, Literal, get_args
 
 from ..render.model import Block
 
 FindingClass = Literal[
-    "mismatch", "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "unverified", "derived"
+    "mismatch", "prohibited", "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "unverified", "derived"
 ]
 CLASSES: tuple[FindingClass, ...] = get_args(FindingClass)     # in the order reports count them
-UnpairedReason = Literal["commit-missing", "object-missing", "no-master-entry", "recipe-missing", "framework-unsupported", "selector-missing"]
+FAILING: frozenset[str] = frozenset(("mismatch", "prohibited"))
+"""The classes that fail a diff: a difference from the recipe, and a setting the policy prohibits."""
+UnpairedReason = Literal["commit-missing", "object-missing", "no-master-entry", "recipe-missing", "framework-unsupported", "selector-missing",
+                         "no-point-paired", "recipe-refused"]
 """Why a published cell was not checked (meanings in `classes.yaml`, `cookbookgen diff --explain`)."""
 MISSING = "missing from the cookbook"
 EXTRA = "extra in the cookbook"
@@ -48,7 +51,8 @@ class Finding:
 
     @property
     def is_mismatch(self) -> bool:
-        return self.cls == "mismatch"
+        """Whether the finding fails the run (a mismatch or a prohibited setting): what reports list."""
+        return self.cls in FAILING
 
     def to_json(self) -> dict[str, object]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
@@ -77,6 +81,7 @@ class PublishedPoint:
     title: str | None = None
     install: tuple[str, ...] | None = None
     commit: str | None = None
+    hardware: str | None = None
 
     @property
     def label(self) -> str:
@@ -103,6 +108,7 @@ class Published:
     points: tuple[PublishedPoint, ...]
     variants: tuple[Variant, ...] = ()
     notes: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()     # what the artifact contradicts itself with (a site's copyable forms)
 
 
 @dataclass(frozen=True)
@@ -143,10 +149,39 @@ class Tally:
 
     def verdict(self, allow_unpaired: bool) -> tuple[int, str]:
         """The exit status and why: 1 on any mismatch, any unpaired cell (unless allowed) or nothing checked."""
-        mismatches, unpaired = self.classes["mismatch"], len(self.unpaired)
-        why = [f"{mismatches} mismatch(es)"] * bool(mismatches) + [f"{unpaired} unpaired cell(s)"] * (unpaired > 0 and not allow_unpaired)
+        mismatches, prohibited, unpaired = self.classes["mismatch"], self.classes["prohibited"], len(self.unpaired)
+        why = ([f"{mismatches} mismatch(es)"] * bool(mismatches) + [f"{prohibited} prohibited setting(s)"] * bool(prohibited)
+               + [f"{unpaired} unpaired cell(s)"] * (unpaired > 0 and not allow_unpaired))
+        mismatches += prohibited
         if not self.points and not mismatches:
             why.append("no point was checked")
         if why:
             return 1, ", ".join(why)
         return 0, "parity" + (f" ({unpaired} unpaired cell(s) allowed by --allow-unpaired)" if unpaired else "")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A cookbook's published points, config by config: `points(config)` gives the points and variants
+    of one config (a manifest renders them then; other artifacts are read whole first)."""
+
+    name: str
+    kind: str
+    configs: tuple[str, ...]
+    points: Callable[[str], Published]
+    notes: tuple[str, ...] = ()
+    cell: str | None = None
+    rendered_here: bool = False     # a manifest's points, rendered by this cookbookgen: every flag is written `--flag value`
+
+
+def whole(published: Published) -> Source:
+    """The source of a cookbook read whole (a module, cookbook JSON or site)."""
+    by_config: dict[str, list[PublishedPoint]] = {}
+    for point in published.points:
+        by_config.setdefault(point.config, []).append(point)
+
+    def points(config: str) -> Published:
+        variants = tuple(v for v in published.variants if v.config == config)
+        found = tuple(f for f in published.findings if f.config == config)
+        return Published(published.source, published.kind, tuple(by_config.get(config, ())), variants, findings=found)
+    return Source(published.source, published.kind, tuple(by_config), points, published.notes)

@@ -1,13 +1,15 @@
-"""Pair a cookbook's points with a checkout's points (master rows x concurrencies). No I/O.
+"""Stage 2 of the diff (pair): pair a cookbook's points with a checkout's points (master rows x concurrencies). No I/O.
 
 A published point is matched, first rule that applies:
 - by checkout point id (`tp4/c16`) when the artifact records it (our JSON, our site);
 - by recipe override (`override_tp8`), and recipe file when both name one (AgentX modules);
-- by recipe file alone (modules with one YAML per point);
+- by recipe file alone (modules with one YAML per point, single-node scripts);
 - by concurrency alone.
+Without a point id or an override, a point that names its master row (`item` of an AgentX module: the
+row's index in the master config's search space) is matched within that row only.
 Then each of its concurrencies must be one of the matched rows' concurrencies. A concurrency the
-checkout does not have is `extra in the cookbook`; a checkout point no published point claims is
-`missing from the cookbook`. Both are mismatches.
+checkout does not have is `extra in the cookbook`, and so is one that two rows still serve
+(ambiguous); a checkout point no published point claims is `missing from the cookbook`. All are mismatches.
 """
 
 from __future__ import annotations
@@ -45,9 +47,8 @@ def candidates(point: PublishedPoint, resolved: Sequence[ResolvedPoint], by_id: 
     if point.override:
         hits = [r for r in resolved if r.recipe.selector == point.override]
         return [r for r in hits if same_recipe(r.recipe_path, point.recipe)] if point.recipe else hits
-    if point.recipe:
-        return [r for r in resolved if same_recipe(r.recipe_path, point.recipe)]
-    return list(resolved)
+    hits = [r for r in resolved if same_recipe(r.recipe_path, point.recipe)] if point.recipe else list(resolved)
+    return hits if point.item is None else [r for r in hits if r.row is not None and r.row.index == point.item]
 
 
 def pair_config(config: str, published: Sequence[PublishedPoint], resolved: Sequence[ResolvedPoint]) -> tuple[list[Pair], list[Finding]]:
@@ -64,7 +65,7 @@ def pair_config(config: str, published: Sequence[PublishedPoint], resolved: Sequ
             hits = [r for r in cands if conc is None or r.conc == conc]
             hit = hits[0] if len(hits) == 1 and hits[0].point_id not in claimed else None
             if hit is None:
-                findings.append(_extra(config, point, conc, len(hits) == 1, resolved))
+                findings.append(_extra(config, point, conc, hits, resolved))
                 continue
             claimed.add(hit.point_id)
             pairs.append(Pair(point, hit))
@@ -82,12 +83,16 @@ def _shown(point: PublishedPoint, conc: int | None) -> str:
     return f"{point.cell} c{conc}" if conc is not None else point.cell
 
 
-def _extra(config: str, point: PublishedPoint, conc: int | None, duplicate: bool, resolved: Sequence[ResolvedPoint]) -> Finding:
+def _extra(config: str, point: PublishedPoint, conc: int | None, hits: Sequence[ResolvedPoint], resolved: Sequence[ResolvedPoint]) -> Finding:
     via = f" ({point.override})" if point.override else ""
     served = [f"c{r.conc}" for r in resolved if point.override and r.recipe.selector == point.override]
     used = sorted({str(r.recipe.selector) for r in resolved if r.conc == conc and r.recipe.selector})
-    if duplicate:
+    if len(hits) == 1:
         reason = "another cookbook point already claims it"
+    elif hits:
+        reason = f"ambiguous: {len(hits)} master rows serve this concurrency ({', '.join(r.point_id for r in hits)}) and the point names none of them"
+    elif point.item is not None and not point.override and any(r.conc == conc for r in resolved):
+        reason = f"master row {point.item} (the point's item) does not serve this concurrency{via}"
     elif point.override and used:
         reason = (f"wrong override label: {point.override} " + (f"serves {', '.join(served)}" if served else "is not a variant any master row uses")
                   + f"; c{conc} is served by {', '.join(used)}")

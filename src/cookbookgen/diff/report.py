@@ -1,4 +1,4 @@
-"""The three reports of a diff: text for terminals, JSON for machines, Markdown for a PR review. No I/O.
+"""Stage 5 of the diff (report): the three reports of a diff: text for terminals, JSON for machines, Markdown for a PR review. No I/O.
 
 Every report leads with the verdict of the run (`verdict`: exit status and why, cells checked and
 unpaired, points, findings per class), then each cookbook's part (`cookbook_part`).
@@ -18,16 +18,15 @@ import io
 from collections import Counter
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import Callable, Iterable
 
 from ..text import printable
 from .model import CLASSES, CellState, Finding, Tally
+from .result import DiffResult, PointRun
 
-if TYPE_CHECKING:  # only the types (`diff.check` imports this module)
-    from .check import DiffResult, PointRun
 
 EXCLUDED = ("harness-only", "default-equivalent")
-_STYLE = {"mismatch": "bold red", "match": "green", "harness-only": "yellow", "default-equivalent": "yellow",
+_STYLE = {"mismatch": "bold red", "prohibited": "bold red", "match": "green", "harness-only": "yellow", "default-equivalent": "yellow",
           "placeholder": "cyan", "cluster-provided": "cyan", "unverified": "magenta", "derived": "dim"}
 _ROLE_ORDER = ("point", "cell", "frontend", "router", "nginx", "etcd", "nats", "mooncake-master", "mooncake-store",
                "prefill", "decode", "agg", "job")
@@ -161,11 +160,11 @@ def text_config(color: bool, config: str, runs: Iterable[PointRun], verbose: boo
             point.counts.update(map(_ROLE_AND_CLASS, found))
             for f in [f for f in found if f.cls in _NOTED or f.kind == "point"]:
                 _note(point, f, run_point, excluded, checked)
-    mismatches = sum(len(bad) for point in points.values() for bad in point.bad.values())
+    failing = Counter(f.cls for point in points.values() for bad in point.bad.values() for f in bad)
+    shown = ", ".join(f"{n} {'mismatch(es)' if cls == 'mismatch' else cls}" for cls, n in sorted(failing.items()))
     out = _Lines()
     out.append([])
-    out.print((config, "bold"), f": {len(checked)} point(s), ",
-              (f"{mismatches} mismatch(es)", "bold red") if mismatches else ("parity", "green"))
+    out.print((config, "bold"), f": {len(checked)} point(s), ", (shown, "bold red") if failing else ("parity", "green"))
     for name, point in points.items():
         if not (verbose or point.bad):
             continue
@@ -192,7 +191,7 @@ class _Point:
 
 
 _ROLE_AND_CLASS = attrgetter("role", "cls")
-_NOTED = frozenset(("mismatch", *EXCLUDED))
+_NOTED = frozenset(("mismatch", "prohibited", *EXCLUDED))
 
 
 def _count_spans(role: str, counts: Counter[tuple[str, str]]) -> list[str | Span]:
@@ -205,7 +204,7 @@ def _count_spans(role: str, counts: Counter[tuple[str, str]]) -> list[str | Span
 
 def _note(point: _Point, f: Finding, at: str, excluded: list[tuple[str, Finding]], checked: list[str]) -> None:
     """Keep what the section lists besides the counts: mismatches, excluded settings, points checked."""
-    if f.cls == "mismatch":
+    if f.is_mismatch:
         point.bad.setdefault(f.role, []).append(f)
     elif f.cls in EXCLUDED:
         excluded.append((at, f))

@@ -1,10 +1,15 @@
-"""Read the commands back out of a built site's HTML. No I/O (the caller passes the page texts).
+"""Stage 1 of the diff (read, helper of `sources`): read the commands back out of a built site's HTML. No I/O (the caller passes the page texts).
 
 Each process's code block must say which block it is, on the code element or an ancestor:
 `data-cell="<cell id>" data-point="<point id>" data-block="<index in the point's deployment.blocks>"`.
 Its text is the block as `render.shell.format_block` prints it (heredocs for config files, preamble
 lines, `K=V \\` env lines, `cmd \\`, two-space-indented `--flag value \\` lines); `parse_block_text`
 reads that back with `shlex`. Topology (workers, nodes per worker, count) comes from `cookbook.json`.
+
+Every other form a reader can copy must say the same commands (`copy_findings`): the page's "Copy all"
+script (the code block with id `<anchor>-all`), the downloadable `launch-*.sh` (each `_block_<i>()` of
+`render.shell.copy_all`, read back the same way) and the blocks of `cookbook.json`; a difference is a
+mismatch naming the form and the setting.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from html.parser import HTMLParser
 from typing import Any, Mapping, Sequence
 
 from ..render.model import Block
-from .model import PublishedPoint
+from .model import DIFFERENT, Finding, PublishedPoint
 
 ATTRS = ("data-cell", "data-point", "data-block")
 VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"})
@@ -32,25 +37,31 @@ class _CodeBlocks(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.stack: list[tuple[str, dict[str, str]]] = []
         self.found: dict[Key, str] = {}
+        self.by_id: dict[str, str] = {}     # every code element's text, by the id of its nearest element that has one
         self.text: list[str] | None = None
         self.key: Key | None = None
+        self.id: str | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         inherited = self.stack[-1][1] if self.stack else {}
-        seen = {**inherited, **{k: v or "" for k, v in attrs if k in ATTRS}}
+        seen = {**inherited, **{k: v or "" for k, v in attrs if k in ATTRS or k == "id"}}
         if tag in VOID:
             return
         self.stack.append((tag, seen))
-        if tag == "code" and all(a in seen for a in ATTRS) and seen["data-block"].isdigit():
-            self.key = (seen["data-cell"], seen["data-point"], int(seen["data-block"]))
-            self.text = []
+        if tag == "code":
+            self.text, self.id = [], seen.get("id")
+            if all(a in seen for a in ATTRS) and seen["data-block"].isdigit():
+                self.key = (seen["data-cell"], seen["data-point"], int(seen["data-block"]))
 
     def handle_endtag(self, tag: str) -> None:
         while self.stack and self.stack.pop()[0] != tag:
             continue  # an element left open (HTML allows it) closes with its parent
-        if tag == "code" and self.text is not None and self.key is not None:
-            self.found[self.key] = "".join(self.text)
-            self.text, self.key = None, None
+        if tag == "code" and self.text is not None:
+            if self.key is not None:
+                self.found[self.key] = "".join(self.text)
+            if self.id is not None:
+                self.by_id[self.id] = "".join(self.text)
+            self.text, self.key, self.id = None, None, None
 
     def handle_data(self, data: str) -> None:
         if self.text is not None:
@@ -58,10 +69,20 @@ class _CodeBlocks(HTMLParser):
 
 
 def code_blocks(html: str) -> dict[Key, str]:
+    return _parse(html).found
+
+
+def code_by_id(html: str) -> dict[str, str]:
+    """The text of every code element, by the id of its nearest element that has one (a "Copy all" script
+    is the code of `<anchor>-all`)."""
+    return _parse(html).by_id
+
+
+def _parse(html: str) -> _CodeBlocks:
     parser = _CodeBlocks()
     parser.feed(html)
     parser.close()
-    return parser.found
+    return parser
 
 
 def parse_block_text(text: str) -> dict[str, object]:
@@ -126,3 +147,76 @@ def _from_html(point: PublishedPoint, found: dict[Key, str]) -> PublishedPoint:
 def _with_text(block: Block, text: str) -> Block:
     parsed = parse_block_text(text)
     return block.model_copy(update={**parsed, "files": parsed["files"] or block.files})
+
+
+# --- the other copyable forms ------------------------------------------------------------------------
+
+_FUNCTION = re.compile(r"_block_(\d+)\(\) \{$")
+
+
+def script_blocks(text: str) -> dict[int, dict[str, object]]:
+    """The blocks of a launch script (`render.shell.copy_all`): each `_block_<i>() { ... }` body read as a
+    block's text, without its placeholder checks (`: "${NAME:?...}"`) and the `exec` before the command."""
+    lines = text.split("\n")
+    out: dict[int, dict[str, object]] = {}
+    i = 0
+    while i < len(lines):
+        start = _FUNCTION.match(lines[i])
+        i += 1
+        if not start:
+            continue
+        body: list[str] = []
+        while i < len(lines) and lines[i] != "}":
+            heredoc = _HEREDOC.match(lines[i].strip())
+            end = next((j for j in range(i + 1, len(lines)) if lines[j] == heredoc.group(3)), i) if heredoc else i
+            body.extend(lines[i:end + 1])
+            i = end + 1
+        parsed = parse_block_text("\n".join(line for line in body if not line.startswith('  : "${')))
+        parsed["cmd"] = str(parsed["cmd"]).removeprefix("exec ")
+        out[int(start.group(1))] = parsed
+        i += 1
+    return out
+
+
+_COMPARED = ("cmd", "args", "env", "preamble", "files")
+
+
+def copy_findings(config: str, point: str, blocks: Sequence[Block], form: str, shown: Mapping[int, Mapping[str, object]] | None) -> list[Finding]:
+    """A mismatch for each setting in which a copyable `form` of a point (its Copy-all script, launch script or
+    cookbook.json blocks, `shown` by block index; None when the site lacks the form) differs from the commands
+    the page shows (`blocks`)."""
+    if shown is None:
+        return [Finding(config, point, "point", "copy", form, "mismatch", detail="missing from the site",
+                        reason="every form of a point's commands a reader can copy is compared")]
+    out: list[Finding] = []
+    for index, block in enumerate(blocks):
+        got = shown.get(index)
+        role = block.role or block.kind
+        if got is None:
+            out.append(Finding(config, point, role, "copy", form, "mismatch", detail=f"block {index} ({block.title}) is missing from it"))
+            continue
+        want = {"cmd": block.cmd, "args": tuple(map(tuple, block.args)), "env": dict(block.env), "preamble": tuple(block.preamble),
+                "files": dict(block.files)}
+        out += [_copy_difference(config, point, role, form, key, want[key], got.get(key)) for key in _COMPARED if _normal(got.get(key)) != _normal(want[key])]
+    out += [Finding(config, point, "point", "copy", form, "mismatch", detail=f"block {i} is extra in it") for i in shown if i >= len(blocks)]
+    return out
+
+
+def _normal(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _normal(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return tuple(_normal(v) for v in value)
+    return value
+
+
+def _copy_difference(config: str, point: str, role: str, form: str, key: str, want: object, got: object) -> Finding:
+    """One differing field, narrowed to the args or env entries that differ when it is those."""
+    if key == "args" and isinstance(want, tuple) and isinstance(got, tuple):
+        page, other = {" ".join(map(str, a)) for a in want}, {" ".join(map(str, a)) for a in got}
+        want, got = " ".join(sorted(page - other)), " ".join(sorted(other - page))
+    elif key == "env" and isinstance(want, dict) and isinstance(got, dict):
+        names = sorted(k for k in {*want, *got} if want.get(k) != got.get(k))
+        want, got = " ".join(f"{k}={want.get(k)}" for k in names), " ".join(f"{k}={got.get(k)}" for k in names)
+    return Finding(config, point, role, "copy", f"{form}: {key}", "mismatch", detail=DIFFERENT, recipe=f"page {want}", cookbook=f"{form} {got}",
+                   reason="what a reader copies must be the commands the page shows (and the diff compared)")

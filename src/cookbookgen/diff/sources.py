@@ -1,4 +1,4 @@
-"""Read the artifacts `cookbookgen diff` compares: the only module of the diff stage that touches disk.
+"""Stage 1 of the diff (read): read the artifacts `cookbookgen diff` compares: the only module of the diff stage that touches disk.
 
 Cookbook inputs (`read_cookbook`):
 - a cookbook manifest (`cookbook.yaml`): its points as `pipeline` renders them from the manifest's own
@@ -29,8 +29,7 @@ from ..policy.rules import Policy, load_policy
 from ..recipes.load import MAX_INPUT_BYTES, parse_json, read_text_file
 from ..recipes.workspace import Workspace
 from ..render.model import Block
-from .check import Source, whole
-from .model import Published, PublishedPoint, Variant
+from .model import Finding, Published, PublishedPoint, Source, Variant, whole
 
 if TYPE_CHECKING:  # the AgentX decoder, HTML reader and log parsers load only for those inputs
     from ..agentx.decode import Decoder
@@ -172,7 +171,8 @@ def _cell_points(cell: Json, file: str, where: str) -> list[PublishedPoint]:
             config=cell["config_key"], cell=cell["id"], concs=tuple(int(c) for c in concs or ()),
             blocks=blocks_from_json(dep.get("blocks") or [], file, f"{where}.points[{i}].blocks"),
             point_id=point.get("id"), override=point.get("override"), recipe=point.get("recipe"),
-            image=cell.get("image") or dep.get("image"), commit=(cell.get("provenance") or {}).get("commit")))
+            image=cell.get("image") or dep.get("image"), commit=(cell.get("provenance") or {}).get("commit"),
+            title=cell.get("label") if isinstance(cell.get("label"), str) else None))
     return out
 
 
@@ -225,8 +225,8 @@ def _module_cell(dec: "Decoder", ci: int, cell: Json, variants: list[Variant]) -
             override=point.get("override"), recipe=recipe,
             image=cell.get("image"), router=cell["submitted"], kv=point_kv(point),
             item=point.get("item"), gpus=cell.get("gpus"), title=cell.get("label"),
-            install=tuple((cell["routers"].get("dynamo") or {}).get("install") or ()) if "dynamo" in cell["routers"] else None,
-            commit=commit))
+            install=tuple(cell["routers"]["dynamo"].get("install") or ()) if cell["submitted"] == "dynamo" and "dynamo" in cell["routers"] else None,
+            commit=commit, hardware=cell.get("hw") if isinstance(cell.get("hw"), str) else None))
     return points
 
 
@@ -259,16 +259,63 @@ def _check_texts(dec: "Decoder", where: str, item: Json, required: tuple[str, ..
 # --- a built site -----------------------------------------------------------------------------------
 
 def read_site(site: Path) -> Published:
-    """The site's `cookbook.json` for pairing and topology, with each block's command as its HTML shows it."""
-    from .site import read_site_blocks
+    """The site's `cookbook.json` for pairing and topology, with each block's command as its HTML shows it;
+    and a mismatch wherever another copyable form of a point (its "Copy all" script, its `launch-*.sh`,
+    its `cookbook.json` blocks) says other commands than its page."""
+    from .site import code_by_id, read_site_blocks
 
     found = sorted(site.rglob("cookbook.json"), key=lambda p: (len(p.parts), str(p)))
     if not found:
         raise CookbookError.at(str(site), 0, "", "no cookbook.json in the site: the site build exports it next to the pages")
-    base = published_from_json(_json(_text(found[0]), str(found[0])), str(found[0]))
+    data = _json(_text(found[0]), str(found[0]))
+    base = published_from_json(data, str(found[0]))
     html = {p: _text(p) for p in sorted(site.rglob("*.html"))}
     points, notes = read_site_blocks(base.points, html)
-    return Published(str(site), "site", points, base.variants, notes)
+    by_id = {k: v for text in html.values() for k, v in code_by_id(text).items()}
+    findings = _copy_forms(data, found[0].parent, points, base.points, by_id) if isinstance(data, dict) else []
+    return Published(str(site), "site", points, base.variants, notes, tuple(findings))
+
+
+def _copy_forms(data: Json, root: Path, shown: tuple[PublishedPoint, ...], listed: tuple[PublishedPoint, ...],
+                by_id: dict[str, str]) -> list[Finding]:
+    """Each run of cookbook.json that names its launch script (`anchor`, `script`): its Copy-all script, the
+    script file and (for a measured point) its cookbook.json blocks, each against the commands its page shows."""
+    from .site import copy_findings, script_blocks
+
+    pages = {(p.cell, p.point_id): p for p in shown}
+    own = {(p.cell, p.point_id): p for p in listed}
+    out: list[Finding] = []
+    for page in data.get("pages") or []:
+        for cell in page.get("cells") or []:
+            runs = [(r, str(r.get("id")), True) for r in cell.get("points") or []]
+            runs += [(v, f"derived {v.get('router')}/{v.get('kv')} of {v.get('from_point')}", False) for v in cell.get("derived_variants") or []]
+            for run, point, measured in runs:     # a derived variant's page shows no Copy-all block, only its script
+                if not isinstance(run.get("anchor"), str) or not isinstance(run.get("script"), str):
+                    continue
+                shown_point = pages.get((cell.get("id"), point))
+                blocks = shown_point.blocks if shown_point else blocks_from_json(run.get("blocks") or [], "cookbook.json", point)
+                config = str(cell.get("config_key"))
+                copy_all = by_id.get(f"{run['anchor']}-all")
+                if measured or copy_all is not None:
+                    out += copy_findings(config, point, blocks, f"Copy all of {run['anchor']}", None if copy_all is None else script_blocks(copy_all))
+                script = _site_file(root, run["script"])
+                out += copy_findings(config, point, blocks, run["script"], None if script is None else script_blocks(script))
+                if shown_point is not None and own.get((cell.get("id"), point)) is not shown_point:
+                    listed_blocks = own[(cell.get("id"), point)].blocks
+                    out += copy_findings(config, point, blocks, "cookbook.json", {i: _block_fields(b) for i, b in enumerate(listed_blocks)})
+    return out
+
+
+def _site_file(root: Path, name: str) -> str | None:
+    """A file of the site named by cookbook.json (None when absent); a name that leaves the site is refused."""
+    path = (root / name).resolve()
+    if root.resolve() not in path.parents:
+        raise CookbookError.at(str(root / "cookbook.json"), 0, "script", f"names {name!r}, outside the site")
+    return _text(path) if path.is_file() else None
+
+
+def _block_fields(block: Block) -> dict[str, object]:
+    return {"cmd": block.cmd, "args": block.args, "env": block.env, "preamble": block.preamble, "files": block.files}
 
 
 # --- logs ----------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Once-per-point checks of a published point's shape against its recipe, and the block lookups the
+"""Stage 4 of the diff (compare): once-per-point checks of a published point's shape against its recipe, and the block lookups the
 leaf comparison shares. No I/O.
 
 - Blocks: one worker block (or more, per co-located slot) per recipe role, the frontend the recipe's
@@ -17,17 +17,16 @@ import shlex
 
 import math
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..render.model import Block
 from ..render.values import args_from_words, flag as as_flag, word
+from .context import Ctx
 from .expect import PointExpect, RoleTopology
-from .explain import Explanation, explain_block, missing, required_settings, table
+from .explain import Explanation, explain_block, missing, required_settings
 from .model import DIFFERENT, EXTRA, MISSING, Finding
+from .tables import table
 from .words import flag_key, recipe_words
-
-if TYPE_CHECKING:
-    from .compare import Ctx
 
 RawYaml = Any
 FRONTEND_KINDS = ("dynamo-frontend", "sglang-router", "vllm-router", "smg")
@@ -129,7 +128,7 @@ def _in_file(blocks: list[Block], name: str, text: str, present: bool, role: str
 
 # --- the once-per-point checks ------------------------------------------------------------------------
 
-def check(ctx: "Ctx") -> list[Finding]:
+def check(ctx: Ctx) -> list[Finding]:
     return [*_blocks(ctx), *_topologies(ctx), *_frontend_count(ctx), *_workers(ctx), *_image(ctx)]
 
 
@@ -165,7 +164,7 @@ def block_ports(block: Block) -> tuple[tuple[str, str], ...]:
     return tuple((name, m.group(1)) for name, text in values if (m := _LAST_NUMBER.search(text)))
 
 
-def recipe_shape(ctx: "Ctx") -> tuple[Any, ...]:
+def recipe_shape(ctx: Ctx) -> tuple[Any, ...]:
     """What `check` reads of the recipe and the published point besides the blocks: the services'
     types, which roles set `kv-events-config` themselves, where the topology settings are, the image."""
     data = ctx.recipe.data
@@ -181,7 +180,7 @@ def role_label(block: Block) -> str:
     return block.role if block.kind == "worker" and block.role else KIND_LABEL.get(block.kind, block.kind)
 
 
-def _frontend(ctx: "Ctx") -> dict[str, RawYaml]:
+def _frontend(ctx: Ctx) -> dict[str, RawYaml]:
     """The `frontends` entry of synthesized.yaml for the point's frontend type (empty for another type)."""
     return table()["frontends"].get(ctx.expect.frontend, {})  # type: ignore[no-any-return]
 
@@ -190,7 +189,7 @@ def _ports_item(name: str) -> str:
     return "ports" if name == "--port" else f"ports {name}"
 
 
-def expected_blocks(ctx: "Ctx") -> dict[tuple[str, str | None], tuple[str, bool]]:
+def expected_blocks(ctx: Ctx) -> dict[tuple[str, str | None], tuple[str, bool]]:
     """(kind, role) -> (recipe path that asks for it, required)."""
     out: dict[tuple[str, str | None], tuple[str, bool]] = {("worker", r): (f"roles.{r}", True) for r in ctx.expect.roles}
     fe = _frontend(ctx)
@@ -205,7 +204,7 @@ def expected_blocks(ctx: "Ctx") -> dict[tuple[str, str | None], tuple[str, bool]
     return out
 
 
-def _blocks(ctx: "Ctx") -> list[Finding]:
+def _blocks(ctx: Ctx) -> list[Finding]:
     expected = expected_blocks(ctx)
     published = {(b.kind, b.role if b.kind == "worker" else None): b for b in ctx.blocks}
     out = []
@@ -229,7 +228,7 @@ def _pins(blocks: list[Block]) -> set[str]:
     return {p for p in pins if p}
 
 
-def _topologies(ctx: "Ctx") -> list[Finding]:
+def _topologies(ctx: Ctx) -> list[Finding]:
     out: list[Finding] = []
     previous: list[Block] = []
     for role, topo in ctx.expect.roles.items():
@@ -242,7 +241,7 @@ def _topologies(ctx: "Ctx") -> list[Finding]:
     return out
 
 
-def _ports_across_roles(ctx: "Ctx", role: str, before: Block, block: Block) -> list[Finding]:
+def _ports_across_roles(ctx: Ctx, role: str, before: Block, block: Block) -> list[Finding]:
     """A mismatch per port that a worker shares with the other role's worker on its node (both set it, or
     neither sets the one every worker needs of its own)."""
     mine, theirs = dict(block_ports(block)), dict(block_ports(before))
@@ -253,7 +252,7 @@ def _ports_across_roles(ctx: "Ctx", role: str, before: Block, block: Block) -> l
             for name in names if mine.get(name, "default") == theirs.get(name, "default")]
 
 
-def _topology(ctx: "Ctx", topo: RoleTopology, blocks: list[Block]) -> list[Finding]:
+def _topology(ctx: Ctx, topo: RoleTopology, blocks: list[Block]) -> list[Finding]:
     role = topo.role
     workers = sum(b.workers or 1 for b in blocks)
     npw = max(b.nodes_per_worker or 1 for b in blocks)
@@ -268,7 +267,7 @@ def _topology(ctx: "Ctx", topo: RoleTopology, blocks: list[Block]) -> list[Findi
     return out + (_shared_ports(ctx, topo, blocks) if topo.per_node > 1 else [])
 
 
-def _shared_ports(ctx: "Ctx", topo: RoleTopology, blocks: list[Block]) -> list[Finding]:
+def _shared_ports(ctx: Ctx, topo: RoleTopology, blocks: list[Block]) -> list[Finding]:
     """A mismatch per port setting that co-located workers share (a block without it uses the default, its own value)."""
     ports = [dict(block_ports(b)) for b in blocks]
     out = []
@@ -281,13 +280,13 @@ def _shared_ports(ctx: "Ctx", topo: RoleTopology, blocks: list[Block]) -> list[F
     return out
 
 
-def _same(ctx: "Ctx", role: str, item: str, want: str, got: str, path: str) -> Finding:
+def _same(ctx: Ctx, role: str, item: str, want: str, got: str, path: str) -> Finding:
     ok = want == got
     return ctx.finding(role, "topology", item, "match" if ok else "mismatch", detail="same" if ok else DIFFERENT,
                        recipe=want, cookbook=got, path=path, where=ctx.where(tuple(path.split("."))))
 
 
-def _frontend_count(ctx: "Ctx") -> list[Finding]:
+def _frontend_count(ctx: Ctx) -> list[Finding]:
     blocks = [b for b in ctx.blocks if b.kind == "dynamo-frontend"]
     if not ctx.expect.dynamo or not blocks:
         return []
@@ -295,7 +294,7 @@ def _frontend_count(ctx: "Ctx") -> list[Finding]:
     return [_same(ctx, "frontend", "count", str(ctx.expect.frontend_count), str(got), _FRONTEND_COUNT)]
 
 
-def _workers(ctx: "Ctx") -> list[Finding]:
+def _workers(ctx: Ctx) -> list[Finding]:
     out: list[Finding] = []
     want_cmd = _frontend(ctx).get("worker_cmd", "sglang")
     for block in ctx.blocks:
@@ -317,7 +316,7 @@ def _shows_required(block: Block, args_by_key: Mapping[str, Any]) -> tuple[bool,
                  for section, name in required_settings(block.kind))
 
 
-def _required(ctx: "Ctx", block: Block) -> list[Finding]:
+def _required(ctx: Ctx, block: Block) -> list[Finding]:
     """A mismatch per arg or env the block leaves out although the point needs it (`required` in synthesized.yaml)."""
     shown = _shows_required(block, ctx.args_by_key(block, block.kind == "worker"))
     if all(shown):
@@ -338,12 +337,12 @@ def _runs(cmd: str, program: str) -> bool:
     return re.search(rf"(?<![\w.-]){re.escape(program)}(?![\w-])", cmd) is not None
 
 
-def _has(ctx: "Ctx", block: Block, flag: str) -> bool:
+def _has(ctx: Ctx, block: Block, flag: str) -> bool:
     worker = block.kind == "worker"
     return flag_key(flag, worker) in ctx.args_by_key(block, worker)
 
 
-def _worker_must_have(ctx: "Ctx", block: Block) -> list[Finding]:
+def _worker_must_have(ctx: Ctx, block: Block) -> list[Finding]:
     role = block.role or "agg"
     out = []
     in_cmd = _frontend(ctx).get("model_in_cmd")
@@ -360,7 +359,7 @@ def _worker_must_have(ctx: "Ctx", block: Block) -> list[Finding]:
     return out
 
 
-def _request_plane(ctx: "Ctx", block: Block) -> list[Finding]:
+def _request_plane(ctx: Ctx, block: Block) -> list[Finding]:
     plane = ctx.expect.request_plane
     if not ctx.expect.dynamo or plane is None or _has(ctx, block, "--request-plane") or "DYN_REQUEST_PLANE" in block.env:
         return []
@@ -368,7 +367,7 @@ def _request_plane(ctx: "Ctx", block: Block) -> list[Finding]:
                         path="dynamo.request_plane")]
 
 
-def _image(ctx: "Ctx") -> list[Finding]:
+def _image(ctx: Ctx) -> list[Finding]:
     want, got = ctx.expect.image, ctx.published.image
     if not got or not want:
         return [ctx.finding("cell", "image", "image", "unverified", detail="the cookbook or the master config names no image",

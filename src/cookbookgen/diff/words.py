@@ -1,4 +1,4 @@
-"""Recipe values as command words, and when two words mean the same. No I/O.
+"""Stage 4 of the diff (compare, helper): recipe values as command words, and when two words mean the same. No I/O.
 
 - A recipe value becomes words as srt-slurm passes it: `true` is a bare switch (no words), a list is
   one word per item, a mapping is compact JSON, anything else its text as written (`0.80` stays `0.80`).
