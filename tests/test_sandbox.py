@@ -204,7 +204,7 @@ def test_an_unknown_file_among_the_records_is_refused(capsys, tmp_path: Path) ->
 FLOODS = {
     "nul records": ('for i in $(seq 60); do head -c 1048000 /dev/zero > "$CBG_CAPTURE.$i" || true; done\n' + LAUNCH,
                     "reports more than 16777216 bytes of launch records and output (the sandbox's limit)"),
-    "launch flood": ("while :; do " + LAUNCH.strip() + "; done\n",
+    "launch flood": ("printf -v X '%*s' 100000 ''\nwhile :; do " + LAUNCH.strip() + ' --x "$X"; done\n',
                      "writes more than 1048576 bytes to one file or its output (the sandbox's size limit)"),
     "stdout flood": ("while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done\n",
                      "writes more than 1048576 bytes to one file or its output (the sandbox's size limit)"),
