@@ -210,5 +210,5 @@ def test_a_concurrency_the_named_row_lacks_is_extra(capsys) -> None:
     """The corpus H100 entry's one row (TP8·EP8) runs c1-c8; the module's cell also shows c16 and c20 from it."""
     _, doc = _diff(capsys, MODULE, INFERENCEX, "--config", "dsv41flash-fp4-h100-sglang-agentic-dspark")
     extra = {(f["point"], f["reason"]) for f in doc["findings"] if f["detail"] == "extra in the cookbook"}
-    assert extra == {(c, "master row 0 (the point's item) does not serve this concurrency") for c in ("c16", "c20")}
+    assert extra == {(c, "no master row of the checkout serves this concurrency") for c in ("c16", "c20")}
     assert [c["state"] for c in doc["cells"]] == ["checked"]
