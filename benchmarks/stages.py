@@ -38,7 +38,7 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("cookbookgen.diff.check", "pair_config", "pairing"),
     ("cookbookgen.diff.check", "point_expect", "expectations"),
     ("cookbookgen.diff.check", "point_findings", "compare"),
-    ("cookbookgen.diff.report", "cookbook_part", "report"),
+    ("cookbookgen.diff.check", "cookbook_part", "report"),
 )
 BY_POINT = frozenset(("render", "compare"))
 

@@ -119,7 +119,7 @@ def test_a_script_point_pairs_within_its_row_and_a_cell_with_none_paired_is_unpa
     assert states == {"dsv41flash-fp4-gb200-sglang-agentic-dspark#1": ("unpaired", "no-point-paired"),
                       "dsv41flash-fp4-gb200-sglang-agentic-dspark#0": ("checked", None)}
     extra = [f["reason"] for f in doc["findings"] if f["kind"] == "point" and f["cls"] == "mismatch" and f["detail"] == "extra in the cookbook"]
-    assert len(extra) == 8 and set(extra) == {"master row 1 (the point's item) does not serve this concurrency"}
+    assert len(extra) == 8 and set(extra) == {"the master config has no row 1 (the point's item)"}
     assert code == 1
 
 
@@ -183,3 +183,32 @@ def test_harness_settings_of_the_published_modules_are_harness_only(path: tuple[
     """Settings the SGLang cookbook leaves out of its commands because only the benchmark harness needs them."""
     rule = load_policy().first_match(path, "x")
     assert rule is not None and rule.cls == "harness-only" and rule.reason
+
+
+def test_the_bootstrap_port_only_has_to_agree_between_the_roles(capsys, tmp_path: Path) -> None:
+    """The 1P2D cell's decode workers naming their prefill worker's bootstrap port (8998) agree with it; naming
+    9100 they do not (marked edits of the real module: its decode workers name none; the 1P1D and 2P1D cells
+    reuse the block). A value the cookbook chooses for both is its own (compared only for agreement)."""
+    text = MODULE.read_text(encoding="utf-8")
+    start = text.index('"id": "dsv41flash-fp4-gb300-dynamo-sglang-agentic-disagg#0"')
+    end = text.index('"id": "dsv41flash-fp4-gb300-dynamo-sglang-agentic-disagg#3"')
+    decode = '["--disaggregation-mode", "decode"],'
+    assert text[start:end].count(decode) == 1
+    results = {}
+    for port in ("8998", "9100"):
+        cell = text[start:end].replace(decode, decode + f'\n        ["--disaggregation-bootstrap-port", "{port}"],')
+        (tmp_path / f"{port}.jsx").write_text(text[:start] + cell + text[end:], encoding="utf-8")
+        _, doc = _diff(capsys, tmp_path / f"{port}.jsx", SOURCE, "--config", DISAGG)
+        results[port] = {(f["point"].split("/")[1], f["role"], f["cls"], f.get("cookbook")) for f in doc["findings"]
+                         if f["item"] == "--disaggregation-bootstrap-port" and f["kind"] == "topology"}
+    concs = ("c16", "c48", "c64", "c96", "c160", "c256")        # the 1P1D and 2P1D cells reuse this decode block
+    assert results["8998"] == {(c, "decode", "match", "8998") for c in concs}
+    assert results["9100"] == {(c, "decode", "mismatch", "9100") for c in concs}
+
+
+def test_a_concurrency_the_named_row_lacks_is_extra(capsys) -> None:
+    """The corpus H100 entry's one row (TP8·EP8) runs c1-c8; the module's cell also shows c16 and c20 from it."""
+    _, doc = _diff(capsys, MODULE, INFERENCEX, "--config", "dsv41flash-fp4-h100-sglang-agentic-dspark")
+    extra = {(f["point"], f["reason"]) for f in doc["findings"] if f["detail"] == "extra in the cookbook"}
+    assert extra == {(c, "no master row of the checkout serves this concurrency") for c in ("c16", "c20")}
+    assert [c["state"] for c in doc["cells"]] == ["checked"]

@@ -610,6 +610,8 @@ def _compare(ctx: Ctx, role: str, kind: str, item: str, ok: str, want: Words | N
         detail, cls = "same value", ok
     elif item in table()["runner_dependent"]:      # sized to the runner by the benchmark script: shown, its size the reader's
         detail, cls, base = "runner-dependent value", "placeholder", {**base, "reason": table()["runner_dependent"][item]}
+    elif item in table()["agree_between_roles"]:   # the cookbook's own value; `structure` checks the roles agree on it
+        detail, cls, base = "the cookbook's own value", "placeholder", {**base, "reason": table()["agree_between_roles"][item]}
     else:
         detail, cls = DIFFERENT, "mismatch"
     return ctx.finding(role, kind, item, cls, detail=detail, **base)

@@ -97,8 +97,8 @@ def _role(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
 
 
 def _bootstrap_port(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
-    if scope.role != "prefill":
-        return _absent("only prefill workers take a bootstrap port")
+    if scope.role not in ("prefill", "decode"):
+        return _absent("only prefill workers, and the decode workers that name theirs, take a bootstrap port")
     return _number(words, scope, entry)
 
 

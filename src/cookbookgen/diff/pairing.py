@@ -91,6 +91,8 @@ def _extra(config: str, point: PublishedPoint, conc: int | None, hits: Sequence[
         reason = "another cookbook point already claims it"
     elif hits:
         reason = f"ambiguous: {len(hits)} master rows serve this concurrency ({', '.join(r.point_id for r in hits)}) and the point names none of them"
+    elif point.item is not None and not point.override and not any(r.row is not None and r.row.index == point.item for r in resolved):
+        reason = f"the master config has no row {point.item} (the point's item){via}"
     elif point.item is not None and not point.override and any(r.conc == conc for r in resolved):
         reason = f"master row {point.item} (the point's item) does not serve this concurrency{via}"
     elif point.override and used:

@@ -129,7 +129,7 @@ def _in_file(blocks: list[Block], name: str, text: str, present: bool, role: str
 # --- the once-per-point checks ------------------------------------------------------------------------
 
 def check(ctx: Ctx) -> list[Finding]:
-    return [*_blocks(ctx), *_topologies(ctx), *_frontend_count(ctx), *_workers(ctx), *_image(ctx)]
+    return [*_blocks(ctx), *_topologies(ctx), *_bootstrap_ports(ctx), *_frontend_count(ctx), *_workers(ctx), *_image(ctx)]
 
 
 # What `check` reads, besides the point's expectations and what a block's `Scope` records: two points
@@ -250,6 +250,25 @@ def _ports_across_roles(ctx: Ctx, role: str, before: Block, block: Block) -> lis
                         detail=f"shares its node with a {before.role} worker but not a distinct {name}", recipe="a port of its own",
                         cookbook=mine.get(name, "default"), path=f"roles.{role}.nodes")
             for name in names if mine.get(name, "default") == theirs.get(name, "default")]
+
+
+_BOOTSTRAP, _DEFAULT_BOOTSTRAP = "--disaggregation-bootstrap-port", "8998"    # SGLang's default
+
+
+def _bootstrap_ports(ctx: Ctx) -> list[Finding]:
+    """The bootstrap port only has to agree between the roles: each one a decode worker names, and each one
+    the router's `--prefill URL PORT` names, must be a prefill worker's (its `--disaggregation-bootstrap-port`,
+    else SGLang's default)."""
+    prefill = ctx.role_blocks("prefill")
+    if not prefill:
+        return []
+    ports = {dict(block_ports(b)).get(_BOOTSTRAP, _DEFAULT_BOOTSTRAP) for b in prefill}
+    named = [(role, dict(block_ports(b)).get(_BOOTSTRAP)) for role in ("decode",) for b in ctx.role_blocks(role)]
+    named += [("router", a[2]) for b in ctx.blocks if b.kind in FRONTEND_KINDS for a in b.args if a[0] == "--prefill" and len(a) > 2]
+    return [ctx.finding(role, "topology", _BOOTSTRAP, "match" if port in ports else "mismatch",
+                        detail="a prefill worker's" if port in ports else "names no prefill worker's bootstrap port",
+                        recipe=" / ".join(sorted(ports)), cookbook=port, path="roles.prefill.args.disaggregation-bootstrap-port")
+            for role, port in named if port is not None]
 
 
 def _topology(ctx: Ctx, topo: RoleTopology, blocks: list[Block]) -> list[Finding]:
