@@ -248,3 +248,28 @@ def test_a_missing_tree_on_a_recipes_path_leaves_its_cells_object_missing(tmp_pa
     assert main(["diff", "--cookbook", str(_module(tmp_path, {f"{AGG}#0": a})), "--source", str(root), "--config", AGG]) == 1
     out, err = capsys.readouterr()
     assert f"unpaired {AGG}#0 ({AGG}): object-missing: object {tree} is missing [{root}@{a}]" in out and err == ""
+
+
+# --- the same view of a working tree ---------------------------------------------------------------
+
+def test_a_working_trees_master_config_linked_out_of_the_checkout_or_a_fifo_recipe_is_one_clear_line(tmp_path: Path,
+                                                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from test_bad_input import one_problem
+    from test_bad_input_more import AGG as FLASH_AGG, _checkout, _master
+
+    root = _checkout(tmp_path)
+    master = _master(root)
+    outside = tmp_path / "outside-master.yaml"
+    outside.write_bytes(master.read_bytes())
+    master.unlink()
+    os.symlink(outside, master)
+    argv = ["render", "--source", str(root), "--config", FLASH_AGG, "--point", "c1"]
+    match = one_problem(capsys, argv)
+    assert match["file"] == "inferencex-e2e/configs/nvidia-master.yaml" and match["msg"] == f"leaves the checkout (a symbolic link to {outside})"
+    master.unlink()
+    master.write_bytes(outside.read_bytes())
+    recipe = root / "inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/dsv41flash/sglang/gb300-fp4/agentx/agg-variants.yaml"
+    recipe.unlink()
+    os.mkfifo(recipe)           # never opened: not a regular file, so not a recipe
+    match = one_problem(capsys, argv)
+    assert match["file"] == "inferencex-e2e/configs/nvidia-master.yaml" and match["msg"].startswith("recipe file not found: ")

@@ -120,12 +120,13 @@ def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Polic
     """Check `points` (of cells citing `commit`) against the checkout `ws` (None: the repository lacks the commit)."""
     ids = tuple(dict.fromkeys(p.cell for p in points))
     why: tuple[UnpairedReason, str] | None = ("commit-missing", commit or "the cell cites no commit")
-    try:
-        if ws is not None:
+    resolved: list[ResolvedPoint] = []
+    if ws is not None:
+        try:
             why = _unpaired(ws, config)
             resolved = resolve_config(ws, config) if why is None else []
-    except ObjectMissing as exc:        # a git source's tree or blob: this commit's cells cannot be checked
-        why = ("object-missing", exc.detail)
+        except ObjectMissing as exc:    # a git source's tree or blob: this commit's cells cannot be checked
+            why = ("object-missing", exc.detail)
     if why is not None or ws is None:
         reason, detail = why or ("commit-missing", commit)
         return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", reason, detail, commit, tree) for c in ids), True)

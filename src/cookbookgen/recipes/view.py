@@ -87,6 +87,7 @@ class FolderView:
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
+        self._located: dict[PurePosixPath, PurePosixPath] = {}
 
     @property
     def name(self) -> str:
@@ -114,10 +115,14 @@ class FolderView:
             return []
 
     def locate(self, rel: PurePosixPath) -> PurePosixPath:
-        path = self._path(rel).resolve()
-        if not path.is_relative_to(self.root):
-            raise Outside("leaves the checkout")
-        return PurePosixPath(path.relative_to(self.root).as_posix())
+        """Resolved once per path and run (a recipe is located, then read)."""
+        hit = self._located.get(rel)
+        if hit is None:
+            path = self._path(rel).resolve()
+            if not path.is_relative_to(self.root):
+                raise Outside("leaves the checkout")
+            hit = self._located[rel] = PurePosixPath(path.relative_to(self.root).as_posix())
+        return hit
 
     def read(self, rel: PurePosixPath, shown: str, max_bytes: int) -> bytes:
         try:
