@@ -12,6 +12,7 @@ Type errors are reported at the line of the value that set them (`EffectiveRecip
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from functools import lru_cache
@@ -19,10 +20,10 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
-from ..errors import CookbookError, schema_messages
-from ..text import unknown
+from ..errors import CookbookError, Problem, schema_messages
+from ..text import listing, unknown
 from .bundle import EffectiveRecipe
-from .load import KeyPath, package_yaml
+from .load import KeyPath, dotted, package_yaml
 from .merge import Origins, deep_merge
 
 RawYaml = Any
@@ -187,6 +188,7 @@ Typed = tuple[EffectiveRecipe, Recipe]     # an effective recipe and its typed v
 
 def normalise(recipe: EffectiveRecipe) -> Typed:
     """The v2-shaped effective recipe and its typed view. Raises CookbookError naming each bad key."""
+    _check_keys(recipe)
     normal = recipe
     if "backend" in recipe.data and "roles" not in recipe.data:
         normal = EffectiveRecipe(recipe.file, recipe.selector, *_from_v1(recipe.data, dict(recipe.origins)))
@@ -211,6 +213,32 @@ def normalise(recipe: EffectiveRecipe) -> Typed:
         raise normal.error(("roles",), f"worker roles {found}: expected roles.agg, or roles.prefill and roles.decode")
     _check_parallel_sizes(normal, typed)
     return normal, typed
+
+
+def _check_keys(recipe: EffectiveRecipe) -> None:
+    """Every key of the recipe is one its shape allows (`rules/recipe_keys.yaml`): a misspelt key
+    (`gpus_per_nod`, `role:` for `roles:`) is a located error naming the nearest valid key, not a
+    setting that silently does nothing."""
+    table = package_yaml("rules/recipe_keys.yaml")
+    shape = "v1" if "backend" in recipe.data and "roles" not in recipe.data else "v2"
+    problems: list[Problem] = []
+    _walk_keys(recipe, recipe.data, table[shape], (), problems)
+    if problems:
+        raise CookbookError(problems)
+
+
+def _walk_keys(recipe: EffectiveRecipe, node: RawYaml, allowed: RawYaml, path: KeyPath, problems: list[Problem]) -> None:
+    if not isinstance(allowed, dict) or not isinstance(node, dict):
+        return      # `open`, or a value whose type validation reports
+    for key, value in node.items():
+        if key in allowed:
+            _walk_keys(recipe, value, allowed[key], path + (key,), problems)
+            continue
+        near = difflib.get_close_matches(str(key), list(allowed), n=1)
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        where = dotted(path) or "the recipe's top level"
+        problems.append(recipe.problem(path + (key,), f"unknown key {str(key)!r} under {where}; {hint}"
+                                                      f"expected one of: {listing(allowed, str(key))}"))
 
 
 def _check_parallel_sizes(recipe: EffectiveRecipe, typed: Recipe) -> None:
