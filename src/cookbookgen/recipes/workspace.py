@@ -59,6 +59,7 @@ class Workspace:
         self._points: dict[tuple[str, int, int], ResolvedPoint] = {}
         self._masters: set[Path] = set()
         self._changelog: Changelog | None = None
+        self._bare: list[Document] = []       # recipes named on the command line (`bare_recipe`)
 
     def _resolve(self, path: Path) -> Path:
         hit = self._resolved.get(path)
@@ -69,8 +70,12 @@ class Workspace:
     def document(self, path: Path) -> Document:
         key = self._resolve(path)
         if key not in self._docs:
-            self._docs[key] = read_yaml_file(path, self.shown(path))
+            self._docs[key] = read_yaml_file(path, self.shown(path), last_key_wins=True)
         return self._docs[key]
+
+    def findings(self) -> list[str]:
+        """What the recipes read so far say twice (duplicate keys, the last value taken), one line each."""
+        return [line for doc in [*self._docs.values(), *self._bare] for line in doc.findings()]
 
     def release_points(self) -> None:
         """Forget the recipes read and the points resolved so far (the master configs stay): a caller
@@ -176,7 +181,9 @@ class Workspace:
         from .schema import normalise
 
         file, _, selector = ref.partition(":")
-        recipe = apply_overrides(select(read_yaml_file(Path(file), file), selector or None), sets, unsets)
+        doc = read_yaml_file(Path(file), file, last_key_wins=True)
+        self._bare.append(doc)
+        recipe = apply_overrides(select(doc, selector or None), sets, unsets)
         return ResolvedPoint(None, None, None, *normalise(recipe), file)
 
 
