@@ -1,15 +1,19 @@
 """Compare cookbookgen's render of srt-slurm recipe variants with what srtctl itself launched for them
 (the JSON files `srtctl_reference.py` records), role by role: argv, environment, options files.
 
-    python scripts/srtctl_compare.py --checkout <srt-slurm checkout> GOLDEN_DIR [--show N]
+    python scripts/srtctl_compare.py --checkout <srt-slurm checkout> GOLDEN_DIR_OR_JSONL[.gz] [--show N]
 
 Equal means equal after these documented exclusions, and nothing else:
 - placeholders: the model (srtctl names `hf:org/model` here; the cookbook the Hugging Face id), host
   addresses (`IP(node)` vs `$..._IP`), node ranks, the options-file path (the files are compared);
 - the port table: HTTP, bootstrap, NCCL, KV-event, NIXL, DP-RPC and system ports and their env variables;
 - srtctl plumbing a reader never types: `--dump-config-to`, `HEAD_NODE_IP`, `DYN_SYSTEM_PORT`, the default
-  `DYN_LOG`, `DYN_SKIP_SGLANG_LOG_FORMATTING`, `numactl`, `TRTLLM_EPLB_SHM_NAME`, srtctl's head-node setup script;
-- harness-only settings: what the policy classes harness-only (the cookbook leaves them out on purpose).
+  `DYN_LOG`, `DYN_SKIP_SGLANG_LOG_FORMATTING`, `numactl`, `TRTLLM_EPLB_SHM_NAME`, srtctl's head-node setup script,
+  `DYN_REQUEST_PLANE` on a worker that is not a Dynamo process (the engine never reads it);
+- nsys and profiling wrappers (the `nsys` prefix, `PROFILE_*` and the profilers' env);
+- harness-only settings: what the policy classes harness-only (the cookbook leaves them out on purpose), and
+  the env srtctl derives from such sections (`DYNAMO_VERSION`/`DYNAMO_WHEEL_NAME` from `dynamo.wheel`,
+  `DYN_LOG`, `DYN_LOGGING_*` and `OTEL_*` from `observability`).
 Workers are compared as a multiset per role (one entry per launched process); frontends as a multiset of
 commands; router worker URLs by their count and bootstrap ports.
 """
@@ -17,6 +21,7 @@ commands; router worker URLs by their count and bootstrap ports.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import sys
@@ -40,6 +45,10 @@ PLUMBING_FLAGS = {"--dump-config-to"}
 PLUMBING_ENV = {"HEAD_NODE_IP", "DYN_SYSTEM_PORT", "DYN_SKIP_SGLANG_LOG_FORMATTING", "TRTLLM_EPLB_SHM_NAME",
                 "DYN_VLLM_KV_EVENT_PORT", "VLLM_NIXL_SIDE_CHANNEL_PORT", "VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_PORT",
                 "ETCD_ENDPOINTS", "NATS_SERVER"}
+# Env srtctl derives from sections the policy holds back whole (profiling, observability, dynamo's wheel):
+# the nsys/profiling wrappers and harness-only settings of the documented classes.
+DERIVED_ENV_PREFIXES = ("PROFILE_", "PROFILING_MODE", "SGLANG_TORCH_PROFILER_DIR", "TLLM_PROFILE", "TLLM_LLMAPI_ENABLE_NVTX",
+                        "DYNAMO_VERSION", "DYNAMO_WHEEL_NAME", "DYN_LOGGING_", "OTEL_", "DYN_REQUEST_TRACE")
 DEFAULT_DYN_LOG = "info,dynamo_runtime::pipeline::network::ingress::push_handler=warn"
 _MODES = ("prefill", "decode")
 
@@ -73,6 +82,9 @@ def _flags(argv: list[str]) -> tuple[str, tuple[tuple[str, ...], ...]]:
 
 
 def _normal_argv(argv: list[str], model_words: set[str]) -> tuple[str, tuple[tuple[str, ...], ...]]:
+    if argv and argv[0] == "nsys":                # srtctl's profiler wrapper: up to the command it wraps
+        starts = [i for i, w in enumerate(argv) if w in ("python3", "python", "numactl", "trtllm-llmapi-launch")]
+        argv = argv[starts[0]:] if starts else argv
     while argv and argv[0] == "numactl":          # srtctl's NUMA binding prefix: plumbing
         argv = argv[3:]
     cmd, flags = _flags(argv)
@@ -92,9 +104,10 @@ def _normal_argv(argv: list[str], model_words: set[str]) -> tuple[str, tuple[tup
     return cmd, tuple(sorted(set(out)))     # a flag passed twice with the same value (srtctl's and the recipe's) is one
 
 
-def _normal_env(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
+def _normal_env(env: dict[str, str], dynamo: bool = True) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, str(v)) for k, v in env.items()
-                        if k not in PLUMBING_ENV and not (k == "DYN_LOG" and v == DEFAULT_DYN_LOG)))
+                        if k not in PLUMBING_ENV and not (k == "DYN_LOG" and v == DEFAULT_DYN_LOG)
+                        and not k.startswith(DERIVED_ENV_PREFIXES) and not (k == "DYN_REQUEST_PLANE" and not dynamo)))
 
 
 def _role_of(cmd_flags: tuple[str, tuple[tuple[str, ...], ...]]) -> str:
@@ -115,10 +128,12 @@ def srtctl_side(golden: dict[str, Any]) -> dict[str, Any]:
             continue
         norm = _normal_argv(argv, {"org/model", "model"})
         if "dynamo.frontend" in norm[0] or "sglang_router" in norm[0] or "vllm-router" in norm[0]:
-            fronts[_front_key(norm, _normal_env(proc["env"]))] += 1
+            env = {k: v for k, v in proc["env"].items() if not (k == "DYN_LOG" and golden.get("observability"))}
+            fronts[_front_key(norm, _normal_env(env))] += 1
             continue
         role = _role_of(norm)
-        workers.setdefault(role, Counter())[(norm, _normal_env(proc["env"]))] += 1
+        env = {k: v for k, v in proc["env"].items() if not (k == "DYN_LOG" and golden.get("observability"))}
+        workers.setdefault(role, Counter())[(norm, _normal_env(env, "dynamo." in norm[0]))] += 1
     files = {name: yaml.safe_load(text) for name, text in golden.get("files", {}).items() if name.startswith("trtllm_config_")}
     return {"workers": workers, "frontends": fronts, "files": files}
 
@@ -144,7 +159,7 @@ def cookbook_side(blocks: list[Block], sglang_direct: bool = False) -> dict[str,
     for block in blocks:
         argv = block.cmd.split() + [w for arg in block.args for w in arg]
         norm = _normal_argv(argv, {MODEL})
-        env = _normal_env(block.env)
+        env = _normal_env(block.env, "dynamo." in norm[0])
         if block.kind == "worker":
             per_worker = 1 if "trtllm" in block.cmd else (block.nodes_per_worker or 1)
             role = block.role or "agg"
@@ -168,7 +183,9 @@ def differences(golden: dict[str, Any], checkout: Path) -> list[str]:
         return [] if want_error else [f"cookbookgen refuses: {exc.problems[0].message}"]
     if want_error:
         return [f"srtctl refuses ({want_error}); cookbookgen renders"]
-    mine, theirs = cookbook_side(list(deployment.blocks)), srtctl_side(_without_held_back(golden, deployment.settings))
+    observed = bool((point.recipe.data.get("observability") or {}).get("enabled"))
+    mine = cookbook_side(list(deployment.blocks))
+    theirs = srtctl_side({**_without_held_back(golden, deployment.settings), "observability": observed})
     out = []
     for role in sorted(set(mine["workers"]) | set(theirs["workers"])):
         a, b = mine["workers"].get(role, Counter()), theirs["workers"].get(role, Counter())
@@ -188,12 +205,18 @@ def _without_held_back(golden: dict[str, Any], settings: Any) -> dict[str, Any]:
     default-equivalent): the exclusion the cookbook documents for each of them."""
     held = [s.path.split(".") for s in settings if s.cls in DROPPED]
     env = {p[-1] for p in held if len(p) >= 3 and p[-2] == "env"}
-    flags = {"--" + p[-1] for p in held if len(p) >= 4 and p[0] == "roles" and p[2] == "args"}
+    flags: dict[str, set[str]] = {}
+    for p in held:
+        if len(p) >= 4 and p[0] == "roles" and p[2] == "args":
+            flags.setdefault(p[1], set()).add("--" + p[-1])
     front_flags = {"--" + p[-1] for p in held if len(p) == 3 and p[0] == "frontend" and p[1] == "args"}
     options = [(p[1], p[3:]) for p in held if len(p) >= 4 and p[0] == "roles" and p[2] == "options"]
     processes = []
     for proc in golden["processes"]:
-        flagset = front_flags if any(w in " ".join(proc["argv"]) for w in ("dynamo.frontend", "sglang_router", "vllm-router")) else flags
+        text = " ".join(proc["argv"])
+        role = next((m for m in ("prefill", "decode") if f"--disaggregation-mode {m}" in text), "agg")
+        front = any(w in text for w in ("dynamo.frontend", "sglang_router", "vllm-router"))
+        flagset = front_flags if front else flags.get(role, set())
         argv, skip = [], False
         for word in proc["argv"]:
             if word.startswith("--"):
@@ -233,18 +256,31 @@ def _items(key: Any) -> list[Any]:
     return [key]
 
 
+def load_goldens(path: Path) -> list[dict[str, Any]]:
+    """srtctl's recorded launches: a folder of `srtctl_reference.py` JSON files, or one JSON-lines file
+    (gzipped when it ends in .gz) with one variant a line."""
+    if path.is_dir():
+        return [json.loads(p.read_text()) for p in sorted(path.glob("*.json"))]
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def variant_name(golden: dict[str, Any]) -> str:
+    return golden["recipe"] + (f":{golden['selector']}" if golden.get("selector") else "")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkout", required=True, type=Path)
     parser.add_argument("golden", type=Path)
     parser.add_argument("--show", type=int, default=0, help="print the differences of this many disagreeing variants")
     args = parser.parse_args(argv)
-    goldens = sorted(args.golden.glob("*.json"))
+    goldens = load_goldens(args.golden)
     disagree = []
-    for path in goldens:
-        diff = differences(json.loads(path.read_text()), args.checkout)
+    for golden in goldens:
+        diff = differences(golden, args.checkout)
         if diff:
-            disagree.append((path.name, diff))
+            disagree.append((variant_name(golden), diff))
     agree = len(goldens) - len(disagree)
     print(f"{agree} of {len(goldens)} variants agree ({100 * agree / max(len(goldens), 1):.1f} %)")
     reasons = Counter(re.sub(r"\d+", "N", d.split(";")[0])[:90] for _, diffs in disagree for d in diffs)

@@ -10,6 +10,7 @@ Every leaf of it must then be found in the rendered deployment as srtctl v1.0.68
   those workers (with the mapping's keys);
 - `backend.<mode>_environment.NAME` and top-level `environment.NAME`: an env entry of that mode's workers;
 - `frontend.args.KEY` / `frontend.env.NAME`: a flag / env entry of the frontend or router;
+- a `null` env/args section: empty, nothing to pass;
 - any other leaf: a policy class with a reason (the shipped policy, asked about the leaf's own path or
   its v2 name).
 A command leaf the policy holds back (harness-only, default-equivalent), replaces (placeholder) or the
@@ -126,6 +127,8 @@ def unmapped(recipe: dict[str, Any], deployment: Deployment) -> list[str]:
     problems = []
     for path, value in leaves(recipe):
         dotted = ".".join(path)
+        if value is None and path[-1] in ("env", "args", "environment") or path[-1].endswith("_environment") and value is None:
+            continue        # a null section: srtctl reads it as empty, nothing to pass
         if path[:1] == ("backend",) and len(path) >= 4 and path[1] == f"{engine}_config" and path[2] in MODES:
             found = _in_worker(workers, MODES[path[2]], path[3:], value, engine)
         elif path[:1] == ("backend",) and len(path) == 3 and path[1].endswith("_environment") and path[1][:-12] in MODES:

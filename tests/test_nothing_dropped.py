@@ -19,7 +19,7 @@ from cookbookgen.render.deploy import RenderContext, render
 from nothing_dropped import effective, unmapped
 
 DATA = Path(__file__).parent / "data" / "srtctl"
-EXCERPT = sorted(DATA.rglob("*.yaml"))
+EXCERPT = sorted([*(DATA / "recipes").rglob("*.yaml"), *(DATA / "inferencex").rglob("*.yaml")])
 
 
 def variants(path: Path) -> list[str | None]:

@@ -95,3 +95,58 @@ def test_every_engine_srtctl_knows_renders_or_is_refused_by_name(engine: str, ca
     code = main(["render", "--recipe", str(VLLM_DISAGG), "--model", "Qwen/Qwen3-32B", "--set", f"backend.type={engine}"])
     err = capsys.readouterr().err
     assert code == 2 and f"engine {engine!r} is not supported yet" in err and ":" in err.split(" ")[1]
+
+
+def test_a_misspelt_recipe_key_is_a_located_error_naming_the_nearest_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = VLLM_DISAGG.read_text().replace("  gpus_per_node: 8", "  gpus_per_nod: 8")
+    path = tmp_path / "typo.yaml"
+    path.write_text(text)
+    line = text.splitlines().index("  gpus_per_nod: 8") + 1
+    code = main(["render", "--recipe", str(path), "--model", "Qwen/Qwen3-32B"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\\n") == 0 and err.count("\n") == 1
+    assert f"{path}:{line}: resources.gpus_per_nod: unknown key 'gpus_per_nod'; did you mean 'gpus_per_node'?" in err
+
+
+def test_a_set_path_that_names_nothing_is_an_error_naming_the_nearest_key(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["render", "--recipe", str(DATA / "inferencex/benchmarks/multi_node/srt-slurm-recipes/sglang/deepseek-v4/8k1k/"
+                                        "disagg-b200-low-latency-1p1d-tp8-tp8-mtp.yaml"),
+                 "--model", "deepseek-ai/DeepSeek-V4-Pro", "--set", "backend.sglang_confg.prefill.x=1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown key 'sglang_confg'; did you mean 'sglang_config'?" in err
+
+
+def test_role_for_roles_in_a_schema_2_recipe_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "v2.yaml"
+    path.write_text("schema: 2\nmodel: {path: 'hf:org/m'}\nresources: {gpus_per_node: 4}\n"
+                    "roles:\n  agg: {args: {tensor-parallel-size: 4}}\nrole:\n  agg: {args: {max-running-requests: 8}}\n")
+    code = main(["render", "--recipe", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{path}:6: role: unknown key 'role'; did you mean 'roles'?" in err
+
+
+KIMI = DATA / "inferencex/benchmarks/multi_node/srt-slurm-recipes/vllm/kimi-k3/agentic/agg-gb200-tep16-balanced-agentic.yaml"
+
+
+def test_a_duplicate_key_takes_the_last_value_and_is_reported_with_both_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    """srtctl's yaml.safe_load keeps the last `compilation-config` (line 114); the one at line 104 is reported."""
+    assert main(["render", "--recipe", str(KIMI), "--model", "moonshotai/Kimi-K3", "--role", "agg"]) == 0
+    out, err = capsys.readouterr()
+    assert f"{KIMI}:114: backend.vllm_config.aggregated.compilation-config: duplicate key; the value at line 114 is used and " \
+           "the one at line 104 is ignored" in err
+    assert "--compilation-config '{\"pass_config\":{\"fuse_allreduce_rms\":false}}'" in out
+    assert "cudagraph_capture_sizes" not in out
+
+
+def test_our_own_files_stay_strict_about_duplicate_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("rules:\n  - {match: a, class: harness-only, reason: x}\nrules: []\n")
+    assert main(["render", "--recipe", str(TRT), "--model", "org/model", "--policy", str(policy)]) == 2
+    assert f"{policy}:3: rules: duplicate key (first at line 1)" in capsys.readouterr().err
+
+
+def test_a_null_section_is_empty() -> None:
+    path = DATA / "inferencex/benchmarks/multi_node/srt-slurm-recipes/sglang/deepseek-v4/8k1k/disagg-b300-1p1d-dep4-dep8.yaml"
+    assert "  env:\n  args:" in path.read_text()       # frontend.env: null
+    [front] = [b for b in _blocks(path) if b.kind == "dynamo-frontend"]
+    assert ("--router-mode", "kv") in front.args

@@ -24,6 +24,7 @@ from .text import one_line, unknown
 if TYPE_CHECKING:  # the stages are imported by the handlers that use them, so `--help` and `diff` start fast
     from .pipeline import RenderedPoint
     from .policy.rules import Policy
+    from .recipes.workspace import Workspace
     from .render.model import Block
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
@@ -105,32 +106,34 @@ def _cmd_render(args: argparse.Namespace) -> int:
     from .recipes.workspace import Workspace
 
     policy = load_policy(args.policy)
+    workspace = Workspace(Path(".") if args.recipe else args.source or bundled(EXAMPLE_SOURCE))
     if args.recipe:
-        rendered = _render_bare(args, policy)
+        rendered = _render_bare(args, policy, workspace)
     else:
         if not args.config or not args.point:
             raise CookbookError.usage("render", "give --config KEY --point LABEL, or --recipe FILE[:selector]")
         for option in ("--model", "--cluster"):
             if getattr(args, option[2:]):
                 raise CookbookError.usage(option, "only with --recipe; a config's model and cluster come from its master config")
-        source = args.source or bundled(EXAMPLE_SOURCE)
-        rendered = render_config_point(Workspace(source), policy, args.config, args.point, args.sets, args.unsets)
+        rendered = render_config_point(workspace, policy, args.config, args.point, args.sets, args.unsets)
     blocks = [b for b in rendered.deployment.blocks if args.role is None or args.role in (b.role, b.kind)]
     if not blocks:
         kinds = dict.fromkeys(name for b in rendered.deployment.blocks for name in (b.role, b.kind) if name)
         raise CookbookError.usage("--role", unknown("role or kind", args.role, kinds))
     sys.stdout.write(_FORMATS[args.format](rendered, blocks))
+    for finding in workspace.findings():      # never silent: a duplicate key's shadowed value, with both lines
+        sys.stderr.write(f"cookbookgen: note: {finding}\n")
     return EXIT_OK
 
 
-def _render_bare(args: argparse.Namespace, policy: Policy) -> RenderedPoint:
+def _render_bare(args: argparse.Namespace, policy: Policy, workspace: Workspace) -> RenderedPoint:
     from .pipeline import RenderedPoint
-    from .recipes.workspace import Workspace, model_id
+    from .recipes.workspace import model_id
     from .render.deploy import RenderContext, render
 
     if args.cluster and args.cluster not in policy.clusters:
         raise CookbookError.usage("--cluster", unknown("cluster", args.cluster, sorted(policy.clusters)))
-    point = Workspace(Path(".")).bare_recipe(args.recipe, args.sets, args.unsets)
+    point = workspace.bare_recipe(args.recipe, args.sets, args.unsets)
     model = args.model or model_id(point)
     return RenderedPoint(point, render(point.recipe, point.typed, RenderContext(model, policy, args.cluster)))
 

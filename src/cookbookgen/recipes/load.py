@@ -7,7 +7,8 @@ I/O: `read_yaml_file` and `read_text_file` read one file, `package_yaml` one tab
 
 - Safe construction only: tags outside the YAML core schema (`!!python/...`) are refused.
 - Merge keys (`<<: *anchor`, `<<: [*a, *b]`) are applied; explicit keys win over merged ones.
-- Duplicate keys in one mapping are refused, naming both lines.
+- Duplicate keys in one mapping are refused, naming both lines; for third-party recipes (`last_key_wins`)
+  the last value is taken, as srtctl's `yaml.safe_load` does, and each is listed with both lines.
 - Alias expansion is capped (`MAX_NODES`), so an alias bomb fails fast instead of eating memory.
 - Nesting deeper than `MAX_DEPTH` and files larger than `MAX_BYTES` are refused (`MAX_INPUT_BYTES`
   for JSON and AgentX modules, which are larger than any YAML input).
@@ -86,6 +87,15 @@ _Loader: type = _FastTagLoader if _STANDARD_RESOLVERS else _BaseLoader
 
 
 @dataclass(frozen=True)
+class Shadowed:
+    """A duplicate mapping key: `path`, first written at line `first`, written again (and taken) at `last`."""
+
+    path: KeyPath
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
 class Document:
     """Plain data from one YAML file plus the line of every key path in it."""
 
@@ -93,6 +103,12 @@ class Document:
     data: RawYaml
     lines: dict[KeyPath, int] = field(default_factory=dict, compare=False, repr=False)
     bundle_base: Any = field(default=None, compare=False, repr=False)   # `bundle._base_of`, once per document
+    shadowed: tuple["Shadowed", ...] = field(default=(), compare=False, repr=False)   # duplicate keys, last one taken
+
+    def findings(self) -> list[str]:
+        """One line per duplicate key whose earlier value the last one shadows."""
+        return [f"{self.file}:{s.last}: {dotted(s.path)}: duplicate key; the value at line {s.last} is used and the one "
+                f"at line {s.first} is ignored (srtctl's yaml.safe_load keeps the last)" for s in self.shadowed]
 
     def line_of(self, path: KeyPath) -> int:
         """Line of `path`, or of its nearest ancestor that has one (0 when none)."""
@@ -123,10 +139,10 @@ def package_yaml(name: str) -> Any:
     return parse_yaml(text, f"cookbookgen/{name}").data
 
 
-def read_yaml_file(path: Path, shown_as: str | None = None) -> Document:
+def read_yaml_file(path: Path, shown_as: str | None = None, last_key_wins: bool = False) -> Document:
     """Read and parse `path`. Errors name `shown_as` (default: the path as given)."""
     name = shown_as or str(path)
-    return parse_yaml(read_text_file(path, name), name)
+    return parse_yaml(read_text_file(path, name), name, last_key_wins)
 
 
 def read_text_file(path: Path, name: str, max_bytes: int = MAX_BYTES) -> str:
@@ -159,9 +175,9 @@ def decode_text(raw: bytes, name: str) -> str:
         raise CookbookError.at(name, line, "", f"not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
 
 
-def parse_yaml_bytes(raw: bytes, name: str) -> Document:
+def parse_yaml_bytes(raw: bytes, name: str, last_key_wins: bool = False) -> Document:
     """Parse the bytes of a YAML file (read through a `view.FileView`); errors name `name`."""
-    return parse_yaml(decode_text(raw, name), name)
+    return parse_yaml(decode_text(raw, name), name, last_key_wins)
 
 
 # --- JSON --------------------------------------------------------------------------------------------
@@ -225,8 +241,10 @@ def _encodable(data: Any) -> bool:
     return True
 
 
-def parse_yaml(text: str, file: str) -> Document:
-    """Parse one YAML document from `text`; `file` is only used in messages."""
+def parse_yaml(text: str, file: str, last_key_wins: bool = False) -> Document:
+    """Parse one YAML document from `text`; `file` is only used in messages. `last_key_wins`: a
+    duplicate key takes its last value, as srtctl's `yaml.safe_load` does, and is listed in
+    `Document.shadowed` (for third-party recipes; our own files stay strict)."""
     if len(text) > MAX_BYTES:
         raise CookbookError.at(file, 0, "", f"text is {len(text)} characters; the limit is {MAX_BYTES}")
     # No cyclic garbage collection while a file is parsed. The parse only allocates: nodes, then
@@ -236,13 +254,13 @@ def parse_yaml(text: str, file: str) -> Document:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parse(text, file)
+        return _parse(text, file, last_key_wins)
     finally:
         if enabled:
             gc.enable()
 
 
-def _parse(text: str, file: str) -> Document:
+def _parse(text: str, file: str, last_key_wins: bool = False) -> Document:
     try:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
@@ -253,12 +271,12 @@ def _parse(text: str, file: str) -> Document:
         raise CookbookError.at(file, 0, "", f"nesting too deep to parse (limit {MAX_DEPTH})") from None
     if node is None:
         return Document(file, None, {(): 1})
-    builder = _Builder(file)
+    builder = _Builder(file, last_key_wins)
     try:
         data = builder.build(node, (), 0)
     finally:
         builder.close()
-    return Document(file, data, builder.lines)
+    return Document(file, data, builder.lines, shadowed=tuple(builder.shadowed))
 
 
 def _syntax_problem(exc: yaml.MarkedYAMLError, file: str) -> Problem:
@@ -317,8 +335,10 @@ class _Builder:
     - Dispatch on the node's exact class (the composer makes only the three `yaml` node classes).
     """
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, last_key_wins: bool = False) -> None:
         self.file = file
+        self.last_key_wins = last_key_wins
+        self.shadowed: list[Shadowed] = []
         self.lines: dict[KeyPath, int] = {}
         self.count = 0
         self.scalars = yaml.SafeLoader("")  # used only for its scalar constructors
@@ -412,7 +432,11 @@ class _Builder:
                 key = self.build_key(key_node, path)
             child = path + (key,)
             if key in explicit:
-                raise self.fail(key_node, child, f"duplicate key (first at line {lines[child]})")
+                if not self.last_key_wins:
+                    raise self.fail(key_node, child, f"duplicate key (first at line {lines[child]})")
+                self.shadowed.append(Shadowed(child, lines[child], key_node.start_mark.line + 1))
+                for stale in [p for p in lines if p[: len(child)] == child and p != child]:
+                    del lines[stale]
             lines[child] = key_node.start_mark.line + 1
             self.count += 1
             if self.count > MAX_NODES or depth > MAX_DEPTH:

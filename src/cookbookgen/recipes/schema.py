@@ -12,6 +12,7 @@ Type errors are reported at the line of the value that set them (`EffectiveRecip
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from functools import lru_cache
@@ -19,8 +20,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
-from ..errors import CookbookError, schema_messages
-from ..text import unknown
+from ..errors import CookbookError, Problem, schema_messages
+from ..text import listing, unknown
 from .bundle import EffectiveRecipe
 from .load import KeyPath, package_yaml
 from .merge import Origins, deep_merge
@@ -204,17 +205,19 @@ Typed = tuple[EffectiveRecipe, Recipe]     # an effective recipe and its typed v
 
 def normalise(recipe: EffectiveRecipe) -> Typed:
     """The v2-shaped effective recipe and its typed view. Raises CookbookError naming each bad key."""
-    normal = recipe
-    if "backend" in recipe.data and "roles" not in recipe.data:
-        normal = EffectiveRecipe(recipe.file, recipe.selector, *_from_v1(recipe.data, dict(recipe.origins)))
+    if _engine_type(recipe.data) in OPTIONS_FILE_ENGINES:
+        for role, spec in (recipe.data.get("roles") or {}).items():
+            if isinstance(spec, dict) and "options" in spec:
+                raise recipe.error(("roles", role, "options"), "unknown key 'options'; write the role's LLM-API options under args")
+    _check_keys(recipe)
+    normal = _null_sections_empty(recipe)
+    if "backend" in normal.data and "roles" not in normal.data:
+        normal = EffectiveRecipe(normal.file, normal.selector, *_from_v1(normal.data, dict(normal.origins)))
     _check_engine(normal)
     v1 = normal.data.get("schema") == 1       # srtctl v1.0.68 exports `environment:` into every worker and Dynamo frontend
     if (v1 or _engine_type(normal.data) in ENVIRONMENT_REACHES_PROCESSES) and isinstance(normal.data.get("environment"), dict):
         normal = EffectiveRecipe(normal.file, normal.selector, *_environment_to_processes(normal.data, dict(normal.origins)))
     if _engine_type(normal.data) in OPTIONS_FILE_ENGINES:
-        for role, spec in (normal.data.get("roles") or {}).items():
-            if isinstance(spec, dict) and "options" in spec:
-                raise normal.error(("roles", role, "options"), "unknown key 'options'; write the role's LLM-API options under args")
         normal = EffectiveRecipe(normal.file, normal.selector, *_args_to_options(normal.data, dict(normal.origins)))
     else:
         normal = _dashed_args(normal)
@@ -228,6 +231,50 @@ def normalise(recipe: EffectiveRecipe) -> Typed:
         raise normal.error(("roles",), f"worker roles {found}: expected roles.agg, or roles.prefill and roles.decode")
     _check_parallel_sizes(normal, typed)
     return normal, typed
+
+
+# Mapping sections srtctl reads as empty when a recipe writes `null` (`frontend.env: null`).
+_NULLABLE_SECTIONS: tuple[tuple[str, ...], ...] = (("frontend", "env"), ("frontend", "args"), ("environment",),
+                                           ("backend", "prefill_environment"), ("backend", "decode_environment"),
+                                           ("backend", "aggregated_environment"))
+
+
+def _null_sections_empty(recipe: EffectiveRecipe) -> EffectiveRecipe:
+    """`null` for a mapping section (`frontend.env: null`) is that section empty, as srtctl reads it."""
+    data = recipe.data
+    for path in _NULLABLE_SECTIONS:
+        parent = data.get(path[0]) if len(path) == 2 else data
+        if isinstance(parent, dict) and path[-1] in parent and parent[path[-1]] is None:
+            cleared = {k: v for k, v in parent.items() if k != path[-1]}
+            data = {**data, path[0]: cleared} if len(path) == 2 else cleared
+    for role, spec in (data.get("roles") or {}).items() if isinstance(data.get("roles"), dict) else ():
+        if isinstance(spec, dict) and any(spec.get(k, {}) is None for k in ("env", "args")):
+            data = {**data, "roles": {**data["roles"], role: {k: v for k, v in spec.items() if not (k in ("env", "args") and v is None)}}}
+    return recipe if data is recipe.data else EffectiveRecipe(recipe.file, recipe.selector, data, recipe.origins)
+
+
+def _check_keys(recipe: EffectiveRecipe) -> None:
+    """Every key of the recipe is one its shape allows (`rules/recipe_keys.yaml`): a misspelt key
+    (`gpus_per_nod`, `role:` for `roles:`) is a located error naming the nearest valid key, not a
+    setting that silently does nothing."""
+    table = package_yaml("rules/recipe_keys.yaml")
+    shape = "v1" if "backend" in recipe.data and "roles" not in recipe.data else "v2"
+    problems: list[Problem] = []
+    _walk_keys(recipe, recipe.data, table[shape], (), problems)
+    if problems:
+        raise CookbookError(problems)
+
+
+def _walk_keys(recipe: EffectiveRecipe, node: RawYaml, allowed: RawYaml, path: KeyPath, problems: list[Problem]) -> None:
+    if not isinstance(allowed, dict) or not isinstance(node, dict):
+        return      # `open`, or a value whose type validation reports
+    for key, value in node.items():
+        if key in allowed:
+            _walk_keys(recipe, value, allowed[key], path + (key,), problems)
+            continue
+        near = difflib.get_close_matches(str(key), list(allowed), n=1)
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        problems.append(recipe.problem(path + (key,), f"unknown key {str(key)!r}; {hint}expected one of: {listing(allowed, str(key))}"))
 
 
 def _check_parallel_sizes(recipe: EffectiveRecipe, typed: Recipe) -> None:

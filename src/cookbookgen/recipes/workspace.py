@@ -62,10 +62,11 @@ class Workspace:
         self._points: dict[tuple[str, int, int], ResolvedPoint] = {}
         self._masters: set[PurePosixPath] = set()
         self._changelog: Changelog | None = None
+        self._bare: list[Document] = []       # recipes named on the command line (`bare_recipe`)
 
     def document(self, path: PurePosixPath) -> Document:
         if path not in self._docs:
-            self._docs[path] = parse_yaml_bytes(self.read_bytes(path), self.shown(path))
+            self._docs[path] = parse_yaml_bytes(self.read_bytes(path), self.shown(path), last_key_wins=True)
         return self._docs[path]
 
     def read_bytes(self, path: PurePosixPath) -> bytes:
@@ -78,6 +79,10 @@ class Workspace:
         if hit is None:
             hit = self._scripts[path] = script_files(self.checkout.view, path, self.shown(path))
         return hit
+
+    def findings(self) -> list[str]:
+        """What the recipes read so far say twice (duplicate keys, the last value taken), one line each."""
+        return [line for doc in [*self._docs.values(), *self._bare] for line in doc.findings()]
 
     def release_points(self) -> None:
         """Forget the recipes read and the points resolved so far (the master configs stay): a caller
@@ -180,7 +185,9 @@ class Workspace:
         from .schema import normalise
 
         file, _, selector = ref.partition(":")
-        recipe = apply_overrides(select(read_yaml_file(Path(file), file), selector or None), sets, unsets)
+        doc = read_yaml_file(Path(file), file, last_key_wins=True)
+        self._bare.append(doc)
+        recipe = apply_overrides(select(doc, selector or None), sets, unsets)
         return ResolvedPoint(None, None, None, *normalise(recipe), file)
 
 

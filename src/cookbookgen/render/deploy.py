@@ -66,7 +66,14 @@ def frontend_kind(typed: Recipe, layouts: dict[str, RoleLayout]) -> str:
     if typed.frontend.type in ("dynamo", "vllm-router", "smg"):
         return typed.frontend.type
     single = list(layouts) == ["agg"] and layouts["agg"].workers == 1
+    if typed.frontend.type == "sglang" and srtctl_v1(typed):
+        return "sglang-router"      # srtctl v1.0.68 starts sglang_router.launch_router even for one worker
     return "direct" if typed.frontend.type in ("sglang", "vllm") and single else "sglang-router"
+
+
+def srtctl_v1(typed: Recipe) -> bool:
+    """A v1 recipe (normalised with `schema: 1`): srtctl v1.0.68's meaning applies where it differs."""
+    return (typed.model_extra or {}).get("schema") == 1
 
 
 def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deployment:
@@ -295,10 +302,14 @@ def dynamo_frontend_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderCo
     blocks = [Block(kind="dynamo-frontend", title=tables().title("dynamo-frontend"), cmd=tables().command("dynamo-frontend"),
                     args=tuple(args), env=dict(sorted(env.items())), count=count, where=where, preamble=trtllm.dynamo_install(typed))]
     if behind_nginx:
-        conf = nginx_conf(count, port, tables().ports["frontend"], fe.model_extra or {})
-        blocks.append(Block(kind="nginx", title=tables().title("nginx"), cmd=tables().command("nginx"),
-                            files={"nginx.conf": conf}, count=1, where="on the head node (the first worker node), which clients connect to"))
+        blocks.append(_nginx_block(fe, count, port))
     return blocks
+
+
+def _nginx_block(fe: FrontendSpec, count: int, port: int) -> Block:
+    conf = nginx_conf(count, port, tables().ports["frontend"], fe.model_extra or {})
+    return Block(kind="nginx", title=tables().title("nginx"), cmd=tables().command("nginx"),
+                 files={"nginx.conf": conf}, count=1, where="on the head node (the first worker node), which clients connect to")
 
 
 def router_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout]) -> list[Block]:
@@ -308,15 +319,21 @@ def router_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, la
         args += [("--prefill", url, str(ports["bootstrap"] + slot)) for url, slot in _worker_urls(layouts["prefill"])]
         args += [("--decode", url) for url, _ in _worker_urls(layouts["decode"])]
         args.append(("--pd-disaggregation",))
-    args += [("--host", "0.0.0.0"), ("--port", str(ports["frontend"]))]
+    # srtctl v1: routers scale like Dynamo frontends (several behind nginx on a multi-node job)
+    count, behind_nginx = frontend_layout(typed.frontend, sum(lay.nodes for lay in layouts.values())) if srtctl_v1(typed) else (1, False)
+    port = ports["frontend_behind_nginx" if behind_nginx else "frontend"]
+    args += [("--host", "0.0.0.0"), ("--port", str(port))]
     args = replace_args(args, kept_args(ctx.policy, ("frontend", "args"), typed.frontend.args, ctx.memo.args))
     if "agg" in layouts:
         args.append(("--worker-urls", *(url for url, _ in _worker_urls(layouts["agg"]))))
     env = kept_env(ctx.policy, ("frontend", "env"), typed.frontend.env, ctx.memo.env)
     local = any("127.0.0.1" in " ".join(a) for a in args)
-    where = "on the worker's node (it reaches the worker at 127.0.0.1)" if local else "on a CPU node (or any node)"
-    return [Block(kind="sglang-router", title=tables().title("sglang-router"), cmd=tables().command("sglang-router"),
-                  args=tuple(args), env=dict(sorted(env.items())), count=1, where=where)]
+    where = ("on the worker's node (it reaches the worker at 127.0.0.1)" if local
+             else f"on {count} worker nodes other than the head node, one each" if behind_nginx
+             else "on the head node (the first worker node)" if srtctl_v1(typed) else "on a CPU node (or any node)")
+    blocks = [Block(kind="sglang-router", title=tables().title("sglang-router"), cmd=tables().command("sglang-router"),
+                    args=tuple(args), env=dict(sorted(env.items())), count=count, where=where)]
+    return blocks + ([_nginx_block(typed.frontend, count, port)] if behind_nginx else [])
 
 
 def _worker_urls(layout: RoleLayout) -> list[tuple[str, int]]:

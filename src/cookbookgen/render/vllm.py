@@ -40,7 +40,8 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
     role = layout.role
     port = public_port if kind == "direct" else worker_port(slot.index)
     lead: Args = [("--model", model_id)] if kind == "dynamo" else []
-    lead += [("--host", "0.0.0.0"), ("--port", str(port))]
+    if not (kind == "dynamo" and (typed.model_extra or {}).get("schema") == 1):     # srtctl v1: dynamo.vllm serves no HTTP itself
+        lead += [("--host", "0.0.0.0"), ("--port", str(port))]
     if kind == "dynamo" and role != "agg":
         lead.append(("--disaggregation-mode", role))
     if kind == "dynamo" and typed.dynamo.request_plane:
