@@ -1,4 +1,5 @@
-"""`cookbookgen flags`: check every published flag against the engine version its cell pins.
+"""`cookbookgen flags`: check every published flag against the engine version its cell pins (or the
+releases around its nightly's date).
 
 Exit status: 0 when no flag would stop a server, 1 when one would (unknown, removed, ambiguous,
 bad choice, missing or unexpected value), 2 on bad input (a `CookbookError`, printed by `cli.main`).
@@ -26,8 +27,11 @@ if TYPE_CHECKING:
 def register(subparsers: Any) -> None:
     f = subparsers.add_parser(
         "flags", help="check every published flag against the engine version its cell pins",
-        description="Check each flag of each worker block against the flag catalog of the engine version the cell's image pins "
-                    "(shipped catalogs; nothing is downloaded). Exit 0 when clean, 1 when a flag would stop the server, 2 on bad input.")
+        description="Check each flag of each worker block (and the Dynamo frontend) against the flag catalog of the engine version "
+                    "the cell's image or install step pins; a nightly against the releases around its date (a flag only one of them "
+                    "takes is a bracket-only warning); an undated build against the newest catalog, approximately. Catalogs ship "
+                    "for SGLang, vLLM and the Dynamo wrappers (nothing is downloaded). Exit 0 when clean, 1 when a flag would stop "
+                    "the server, 2 on bad input.")
     f.add_argument("module", nargs="?", type=Path, metavar="MODULE", help="an AgentX module (.jsx/.json) or any other cookbook --cookbook takes")
     f.add_argument("--cookbook", type=Path, metavar="M|MODULE.jsx|MODULE.json|SITE_DIR",
                    help=f"cookbook to check; default: {shown_default(EXAMPLE_MANIFEST)}")
