@@ -127,7 +127,9 @@ def as_text(checks: list[CellCheck]) -> str:
     summary = ", ".join(f"{n} {cls}" for cls, n in total.items()) or "no findings"
     cover = coverage(checks)
     share = ", ".join(f"{n} {kind} ({100 * n / len(checks):.0f} %)" for kind, n in cover.items()) if checks else "none"
-    lines.append(f"{len(checks)} cells ({share}), {sum(c.checked_flags for c in checks)} flags checked: {summary}")
+    flags, certain = sum(c.checked_flags for c in checks), sum(c.certain_flags for c in checks)
+    sure = f" ({certain} against their version or the releases around it, {100 * certain / flags:.0f} %)" if flags else ""
+    lines.append(f"{len(checks)} cells ({share}), {flags} flags checked{sure}: {summary}")
     return "\n".join(lines) + "\n"
 
 
@@ -138,7 +140,9 @@ def as_json(checks: list[CellCheck]) -> str:
         "exit": 1 if failing(checks) else 0,
         "counts": counts(checks),
         "coverage": coverage(checks),
+        "flags": {"checked": sum(c.checked_flags for c in checks), "certain": sum(c.certain_flags for c in checks)},
         "cells": [{"cell": c.cell, "versions": dict(sorted(c.versions.items())), "checked_flags": c.checked_flags,
+                   "certain_flags": c.certain_flags,
                    "coverage": c.coverage, "bases": [{"engine": b.engine, "kind": b.kind, "catalogs": [x.version for x in b.catalogs],
                                                       "note": b.note} for b in c.bases],
                    "findings": [f.to_json() for f in c.findings], "unchecked_blocks": list(c.unchecked_blocks),
