@@ -36,7 +36,6 @@ FlagClass = Literal["unknown-flag", "removed-in", "ambiguous-abbreviation", "bad
                     "approximate"]
 CLASSES: tuple[FlagClass, ...] = get_args(FlagClass)
 FAILING: frozenset[FlagClass] = frozenset(CLASSES[:6])   # the server would refuse to start
-UNCERTAIN: frozenset[FlagClass] = frozenset(("unknown-version", "newer-than-catalogs", "approximate", "wrapper-flag"))
 _DYNAMO_PIN = re.compile(r"ai-dynamo(?:-runtime)?==([^\s\"']+)")
 _DYNAMO_SOURCE = re.compile(r"(?:ai-dynamo/dynamo(?:/commit/|/tree/|\.git@|@)|-C dynamo checkout )([0-9a-f]{7,40})")
 
