@@ -192,7 +192,8 @@ def test_text_report_groups_per_cell_with_counts(tmp_path: Path, capsys: pytest.
         "  sglang bracket: a nightly build of the SGLang main branch of 2026-10-15 (commit a6a8c560): the tag names its day; "
         "2026-10-15 lies between the releases 0.5.21 (2026-10-01) and 0.5.22 (2026-10-16)",
         "  abbreviation-only: agg: --tp: accepted only as an abbreviation of --tp-size",
-        "2 cells (1 exact (50 %), 1 bracket (50 %), 0 unchecked (0 %)), 2 flags checked: 2 abbreviation-only",
+        "2 cells (1 exact (50 %), 1 bracket (50 %), 0 unchecked (0 %)), 2 flags checked (2 against their version or the releases "
+        "around it, 100 %): 2 abbreviation-only",
     ]
 
 

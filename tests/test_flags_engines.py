@@ -237,3 +237,10 @@ def test_an_inferencex_recipe_names_its_dynamo_wheel_and_its_nightly_is_brackete
     found_classes = {(f["flag"], f["class"]) for f in disagg["cells"][0]["findings"]}
     assert ("--enable-unified-cache-external-linker", "unknown-flag") in found_classes and disagg["exit"] == 1
     assert ("--enable-w4a4-mxfp4-megamoe", "bracket-only") in found_classes        # first in 0.5.19: maybe in the nightly
+
+
+def test_flags_of_an_undated_wrapper_are_counted_uncertain_the_engines_are_not() -> None:
+    block = worker("python3 -m dynamo.sglang", ["--request-plane", "tcp"], ["--tp-size", "4"], ["--page-size", "64"],
+                   preamble=("# Dynamo built from source at https://github.com/ai-dynamo/dynamo/commit/71eb001e17fa73c742f0afe1a6ed96836cb135fd",))
+    check = check_cell("c", "lmsysorg/sglang:v0.5.23-cu130", [block])
+    assert check.coverage == "unchecked" and (check.checked_flags, check.certain_flags) == (3, 2)   # --request-plane is Dynamo's

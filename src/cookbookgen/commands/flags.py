@@ -1,4 +1,5 @@
-"""`cookbookgen flags`: check every published flag against the engine version its cell pins.
+"""`cookbookgen flags`: check every published flag against the engine version its cell pins (or the
+releases around its nightly's date).
 
 Exit status: 0 when no flag would stop a server, 1 when one would (unknown, removed, ambiguous,
 bad choice, missing or unexpected value), 2 on bad input (a `CookbookError`, printed by `cli.main`).
@@ -26,8 +27,11 @@ if TYPE_CHECKING:
 def register(subparsers: Any) -> None:
     f = subparsers.add_parser(
         "flags", help="check every published flag against the engine version its cell pins",
-        description="Check each flag of each worker block against the flag catalog of the engine version the cell's image pins "
-                    "(shipped catalogs; nothing is downloaded). Exit 0 when clean, 1 when a flag would stop the server, 2 on bad input.")
+        description="Check each flag of each worker block (and the Dynamo frontend) against the flag catalog of the engine version "
+                    "the cell's image or install step pins; a nightly against the releases around its date (a flag only one of them "
+                    "takes is a bracket-only warning); an undated build against the newest catalog, approximately. Catalogs ship "
+                    "for SGLang, vLLM and the Dynamo wrappers (nothing is downloaded). Exit 0 when clean, 1 when a flag would stop "
+                    "the server, 2 on bad input.")
     f.add_argument("module", nargs="?", type=Path, metavar="MODULE", help="an AgentX module (.jsx/.json) or any other cookbook --cookbook takes")
     f.add_argument("--cookbook", type=Path, metavar="M|MODULE.jsx|MODULE.json|SITE_DIR",
                    help=f"cookbook to check; default: {shown_default(EXAMPLE_MANIFEST)}")
@@ -123,7 +127,9 @@ def as_text(checks: list[CellCheck]) -> str:
     summary = ", ".join(f"{n} {cls}" for cls, n in total.items()) or "no findings"
     cover = coverage(checks)
     share = ", ".join(f"{n} {kind} ({100 * n / len(checks):.0f} %)" for kind, n in cover.items()) if checks else "none"
-    lines.append(f"{len(checks)} cells ({share}), {sum(c.checked_flags for c in checks)} flags checked: {summary}")
+    flags, certain = sum(c.checked_flags for c in checks), sum(c.certain_flags for c in checks)
+    sure = f" ({certain} against their version or the releases around it, {100 * certain / flags:.0f} %)" if flags else ""
+    lines.append(f"{len(checks)} cells ({share}), {flags} flags checked{sure}: {summary}")
     return "\n".join(lines) + "\n"
 
 
@@ -134,7 +140,9 @@ def as_json(checks: list[CellCheck]) -> str:
         "exit": 1 if failing(checks) else 0,
         "counts": counts(checks),
         "coverage": coverage(checks),
+        "flags": {"checked": sum(c.checked_flags for c in checks), "certain": sum(c.certain_flags for c in checks)},
         "cells": [{"cell": c.cell, "versions": dict(sorted(c.versions.items())), "checked_flags": c.checked_flags,
+                   "certain_flags": c.certain_flags,
                    "coverage": c.coverage, "bases": [{"engine": b.engine, "kind": b.kind, "catalogs": [x.version for x in b.catalogs],
                                                       "note": b.note} for b in c.bases],
                    "findings": [f.to_json() for f in c.findings], "unchecked_blocks": list(c.unchecked_blocks),

@@ -36,7 +36,6 @@ FlagClass = Literal["unknown-flag", "removed-in", "ambiguous-abbreviation", "bad
                     "approximate"]
 CLASSES: tuple[FlagClass, ...] = get_args(FlagClass)
 FAILING: frozenset[FlagClass] = frozenset(CLASSES[:6])   # the server would refuse to start
-UNCERTAIN: frozenset[FlagClass] = frozenset(("unknown-version", "newer-than-catalogs", "approximate", "wrapper-flag"))
 _DYNAMO_PIN = re.compile(r"ai-dynamo(?:-runtime)?==([^\s\"']+)")
 _DYNAMO_SOURCE = re.compile(r"(?:ai-dynamo/dynamo(?:/commit/|/tree/|\.git@|@)|-C dynamo checkout )([0-9a-f]{7,40})")
 
@@ -68,6 +67,7 @@ class CellCheck:
     why: str = ""                       # where the versions come from (flags/engines.yaml), or why there are none
     bases: tuple[Basis, ...] = ()       # per engine: which catalogs, and how they were chosen
     unchecked_workers: tuple[str, ...] = ()   # worker blocks whose command no catalog reads
+    certain_flags: int = 0              # of checked_flags: read against their version or both releases around the build
 
     @property
     def coverage(self) -> str:
@@ -124,7 +124,7 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
     findings: dict[tuple[str, str, str, str], FlagFinding] = {}
     unchecked: list[str] = []
     workers: list[str] = []
-    checked = 0
+    checked = certain = 0
     for block in blocks:
         parsers = table.parsers(block.cmd)
         if not parsers:
@@ -152,6 +152,7 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
             continue
         for arg in block.args:
             checked += 1
+            certain += _certain(arg, chain)
             for found in _check_bracketed(arg, chain):
                 findings.setdefault((name, found[0], found[1], found[2]), FlagFinding(cell, name, *found))
     for b in chosen.values():
@@ -159,7 +160,7 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
             findings.setdefault(("", b.engine, "", b.kind), FlagFinding(cell, "", "", b.kind, f"{b.label}: {b.note}", b.label, False))
     bases = tuple(sorted(chosen.values(), key=lambda b: b.engine))
     versions = {b.engine: "/".join(c.version for c in b.catalogs) or "unknown" for b in bases}
-    return CellCheck(cell, versions, tuple(findings.values()), checked, tuple(unchecked), why, bases, tuple(workers))
+    return CellCheck(cell, versions, tuple(findings.values()), checked, tuple(unchecked), why, bases, tuple(workers), certain)
 
 
 def check_points(points: Iterable[tuple[str, str | None, Iterable[Block]]] | Iterable[tuple[str, str | None, Iterable[Block], Sequence[str]]],
@@ -205,12 +206,17 @@ def _basis(engine: str, forced: str | None, pinned: dict[str, str], dates: dict[
 Found = tuple[str, FlagClass, str, str, bool]   # flag, class, detail, catalogs, certain
 
 
+def _certain(arg: tuple[str, ...], chain: Sequence[Basis]) -> bool:
+    """Whether the flag is read against its version or both releases around the build: a wrapper of
+    uncertain version leaves it uncertain only if some release of the wrapper has the flag."""
+    name = arg[0].partition("=")[0]
+    return chain[-1].certain and all(b.certain or not any(name in c.options for c in history(b.engine)) for b in chain[:-1])
+
+
 def _check_bracketed(arg: tuple[str, ...], chain: Sequence[Basis]) -> list[Found]:
     """One flag against each side of the chain's catalogs (lower releases together, then upper)."""
     sides = max(len(b.catalogs) for b in chain)
-    name = arg[0].partition("=")[0]
-    # a wrapper of uncertain version leaves a flag uncertain only if some release of the wrapper has it
-    certain = chain[-1].certain and all(b.certain or not any(name in c.options for c in history(b.engine)) for b in chain[:-1])
+    certain = _certain(arg, chain)
     runs = []
     near = tuple((c.engine, c.version) for b in chain for c in b.catalogs)   # "did you mean" draws on every parser of the chain
     for i in range(sides):
