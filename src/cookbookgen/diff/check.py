@@ -127,15 +127,11 @@ def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Polic
             resolved = resolve_config(ws, config) if why is None else []
         except ObjectMissing as exc:    # a git source's tree or blob: this commit's cells cannot be checked
             why = ("object-missing", exc.detail)
+        except CookbookError as exc:    # a refused script or unreadable recipe stops this config's cells only
+            why = ("recipe-refused", str(exc.problems[0]))
     if why is not None or ws is None:
         reason, detail = why or ("commit-missing", commit)
         return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", reason, detail, commit, tree) for c in ids), True)
-    try:
-        resolved = resolve_config(ws, config)
-    except CookbookError as exc:      # a refused script or unreadable recipe stops this config's cells only
-        detail = str(exc.problems[0])
-        return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", "recipe-refused", detail, commit, tree)
-                                                     for c in ids), True)
     pairs, findings = pair_config(config, points if source.rendered_here else [as_parsed(p) for p in points], resolved)
     if not whole:         # the config's other cells may show the points these lack
         findings = [f for f in findings if f.detail != MISSING]
