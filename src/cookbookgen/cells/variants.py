@@ -160,8 +160,25 @@ def to_sglang(blocks: list[Block], model: str) -> list[Block]:
     layouts = _layouts([b for b in out if b.kind == "worker"])
     if "agg" in layouts or {"prefill", "decode"} <= set(layouts):
         # render's own router builder (ports, URLs, bootstrap ports from rules/render.yaml)
-        out += deploy.router_blocks(None, typed, _no_policy_context(model), layouts)  # type: ignore[arg-type]
+        routers = deploy.router_blocks(None, typed, _no_policy_context(model), layouts)  # type: ignore[arg-type]
+        out += [_worker_bootstrap_ports(r, [b for b in out if b.kind == "worker"]) for r in routers]
     return _launch_sorted(out)
+
+
+def _worker_bootstrap_ports(router: Block, workers: list[Block]) -> Block:
+    """The router's `--prefill URL PORT` pairs with the bootstrap port each prefill worker sets itself
+    (`--disaggregation-bootstrap-port` in its recipe), where render's builder assumed the default."""
+    args = []
+    for arg in router.args:
+        m = _URL.fullmatch(arg[1]) if arg[0] == "--prefill" and len(arg) > 2 else None
+        if m is not None:
+            port = int(m.group(3))
+            target = next((w for w in workers if w.role == "prefill" and _int(flag_value(w, "--port"), _defaults()["worker_port"]) == port), None)
+            boot = flag_value(target, "--disaggregation-bootstrap-port") if target is not None else None
+            if boot:
+                arg = (arg[0], arg[1], boot, *arg[3:])
+        args.append(arg)
+    return router.model_copy(update={"args": args})
 
 
 def _sglang_block(b: Block, rules: Json, disagg: bool) -> Block:

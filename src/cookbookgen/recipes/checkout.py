@@ -6,18 +6,34 @@
 `CONFIG_FILE=recipes/<p>` and `srt-recipe: recipes/<p>` name `benchmarks/multi_node/srt-slurm-recipes/<p>`;
 any other `srt-recipe` path is relative to the e2e root (or to the entry's `srt-recipe-dir`).
 A recipe path that leaves the checkout (`..`, absolute paths, symlinks out) is refused.
+
+When the checkout is a git work tree, `git_facts` reads its HEAD commit and the day each line of
+the perf-changelog was committed (one `git blame`): a changelog entry carries no date of its own.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
-from dataclasses import dataclass, replace
+import shutil
+import subprocess
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from ..errors import CookbookError, Problem
 
 MULTI_NODE_RECIPES = PurePosixPath("benchmarks/multi_node/srt-slurm-recipes")
+GIT_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class GitFacts:
+    """What git says about a checkout: its HEAD commit (None: not a git work tree) and, per line of
+    the perf-changelog, the day the line was committed."""
+
+    commit: str | None = None
+    changelog_days: dict[int, dt.date] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -49,6 +65,27 @@ class Checkout:
         found = sorted(self.e2e.glob("perf-changelog*.yaml"))
         return found[0] if found else None
 
+    def git_facts(self) -> GitFacts:
+        """The checkout's HEAD and the changelog lines' commit days, when the checkout is a git work
+        tree with git on this host; an empty `GitFacts` otherwise (nothing is guessed)."""
+        git = shutil.which("git")
+        if git is None or not (self.root / ".git").exists():
+            return GitFacts()
+        run = {"capture_output": True, "text": True, "timeout": GIT_SECONDS, "env": {"PATH": os.defpath, "LC_ALL": "C"}}
+        try:
+            head = subprocess.run([git, "-C", str(self.root), "rev-parse", "--verify", "HEAD"], **run)  # type: ignore[call-overload]
+            if head.returncode != 0:
+                return GitFacts()
+            days: dict[int, dt.date] = {}
+            changelog = self.changelog()
+            if changelog is not None:
+                rel = str(changelog.relative_to(self.root))
+                blame = subprocess.run([git, "-C", str(self.root), "blame", "--line-porcelain", "HEAD", "--", rel], **run)  # type: ignore[call-overload]
+                days = _blame_days(blame.stdout if blame.returncode == 0 else "")
+        except (OSError, subprocess.TimeoutExpired):
+            return GitFacts()
+        return GitFacts(head.stdout.strip(), days)
+
     def shown(self, path: Path) -> str:
         try:
             return str(path.relative_to(self.root))
@@ -75,3 +112,18 @@ class Checkout:
         except RuntimeError:       # what Python 3.11's `Path.resolve` raises for a loop of symbolic links
             raise CookbookError([replace(where, message=f"recipe path {ref!r} cannot be read: a loop of symbolic links")]) from None
         return path
+
+
+def _blame_days(porcelain: str) -> dict[int, dt.date]:
+    """Line number -> the UTC day of its commit, from `git blame --line-porcelain` output."""
+    days: dict[int, dt.date] = {}
+    line, when = 0, None
+    for text in porcelain.splitlines():
+        head = text.split(" ")
+        if len(head) >= 3 and len(head[0]) == 40 and head[1].isdigit() and head[2].isdigit():
+            line = int(head[2])
+        elif text.startswith("committer-time ") and head[1].isdigit():
+            when = dt.datetime.fromtimestamp(int(head[1]), dt.timezone.utc).date()
+        elif text.startswith("\t") and when is not None:
+            days[line] = when
+    return days

@@ -121,8 +121,18 @@ class Workspace:
         ref = row.recipe.path
         hit = self._recipe_paths.get(ref)
         if hit is None:
-            hit = self._recipe_paths[ref] = self.checkout.recipe_path(ref, entry.doc.problem(row.recipe.where, ""),
-                                                                      self.checkout.layout_dir(entry.doc.file))
+            where, layout = entry.doc.problem(row.recipe.where, ""), self.checkout.layout_dir(entry.doc.file)
+            try:
+                hit = self.checkout.recipe_path(ref, where, layout)
+            except CookbookError as exc:
+                if row.recipe.fallback is None:
+                    raise
+                try:
+                    hit = self.checkout.recipe_path(row.recipe.fallback, where, layout)
+                except CookbookError:
+                    raise CookbookError([replace(exc.problems[0], message=f"{exc.problems[0].message}, nor the runners' fallback "
+                                                                          f"{row.recipe.fallback}")]) from None
+            self._recipe_paths[ref] = hit
             self._resolved[hit] = hit              # `Checkout.recipe_path` resolved it
         return hit
 
