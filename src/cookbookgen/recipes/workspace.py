@@ -5,7 +5,7 @@ the load/resolve stage: everything it returns is plain data for the pure stages.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import CookbookError, Problem
@@ -104,6 +104,11 @@ class Workspace:
         self._entries = found
         return found
 
+    def runners(self, entry: ConfigEntry) -> RawYaml:
+        """The parsed `configs/runners.yaml` beside the entry's master config (None when there is none)."""
+        path = self.checkout.root / PurePosixPath(entry.doc.file).parent / "runners.yaml"
+        return self.document(path).data if path.is_file() else None
+
     def entry(self, key: str) -> ConfigEntry:
         entries = self.entries()
         if key not in entries:
@@ -153,7 +158,7 @@ class Workspace:
         from .schema import normalise
 
         if path.suffix == ".sh":            # a single-node benchmark script: run in a sandbox
-            recipe = script_recipe(path, self.shown(path), entry, row, conc)
+            recipe = script_recipe(path, self.shown(path), entry, row, conc, self.runners(entry))
         else:
             recipe = self.selected(path, self.selector(entry, row, conc))
         point = ResolvedPoint(entry, row, conc, *normalise(apply_overrides(recipe, sets, unsets)), self.shown(path))

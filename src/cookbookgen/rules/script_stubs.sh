@@ -7,8 +7,15 @@
 # - the setup steps the scripts run before serving are no-ops: `hf download` (weights), `nvidia-smi`
 #   (GPU inventory), `python3 <script folder>/*.py` (kernel-config installs, recorded as SETUP);
 # - any other command that is not a builtin or a command of the sandbox's PATH is recorded in
-#   "$CBG_DENIED" (line and name) and ends the script.
+#   "$CBG_DENIED" (line and name) and ends the script; once an engine launch is recorded, such a
+#   command ends the run instead (status 0, nothing denied): what the benchmark does after its
+#   launch (health checks, pip, curl, rocm-smi, the client) does not change what was launched;
+# - the launch forms the scripts use: `python3 -m sglang.launch_server`, `sglang serve`,
+#   `python3 -m sglang_router.launch_router`, `vllm serve`, `trtllm-serve` (alone or under `mpirun`),
+#   `python3 -m atom.entrypoints.openai_server`, `python3 -m dynamo.*`, each also behind `nohup`,
+#   `timeout`, `exec`, `env NAME=VALUE ...` or `numactl`.
 # Ports are fixed: PORT is InferenceX's default 8888 (benchmark-tmpl.yml), never probed.
+# The script's `/workspace` paths point at "$HOME/workspace" (cookbookgen.recipes.launches), made here.
 # Nothing here opens a file outside the sandbox's folder or a socket.
 
 # The line of the script's last command, for the errors Python reports: not of these handlers, and
@@ -23,6 +30,7 @@ trap '_cbg_stop 124' TERM   # the time limit
 trap '_cbg_stop 125' XFSZ   # the size limit: a write went over it
 
 _cbg_stop() { exit "$1"; }
+command mkdir -p "$HOME/workspace"
 _cbg_failed() { printf '%s %s\n' "$?" "${CBG_LINE:-0}" >> "$CBG_FAILED"; }
 _cbg_exit() {
     local rc=$?
@@ -30,28 +38,50 @@ _cbg_exit() {
     printf '%s %s\n' "$rc" "${CBG_LINE:-0}" > "$CBG_STATUS"
 }
 
+# A refused command: recorded, then the script's own shell stops (USR2) once the launches of its
+# background subshells are written; with a launch recorded before it, the run ends there instead.
+trap '_cbg_refused' USR2
+_cbg_refused() {
+    wait
+    if [[ -e "$CBG_STATUS.launched" ]]; then
+        : > "$CBG_DENIED"
+        exit 0
+    fi
+    exit 126
+}
+
 command_not_found_handle() {
     printf '%s %s\n' "${BASH_LINENO[0]}" "$1" >> "$CBG_DENIED"
-    kill -KILL "$$"
-    return 127
+    kill -USR2 "$$"
+    return 0
 }
 
 source() {
     case "$1" in
-        */benchmark_lib.sh) return 0 ;;       # the stubs below are already defined
+        */benchmark_lib.sh)                   # the stubs below are already defined
+            # as benchmark_lib.sh does: agentic replays run at the model's own context limit
+            if [[ "${IS_AGENTIC:-0}" == 1 || "${SCENARIO_TYPE:-}" == agentic-coding ]]; then unset MAX_MODEL_LEN; fi
+            return 0 ;;
         *) builtin source "$@" ;;
     esac
 }
 
 _cbg_launch() {   # kind, then the launch's argv (without the program that starts it)
-    local kind="$1"
+    local kind="$1" depth=1
     shift
-    { printf '%s\0' LAUNCH "$kind" "${BASH_LINENO[1]}" "$#" "$@"; env -0; printf 'END\0'; } >> "$CBG_CAPTURE.$BASHPID"
+    # the script's line: the first caller outside these stubs (nohup, exec, mpirun... add frames)
+    while [[ "${FUNCNAME[depth]:-}" == @(_cbg_*|python3|python|vllm|sglang|sglang_router|trtllm-serve|mpirun|nohup|timeout|exec|env|numactl) ]] \
+          && (( depth + 1 < ${#FUNCNAME[@]} )); do
+        depth=$((depth + 1))
+    done
+    set -- "${@//"$HOME"\/workspace//workspace}"     # the runners' container work folder, as the script names it
+    { printf '%s\0' LAUNCH "$kind" "${BASH_LINENO[depth - 1]}" "$#" "$@"; command env -0; printf 'END\0'; } >> "$CBG_CAPTURE.$BASHPID"
+    : > "$CBG_STATUS.launched"
 }
 
 _cbg_deny() {
     printf '%s %s\n' "${BASH_LINENO[1]}" "$*" >> "$CBG_DENIED"
-    kill -KILL "$$"
+    kill -USR2 "$$"
 }
 
 python3() {
@@ -59,6 +89,7 @@ python3() {
         "-m sglang.launch_server") shift 2; _cbg_launch sglang "$@" ;;
         "-m sglang_router.launch_router") shift 2; _cbg_launch sglang-router "$@" ;;
         "-m dynamo."*) _cbg_launch "dynamo" "$@" ;;
+        "-m atom.entrypoints.openai_server") shift 2; _cbg_launch atom "$@" ;;
         "-c "*snapshot_download*) printf '%s\n' "$3" ;;           # the Hugging Face id as the local path
         *)
             if [[ "$1" == *.py && "$(dirname "$1")" == "$(dirname "$0")" ]]; then
@@ -70,7 +101,37 @@ python3() {
 }
 python() { python3 "$@"; }
 vllm() { if [[ "$1" == serve ]]; then shift; _cbg_launch vllm "$@"; else _cbg_deny "vllm $1"; fi; }
+sglang() { if [[ "$1" == serve ]]; then shift; _cbg_launch sglang "$@"; else _cbg_deny "sglang $1"; fi; }
 sglang_router() { _cbg_launch sglang-router "$@"; }
+trtllm-serve() { if [[ "$1" == serve ]]; then shift; fi; _cbg_launch trtllm "$@"; }
+# mpirun's own options up to the program it starts (InferenceX runs `mpirun -n 1 ... trtllm-serve`).
+mpirun() {
+    while (( $# )) && [[ "$1" == -* || "$1" =~ ^[0-9]+$ ]]; do shift; done
+    (( $# )) || { _cbg_deny "mpirun"; return; }
+    "$@"
+}
+# Wrappers that start the command they are given: the command is what they launch.
+nohup() { "$@"; }
+timeout() {
+    while [[ "${1:-}" == -* ]]; do [[ "$1" == -[sk] ]] && shift; shift; done
+    shift                                        # the duration
+    "$@"
+}
+numactl() { while [[ "${1:-}" == -* ]]; do shift; done; "$@"; }
+exec() {
+    if (( $# )); then
+        "$@"
+        exit $?
+    fi
+    builtin exec
+}
+env() {
+    if [[ $# -eq 0 || "$1" == -* ]]; then command env "$@"; return; fi
+    (
+        while [[ "${1:-}" == [A-Za-z_]*=* ]]; do export "$1"; shift; done
+        if (( $# )); then "$@"; else command env; fi
+    )
+}
 hf() { [[ "$1" == download ]] || _cbg_deny "hf $1"; }
 huggingface-cli() { [[ "$1" == download ]] || _cbg_deny "huggingface-cli $1"; }
 nvidia-smi() { :; }
@@ -89,14 +150,34 @@ check_env_vars() {
     fi
 }
 
-agentic_kv_offload_enabled() { [[ "${KV_OFFLOADING:-none}" != none ]]; }
+agentic_kv_offload_enabled() {
+    if [[ -z "${KV_OFFLOADING:-}" ]]; then
+        echo "Error: KV_OFFLOADING must be set for agentic benchmarks" >&2
+        exit 1
+    fi
+    [[ "$KV_OFFLOADING" != none ]]
+}
 require_agentic_kv_offload_none() {
     if agentic_kv_offload_enabled; then
         echo "Error: expected KV_OFFLOADING=none, got '$KV_OFFLOADING'" >&2
         exit 1
     fi
+    if [[ -n "${KV_OFFLOAD_BACKEND:-}" ]]; then
+        echo "Error: KV_OFFLOAD_BACKEND must be empty when KV_OFFLOADING=none" >&2
+        exit 1
+    fi
 }
-require_agentic_kv_offload_backend() { agentic_kv_offload_enabled; }
+require_agentic_kv_offload_backend() {
+    agentic_kv_offload_enabled || return 1
+    if [[ "${KV_OFFLOAD_BACKEND:-}" != "$1" ]]; then
+        echo "Error: expected KV_OFFLOAD_BACKEND=$1 when KV_OFFLOADING=$KV_OFFLOADING, got '${KV_OFFLOAD_BACKEND:-}'" >&2
+        exit 1
+    fi
+    if [[ "$KV_OFFLOADING" == dram && ! "${TOTAL_CPU_DRAM_GB:-}" =~ ^[1-9][0-9]*$ ]]; then
+        echo "Error: DRAM KV offloading requires a positive TOTAL_CPU_DRAM_GB capacity" >&2
+        exit 1
+    fi
+}
 select_available_server_port() { export PORT=8888; }
 build_replay_cmd() { REPLAY_CMD=":"; }
 resolve_trace_source() { :; }
