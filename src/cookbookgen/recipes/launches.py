@@ -14,13 +14,14 @@ I/O: through `recipes.script` only.
   and as `frontend.env` what it exports beyond the worker's environment (the engine settings it
   inherits are the worker's); without one, `frontend.type: sglang` (the worker serves clients);
 - `resources.gpus_per_node` is the worker's GPUs (TP x PP: the script runs on one node);
-- setup steps (`python3 <script folder>/*.py`) are listed under `script.setup`;
+- setup steps (`python3 <script folder>/*.py`, `agentic_pip_install`) are listed under `script.setup`;
 - every setting is located at the script line of its launch.
 """
 
 from __future__ import annotations
 
 import math
+import shlex
 import re
 import shutil
 import tempfile
@@ -43,6 +44,7 @@ WORKERS = ("sglang", "vllm")
 LAUNCHED_BY = {"sglang": "SGLang", "vllm": "vLLM", "sglang-router": "the SGLang router", "trtllm": "trtllm-serve", "atom": "ATOM",
                "dynamo": "Dynamo"}
 _WORKSPACE = re.compile(r"(?<![\w./$-])/workspace(?=[/\"'\s};:)]|$)", re.M)
+_COMPARED = re.compile(r"(?:[!=]=|\s=|-(?:eq|ne))\s*[\"']?$")     # `[[ $X != /workspace ]]`: a comparison, not a path written
 MAX_AVAILABLE_CPU_DRAM_MIB = 2_861_022      # generate_sweep_configs.py MAX_AGENTIC_AVAILABLE_CPU_DRAM_MIB
 RUNNERS_FILE = "configs/runners.yaml"
 
@@ -110,8 +112,13 @@ def _runnable_copy(script: Path, into: Path) -> Path:
     for path in sorted(script.parent.glob("*.sh")):
         if path.is_file() and not path.is_symlink():
             text = path.read_bytes().decode("utf-8", "surrogateescape")
-            (into / path.name).write_bytes(_WORKSPACE.sub("$HOME/workspace", text).encode("utf-8", "surrogateescape"))
+            (into / path.name).write_bytes(_WORKSPACE.sub(_pointed, text).encode("utf-8", "surrogateescape"))
     return into / script.name
+
+
+def _pointed(m: re.Match[str]) -> str:
+    before = m.string[max(0, m.start() - 8): m.start()]
+    return m.group(0) if _COMPARED.search(before) else "$HOME/workspace"
 
 
 def _shown_paths(capture: Capture, copy: str, shown: str) -> Capture:
@@ -148,7 +155,7 @@ def recipe_from_capture(capture: Capture, shown: str, variables: dict[str, str])
     data: dict[str, RawYaml] = {"engine": worker.kind, "resources": {"gpus_per_node": gpus}, "frontend": frontend,
                                 "roles": {"agg": {"args": _args(worker, shown), "env": dict(sorted(worker.env.items()))}}}
     if capture.setup:
-        data["script"] = {"setup": [" ".join(argv) for _, argv in capture.setup]}
+        data["script"] = {"setup": [shlex.join(argv) for _, argv in capture.setup]}
         origins.update({("script", "setup"): (shown, capture.setup[0][0])})
     for key in ("engine", "resources", "roles"):
         origins.update({p: (shown, worker.line) for p in node_paths(data[key], (key,))})

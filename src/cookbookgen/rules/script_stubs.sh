@@ -4,8 +4,9 @@
 # - engine launches are recorded in "$CBG_CAPTURE.<process id>" (one file per process, as launches
 #   may run in background subshells; NUL-separated: LAUNCH, kind, line, argc, argv..., the exported
 #   environment as `env -0` prints it, END) and never executed;
-# - the setup steps the scripts run before serving are no-ops: `hf download` (weights), `nvidia-smi`
-#   (GPU inventory), `python3 <script folder>/*.py` (kernel-config installs, recorded as SETUP);
+# - the setup steps the scripts run before serving are no-ops: `hf download` (weights), `nvidia-smi`,
+#   `rocm-smi`, `amd-smi` (GPU inventory), `python3 <script folder>/*.py` (kernel-config installs) and
+#   benchmark_lib.sh's `agentic_pip_install` (package installs) recorded as SETUP;
 # - any other command that is not a builtin or a command of the sandbox's PATH is recorded in
 #   "$CBG_DENIED" (line and name) and ends the script; once an engine launch is recorded, such a
 #   command ends the run instead (status 0, nothing denied): what the benchmark does after its
@@ -36,6 +37,26 @@ _cbg_exit() {
     local rc=$?
     wait
     printf '%s %s\n' "$rc" "${CBG_LINE:-0}" > "$CBG_STATUS"
+    return "$rc"      # the script's own EXIT handler, run next, sees the status the script exited with
+}
+
+# A script's own EXIT handler runs after cookbookgen's (which waits for the launches its background
+# subshells are recording); its handlers for other signals are set as given.
+trap() {
+    if (( $# < 2 )) || [[ "$1" == -[!-]* ]]; then
+        builtin trap "$@"
+        return
+    fi
+    local command="$1" signal others=()
+    shift
+    for signal in "$@"; do
+        if [[ "$signal" == EXIT || "$signal" == 0 ]]; then
+            if [[ "$command" == - ]]; then builtin trap '_cbg_exit' EXIT; else builtin trap "_cbg_exit; $command" EXIT; fi
+        else
+            others+=("$signal")
+        fi
+    done
+    if (( ${#others[@]} )); then builtin trap "$command" "${others[@]}"; fi
 }
 
 # A refused command: recorded, then the script's own shell stops (USR2) once the launches of its
@@ -135,6 +156,8 @@ env() {
 hf() { [[ "$1" == download ]] || _cbg_deny "hf $1"; }
 huggingface-cli() { [[ "$1" == download ]] || _cbg_deny "huggingface-cli $1"; }
 nvidia-smi() { :; }
+rocm-smi() { :; }      # GPU inventory, as nvidia-smi
+amd-smi() { :; }
 
 # --- benchmark_lib.sh, as stubs (same names and checks, no side effects) -------------------------
 export PORT="${PORT:-8888}"
@@ -182,6 +205,8 @@ select_available_server_port() { export PORT=8888; }
 build_replay_cmd() { REPLAY_CMD=":"; }
 resolve_trace_source() { :; }
 install_agentic_deps() { :; }
+# benchmark_lib.sh's `python3 -m pip install` into the image: a setup step the cookbook lists
+agentic_pip_install() { printf '%s\0' SETUP "${BASH_LINENO[0]}" "$(($# + 2))" pip install "$@" >> "$CBG_CAPTURE.$BASHPID"; }
 wait_for_server_ready() { :; }
 wait_for_ready() { :; }
 write_command() { :; }
