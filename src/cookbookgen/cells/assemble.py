@@ -23,7 +23,7 @@ from .manifest import _MODEL_ID, ChangelogSource, ConfigSource, HistoryItem, Man
 
 if TYPE_CHECKING:  # the models and the render stack load with the first render: `diff --cache` may need neither
     from ..pipeline import RenderedPoint
-    from .model import Cell, Cookbook, Point, Provenance
+    from .model import Cell, Cookbook, Point, Provenance, Refused
 
 Progress = Callable[[str], None]
 
@@ -47,18 +47,20 @@ def load_cookbook(manifest_path: Path, progress: Progress | None = None, policy:
     return load_configs(manifest, doc, ws, policy, cache, only, progress=progress)
 
 
-def checkout_manifest(ws: Workspace) -> tuple[Manifest, Document, list[str]]:
+def checkout_manifest(ws: Workspace) -> tuple[Manifest, Document, list[Refused]]:
     """The manifest of a whole checkout: every config key, on the page of its model's name (a config
     naming no usable model id is refused), PR and date from the latest perf-changelog entry naming
     it, every such entry as its history, the checkout's commit when git knows it."""
     changelog, facts = ws.changelog(), ws.checkout.git_facts()
     repo = str(Manifest.model_fields["repo"].default).rstrip("/")
+    from .model import Refused
+
     pages: dict[str, tuple[str, list[ConfigSource]]] = {}
-    refused: list[str] = []
+    refused: list[Refused] = []
     for key, entry in ws.entries().items():
         model = entry.model
         if not isinstance(model, str) or _MODEL_ID.fullmatch(model) is None:
-            refused.append(str(entry.doc.problem((key, "model"), f"model {model!r} is not a Hugging Face id (org/name)")))
+            refused.append(Refused(config=key, point=None, reason=str(entry.doc.problem((key, "model"), f"model {model!r} is not a Hugging Face id (org/name)"))))
             continue
         history = tuple(HistoryItem(pr=e.pr, pr_url=f"{repo}/pull/{e.pr}" if e.pr else None, date=facts.changelog_days.get(e.line), description=e.description)
                         for e in changelog.history(key))
@@ -73,7 +75,7 @@ def checkout_manifest(ws: Workspace) -> tuple[Manifest, Document, list[str]]:
 
 def load_configs(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, cache: RenderCache | None,
                  only: Collection[str] | None, summaries: bool = True, progress: Progress | None = None,
-                 refused: list[str] | None = None) -> Cookbook:
+                 refused: list[Refused] | None = None) -> Cookbook:
     """`load_cookbook` of a manifest already read. Without `summaries` (only without a cache, whose
     cells a build may reuse), cells leave out what only their pages show (`_summaries`, and the
     settings report of each point's deployment): a diff reads their blocks. With `refused` (a whole
@@ -117,16 +119,17 @@ def load_configs(manifest: Manifest, doc: Document, ws: Workspace, policy: Polic
 
 
 def _tolerant_cells(manifest: Manifest, source: ConfigSource, ws: Workspace, policy: Policy, cache: RenderCache | None,
-                    summaries: bool, refused: list[str]) -> list[Cell]:
+                    summaries: bool, refused: list[Refused]) -> list[Cell]:
     """The cells of the points of one config that render; each config or point that does not is
     added to `refused` with its located reason. Cached with its refusals under the config's key."""
     from ..pipeline import RenderedPoint, render_point
     from ..recipes.master import check_framework
     from ..render.deploy import RunMemo
+    from .model import Refused
 
-    def render() -> tuple[tuple[Cell, ...], tuple[str, ...]]:
+    def render() -> tuple[tuple[Cell, ...], tuple[Refused, ...]]:
         out: list[RenderedPoint] = []
-        said: list[str] = []
+        said: list[Refused] = []
         memo = RunMemo()
         for row in entry.rows:
             for conc in row.concs:
@@ -134,7 +137,7 @@ def _tolerant_cells(manifest: Manifest, source: ConfigSource, ws: Workspace, pol
                     resolved = ws.point(entry, row, conc)
                     out.append(RenderedPoint(resolved, render_point(resolved, policy, summaries, memo)))
                 except CookbookError as exc:
-                    said.append(f"{source.key} {row.slug}/c{conc}: {exc.problems[0]}")
+                    said.append(Refused(config=source.key, point=f"{row.slug}/c{conc}", reason=str(exc.problems[0])))
         return tuple(group_cells(manifest, source, out, None, summaries)), tuple(said)
 
     try:
@@ -147,7 +150,7 @@ def _tolerant_cells(manifest: Manifest, source: ConfigSource, ws: Workspace, pol
         else:
             cells, said = render()
     except CookbookError as exc:
-        refused.append(f"{source.key}: {exc.problems[0]}")
+        refused.append(Refused(config=source.key, point=None, reason=str(exc.problems[0])))
         return []
     refused.extend(said)
     return list(cells)

@@ -90,10 +90,21 @@ class Page(_Frozen):
     cells: tuple[Cell, ...]
 
 
+class Refused(_Frozen):
+    """A config (point None) or point of a whole-checkout build that could not be rendered, and why."""
+
+    config: str
+    point: str | None
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.config}{' ' + self.point if self.point else ''}: {self.reason}"
+
+
 class Cookbook(_Frozen):
     title: str
     repo: str
     generated_on: dt.date | None
     pages: tuple[Page, ...]
     warnings: tuple[str, ...] = ()
-    refused: tuple[str, ...] = ()   # whole-checkout builds: each config or point not published, with its located reason
+    refused: tuple[Refused, ...] = ()   # whole-checkout builds: each config or point not published, with its located reason

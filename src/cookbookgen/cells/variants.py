@@ -178,7 +178,7 @@ def _worker_bootstrap_ports(router: Block, workers: list[Block]) -> Block:
             if boot:
                 arg = (arg[0], arg[1], boot, *arg[3:])
         args.append(arg)
-    return router.model_copy(update={"args": args})
+    return router.model_copy(update={"args": tuple(args)})
 
 
 def _sglang_block(b: Block, rules: Json, disagg: bool) -> Block:

@@ -33,7 +33,7 @@ from ..text import unknown
 from .claims import claim_findings
 from .compare import PointMemo, point_findings, stamped
 from .expect import point_expect
-from .model import MISSING, CellState, Finding, Published, PublishedPoint, Tally, UnpairedReason
+from .model import EXTRA, MISSING, CellState, Finding, Published, PublishedPoint, Tally, UnpairedReason
 from .pairing import Pair, pair_config, variant_findings
 from .words import parsed_args
 
@@ -63,8 +63,10 @@ def whole(published: Published) -> Source:
 
     def points(config: str) -> Published:
         variants = tuple(v for v in published.variants if v.config == config)
-        return Published(published.source, published.kind, tuple(by_config.get(config, ())), variants)
-    return Source(published.source, published.kind, tuple(by_config), points, published.notes)
+        refused = tuple(r for r in published.refused if r[0] == config)
+        return Published(published.source, published.kind, tuple(by_config.get(config, ())), variants, refused=refused)
+    configs = tuple(dict.fromkeys([*by_config, *(r[0] for r in published.refused)]))
+    return Source(published.source, published.kind, configs, points, published.notes)
 
 
 @dataclass(frozen=True)
@@ -106,9 +108,20 @@ def flatten(runs: Iterable[PointRun]) -> list[Finding]:
     return [f for point, found in runs for f in (found if point is None else stamped(found, point))]
 
 
-def resolve_config(ws: Workspace, key: str) -> list[ResolvedPoint]:
+def resolve_config(ws: Workspace, key: str, refused: dict[str, str] | None = None) -> list[ResolvedPoint]:
+    """The config's points; with `refused`, a point that cannot be resolved is put there (point id ->
+    its located reason) instead of stopping the check."""
     entry = ws.entry(key)
-    return [ws.point(entry, row, conc) for row in entry.rows for conc in row.concs]
+    out = []
+    for row in entry.rows:
+        for conc in row.concs:
+            try:
+                out.append(ws.point(entry, row, conc))
+            except CookbookError as exc:
+                if refused is None:
+                    raise
+                refused[f"{row.slug}/c{conc}"] = str(exc.problems[0])
+    return out
 
 
 def _known_config(source: Source, only: str | None) -> None:
@@ -138,8 +151,10 @@ def check_config(source: Source, ws: Workspace, policy: Policy, config: str, tre
         groups.setdefault((p.commit or "") if trees else "", []).append(p)
     whole = len(groups) == 1 and source.cell is None
     parts = [_check_points(source, *_tree(ws, trees, commit), policy, config, group, commit, whole) for commit, group in groups.items()]
+    not_rendered = tuple(CellState(source.name, config, f"{config} {point}" if point else config, "unpaired", "not-rendered", reason)
+                         for _, point, reason in published.refused if source.cell is None)
     return ConfigCheck(config, [r for c in parts for r in c.runs], variants, [p for c in parts for p in c.pairs],
-                       tuple(s for c in parts for s in c.cells), bool(parts) and all(c.absent for c in parts))
+                       tuple(s for c in parts for s in c.cells) + not_rendered, bool(parts) and all(c.absent for c in parts))
 
 
 def as_parsed(point: PublishedPoint) -> PublishedPoint:
@@ -167,10 +182,16 @@ def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Polic
     if why is not None or ws is None:
         reason, detail = why or ("commit-missing", commit)
         return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", reason, detail, commit, tree) for c in ids), True)
-    resolved = resolve_config(ws, config)
+    refused: dict[str, str] = {}
+    resolved = resolve_config(ws, config, refused)
     pairs, findings = pair_config(config, points if source.rendered_here else [as_parsed(p) for p in points], resolved)
     if not whole:         # the config's other cells may show the points these lack
         findings = [f for f in findings if f.detail != MISSING]
+    # a published point the checkout cannot render: its reason (not `extra in the cookbook`)
+    unrendered = [Finding(config, p.point_id, "point", "point", p.point_id, "mismatch", detail="the checkout cannot render this point",
+                          reason=refused[p.point_id]) for p in points if p.point_id in refused]
+    explained = {(p.cell, f"c{c}") for p in points if p.point_id in refused for c in p.concs}
+    findings = [f for f in findings if not (f.detail == EXTRA and (f.item, f.point) in explained)] + unrendered
     runs: list[PointRun] = [(None, findings + flag_mismatches(config, points))]
     memo = PointMemo()
     index = {r.point_id: i for i, r in enumerate(resolved)}

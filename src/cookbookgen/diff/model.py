@@ -15,7 +15,7 @@ FindingClass = Literal[
     "mismatch", "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "unverified", "derived"
 ]
 CLASSES: tuple[FindingClass, ...] = get_args(FindingClass)     # in the order reports count them
-UnpairedReason = Literal["commit-missing", "no-master-entry", "recipe-missing", "framework-unsupported", "selector-missing"]
+UnpairedReason = Literal["commit-missing", "no-master-entry", "recipe-missing", "framework-unsupported", "selector-missing", "not-rendered"]
 """Why a published cell was not checked (meanings in `classes.yaml`, `cookbookgen diff --explain`)."""
 MISSING = "missing from the cookbook"
 EXTRA = "extra in the cookbook"
@@ -103,6 +103,7 @@ class Published:
     points: tuple[PublishedPoint, ...]
     variants: tuple[Variant, ...] = ()
     notes: tuple[str, ...] = ()
+    refused: tuple[tuple[str, str | None, str], ...] = ()    # (config, point or None, reason) a whole-checkout build could not render
 
 
 @dataclass(frozen=True)

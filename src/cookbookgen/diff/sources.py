@@ -158,7 +158,9 @@ def published_from_cookbook_json(data: Json, file: str, kind: str) -> Published:
             for v in cell.get("variants") or cell.get("derived_variants") or []:
                 variants.append(Variant(cell["config_key"], cell["id"], str(v.get("point") or v.get("from_point")),
                                         str(v.get("router")), str(v.get("kv"))))
-    return Published(file, kind, tuple(points), tuple(variants))
+    refused = tuple((str(r.get("config")), r.get("point") if isinstance(r.get("point"), str) else None, str(r.get("reason")))
+                    for r in data.get("refused") or [] if isinstance(r, dict))
+    return Published(file, kind, tuple(points), tuple(variants), refused=refused)
 
 
 def _cell_points(cell: Json, file: str, where: str) -> list[PublishedPoint]:
@@ -268,7 +270,7 @@ def read_site(site: Path) -> Published:
     base = published_from_json(_json(_text(found[0]), str(found[0])), str(found[0]))
     html = {p: _text(p) for p in sorted(site.rglob("*.html"))}
     points, notes = read_site_blocks(base.points, html)
-    return Published(str(site), "site", points, base.variants, notes)
+    return Published(str(site), "site", points, base.variants, notes, base.refused)
 
 
 # --- logs ----------------------------------------------------------------------------------------------

@@ -98,7 +98,7 @@ class BuildResult:
     files: int
     seconds: float
     rebuilt: int | None = None   # docs files MkDocs processed in an incremental build; None: a full build
-    refused: tuple[str, ...] = ()   # a whole-checkout build: configs and points not published, with their reasons
+    refused: tuple[str, ...] = ()   # a whole-checkout build: configs and points not published, each with its reason
 
 
 def read_templates(folder: Path) -> dict[str, str]:
@@ -201,7 +201,7 @@ def build_site(manifest: Path, out: Path, dates: Dates = Dates(), show_progress:
         cookbook = load_cookbook(manifest, progress=lambda key: step(f"rendering {key}"), cache=renders)
         step("deriving router and KV-tier variants")
         box = [with_variants_cached(cookbook, renders)]
-        refused = cookbook.refused
+        refused = tuple(map(str, cookbook.refused))
         del cookbook                       # `publish` holds the only reference, and drops it before MkDocs runs
         generated_on = dates.pick(box[0], manifest)
         result = publish(box.pop(), out, generated_on, root, step, cache=cache, keep_docs=keep_docs, pages=renders)
