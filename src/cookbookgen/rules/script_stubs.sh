@@ -5,8 +5,9 @@
 #   may run in background subshells; NUL-separated: LAUNCH, kind, line, argc, argv..., the exported
 #   environment as `env -0` prints it, END) and never executed;
 # - the setup steps the scripts run before serving are no-ops: `hf download` (weights), `nvidia-smi`,
-#   `rocm-smi`, `amd-smi` (GPU inventory), `python3 <script folder>/*.py` (kernel-config installs) and
-#   benchmark_lib.sh's `agentic_pip_install` (package installs) recorded as SETUP;
+#   `rocm-smi`, `amd-smi` (GPU inventory), `sleep`; `python3 <script folder>/*.py` (kernel-config
+#   installs), `pip install` / `pip3 install` / `python3 -m pip install` and benchmark_lib.sh's
+#   `agentic_pip_install` (package installs) are recorded as SETUP;
 # - any other command that is not a builtin or a command of the sandbox's PATH is recorded in
 #   "$CBG_DENIED" (line and name) and ends the script; once an engine launch is recorded, such a
 #   command ends the run instead (status 0, nothing denied): what the benchmark does after its
@@ -34,11 +35,12 @@ _cbg_stop() { exit "$1"; }
 command mkdir -p "$HOME/workspace"
 _cbg_failed() { printf '%s %s\n' "$?" "${CBG_LINE:-0}" >> "$CBG_FAILED"; }
 _cbg_exit() {
-    local rc=$?
+    CBG_RC=$?
+    builtin trap - ERR      # the status is recorded here; what the script's own EXIT handler runs next is not the run
     wait
-    printf '%s %s\n' "$rc" "${CBG_LINE:-0}" > "$CBG_STATUS"
-    return "$rc"      # the script's own EXIT handler, run next, sees the status the script exited with
+    printf '%s %s\n' "$CBG_RC" "${CBG_LINE:-0}" > "$CBG_STATUS"
 }
+_cbg_rc() { return "$CBG_RC"; }   # the script's own EXIT handler, run next, sees the status the script exited with
 
 # A script's own EXIT handler runs after cookbookgen's (which waits for the launches its background
 # subshells are recording); its handlers for other signals are set as given.
@@ -51,7 +53,7 @@ trap() {
     shift
     for signal in "$@"; do
         if [[ "$signal" == EXIT || "$signal" == 0 ]]; then
-            if [[ "$command" == - ]]; then builtin trap '_cbg_exit' EXIT; else builtin trap "_cbg_exit; $command" EXIT; fi
+            if [[ "$command" == - ]]; then builtin trap '_cbg_exit' EXIT; else builtin trap "_cbg_exit; _cbg_rc; $command" EXIT; fi
         else
             others+=("$signal")
         fi
@@ -87,21 +89,39 @@ source() {
     esac
 }
 
-_cbg_launch() {   # kind, then the launch's argv (without the program that starts it)
-    local kind="$1" depth=1
-    shift
-    # the script's line: the first caller outside these stubs (nohup, exec, mpirun... add frames)
-    while [[ "${FUNCNAME[depth]:-}" == @(_cbg_*|python3|python|vllm|sglang|sglang_router|trtllm-serve|mpirun|nohup|timeout|exec|env|numactl) ]] \
+# CBG_WHERE: the script's line of the command being stubbed: the line of the first caller outside
+# these stubs (nohup, exec, mpirun, pip3... add frames).
+_cbg_where() {
+    local depth=1
+    while [[ "${FUNCNAME[depth]:-}" == @(_cbg_*|python3|python|vllm|sglang|sglang_router|trtllm-serve|mpirun|nohup|setsid|timeout|exec|env|numactl|pip|pip3|agentic_pip_install) ]] \
           && (( depth + 1 < ${#FUNCNAME[@]} )); do
         depth=$((depth + 1))
     done
+    CBG_WHERE="${BASH_LINENO[depth - 1]}"
+}
+
+_cbg_launch() {   # kind, then the launch's argv (without the program that starts it)
+    local kind="$1"
+    shift
+    _cbg_where
     set -- "${@//"$HOME"\/workspace//workspace}"     # the runners' container work folder, as the script names it
-    { printf '%s\0' LAUNCH "$kind" "${BASH_LINENO[depth - 1]}" "$#" "$@"; command env -0; printf 'END\0'; } >> "$CBG_CAPTURE.$BASHPID"
+    { printf '%s\0' LAUNCH "$kind" "$CBG_WHERE" "$#" "$@"; command env -0; printf 'END\0'; } >> "$CBG_CAPTURE.$BASHPID"
     : > "$CBG_STATUS.launched"
 }
 
+# A setup step (argv) before the launch; after a recorded launch, the run has ended.
+_cbg_setup() {
+    if [[ -e "$CBG_STATUS.launched" ]]; then
+        kill -USR2 "$$"
+        return 0
+    fi
+    _cbg_where
+    printf '%s\0' SETUP "$CBG_WHERE" "$#" "$@" >> "$CBG_CAPTURE.$BASHPID"
+}
+
 _cbg_deny() {
-    printf '%s %s\n' "${BASH_LINENO[1]}" "$*" >> "$CBG_DENIED"
+    _cbg_where
+    printf '%s %s\n' "$CBG_WHERE" "$*" >> "$CBG_DENIED"
     kill -USR2 "$$"
 }
 
@@ -111,6 +131,7 @@ python3() {
         "-m sglang_router.launch_router") shift 2; _cbg_launch sglang-router "$@" ;;
         "-m dynamo."*) _cbg_launch "dynamo" "$@" ;;
         "-m atom.entrypoints.openai_server") shift 2; _cbg_launch atom "$@" ;;
+        "-m pip") _cbg_pip python3 "$@" ;;
         "-c "*snapshot_download*) printf '%s\n' "$3" ;;           # the Hugging Face id as the local path
         *)
             if [[ "$1" == *.py && "$(dirname "$1")" == "$(dirname "$0")" ]]; then
@@ -133,6 +154,17 @@ mpirun() {
 }
 # Wrappers that start the command they are given: the command is what they launch.
 nohup() { "$@"; }
+setsid() { while [[ "${1:-}" == -* ]]; do shift; done; "$@"; }
+sleep() { :; }         # waiting changes nothing the script launches
+# Package installs into the image before the launch: setup steps the cookbook lists (after a
+# recorded launch, the run has ended at the first refused command anyway).
+_cbg_pip() {   # the command's words (pip, pip3, python3 -m pip), then its arguments
+    local words=("$@")
+    while (( $# )) && [[ "$1" != install && "$1" != -* ]] || [[ "$1" == -m ]]; do shift; done
+    if [[ "${1:-}" == install ]]; then _cbg_setup "${words[@]}"; else _cbg_deny "${words[*]:0:3}"; fi
+}
+pip() { _cbg_pip pip "$@"; }
+pip3() { _cbg_pip pip3 "$@"; }
 timeout() {
     while [[ "${1:-}" == -* ]]; do [[ "$1" == -[sk] ]] && shift; shift; done
     shift                                        # the duration
@@ -206,7 +238,7 @@ build_replay_cmd() { REPLAY_CMD=":"; }
 resolve_trace_source() { :; }
 install_agentic_deps() { :; }
 # benchmark_lib.sh's `python3 -m pip install` into the image: a setup step the cookbook lists
-agentic_pip_install() { printf '%s\0' SETUP "${BASH_LINENO[0]}" "$(($# + 2))" pip install "$@" >> "$CBG_CAPTURE.$BASHPID"; }
+agentic_pip_install() { _cbg_setup pip install "$@"; }
 wait_for_server_ready() { :; }
 wait_for_ready() { :; }
 write_command() { :; }
