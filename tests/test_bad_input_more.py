@@ -81,9 +81,20 @@ def test_a_model_name_with_a_newline_stays_in_its_comment(tmp_path: Path, capsys
 def test_unsupported_framework(tmp_path: Path, capsys) -> None:
     root = _checkout(tmp_path)
     master = _master(root)
-    master.write_text(master.read_text().replace("framework: dynamo-sglang", "framework: dynamo-vllm", 1))
+    master.write_text(master.read_text().replace("framework: dynamo-sglang", "framework: dynamo-llamacpp", 1))
     match = one_problem(capsys, ["render", "--source", str(root), "--config", AGG, "--point", "c1"])
-    assert match["key"] == f"{AGG}.framework" and "'dynamo-vllm' is not supported yet" in match["msg"]
+    assert match["key"] == f"{AGG}.framework" and "'dynamo-llamacpp' is not supported yet" in match["msg"]
+
+
+def test_a_framework_inferencex_runs_but_cookbookgen_does_not_render_says_why(tmp_path: Path, capsys) -> None:
+    """Issue 31: the frameworks InferenceX runs without a recipe cookbookgen renders are refused with what launches them."""
+    root = _checkout(tmp_path)
+    master = _master(root)
+    master.write_text(master.read_text().replace("framework: dynamo-sglang", "framework: sglang-disagg", 1))
+    match = one_problem(capsys, ["render", "--source", str(root), "--config", AGG, "--point", "c1"])
+    assert match["key"] == f"{AGG}.framework" and match["msg"].startswith(
+        "framework 'sglang-disagg' is not rendered: InferenceX starts it with its own multi-node script, "
+        "benchmarks/multi_node/[agentic/]<model-prefix>_<precision>_<gpu>_<framework>.sh")
 
 
 def test_duplicate_config_key_across_master_files(tmp_path: Path, capsys) -> None:

@@ -24,10 +24,10 @@ from functools import cached_property
 from typing import Any
 
 from ..text import unknown
-from .load import Document, KeyPath
+from .load import Document, KeyPath, package_yaml
 
 RawYaml = Any
-SUPPORTED_FRAMEWORKS = ("sglang", "dynamo-sglang", "vllm", "dynamo-trt")
+SUPPORTED_FRAMEWORKS: tuple[str, ...] = tuple(package_yaml("rules/engines.yaml")["frameworks"]["rendered"])
 SCRIPTS = "benchmarks/single_node"
 SCRIPT_NAME = "<model-prefix>_<precision>_<gpu>_<framework>[_mtp].sh"
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9.]+(-[A-Za-z0-9.]+)*")
@@ -221,7 +221,9 @@ def _dedupe_slugs(rows: list[Row]) -> None:
 
 def check_framework(entry: ConfigEntry) -> None:
     if entry.framework not in SUPPORTED_FRAMEWORKS:
-        raise entry.doc.error((entry.key, "framework"), f"framework {entry.framework!r} is not supported yet (supported: {', '.join(SUPPORTED_FRAMEWORKS)})")
+        why = package_yaml("rules/engines.yaml")["frameworks"]["refused"].get(entry.framework)
+        raise entry.doc.error((entry.key, "framework"), f"framework {entry.framework!r} is not rendered: {why}" if why else
+                              f"framework {entry.framework!r} is not supported yet (supported: {', '.join(SUPPORTED_FRAMEWORKS)})")
 
 
 def find_point(entry: ConfigEntry, point: str) -> tuple[Row, int]:
