@@ -1,6 +1,6 @@
 """Walk a whole InferenceX checkout as `list` and `build` do and count what renders.
 
-    python benchmarks/measure_tree.py ROOT [--json OUT] [--reasons N] [--only KEY,...]
+    python benchmarks/measure_tree.py ROOT [--json OUT] [--reasons N] [--only KEY,...] [--complete]
 
 Reports: configs listed, configs refused at config level (with their located reason), points
 rendered, points refused (with their located reason), grouped by framework, and the most common
@@ -100,9 +100,15 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write every config's and point's outcome here")
     parser.add_argument("--reasons", type=int, default=25)
     parser.add_argument("--only", help="comma-separated config keys")
+    parser.add_argument("--complete", action="store_true",
+                        help="only the configs ROOT/SOURCES.md lists under 'Complete configs:' (the corpus slices)")
     args = parser.parse_args()
     start = time.monotonic()
-    result = measure(args.root, set(args.only.split(",")) if args.only else None)
+    only = set(args.only.split(",")) if args.only else None
+    if args.complete:
+        text = (args.root / "SOURCES.md").read_text(encoding="utf-8").split("Complete configs:", 1)[1]
+        only = set(re.findall(r"^- `([^`]+)`", text, re.M))
+    result = measure(args.root, only)
     print(summary(result, args.reasons))
     print(f"({time.monotonic() - start:.1f} s)", file=sys.stderr)
     if args.json:

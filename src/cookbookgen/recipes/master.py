@@ -220,7 +220,9 @@ def _dedupe_slugs(rows: list[Row]) -> None:
 
 
 def check_framework(entry: ConfigEntry) -> None:
-    if entry.framework not in SUPPORTED_FRAMEWORKS:
+    """A framework cookbookgen does not render through scripts is fine when every row names a recipe
+    (the current layout: the recipe's engine decides); otherwise the entry is refused with why."""
+    if entry.framework not in SUPPORTED_FRAMEWORKS and not _all_recipes(entry):
         why = package_yaml("rules/engines.yaml")["frameworks"]["refused"].get(entry.framework)
         raise entry.doc.error((entry.key, "framework"), f"framework {entry.framework!r} is not rendered: {why}" if why else
                               f"framework {entry.framework!r} is not supported yet (supported: {', '.join(SUPPORTED_FRAMEWORKS)})")
@@ -234,3 +236,14 @@ def find_point(entry: ConfigEntry, point: str) -> tuple[Row, int]:
     if not matches:
         raise entry.doc.error((entry.key,), unknown("point", point, entry.point_ids()))
     raise entry.doc.error((entry.key,), f"point {point!r} is ambiguous; use one of: {', '.join(f'{r.slug}/c{c}' for r, c in matches)}")
+
+
+def _all_recipes(entry: ConfigEntry) -> bool:
+    """Whether every row of the entry names a recipe file (not a benchmark script, not nothing)."""
+    from ..errors import CookbookError
+
+    try:
+        rows = entry.rows
+    except CookbookError:
+        return False
+    return bool(rows) and all(not row.recipe.path.endswith(".sh") for row in rows)

@@ -175,16 +175,20 @@ class Workspace:
         return None if path.suffix == ".sh" else self._auto_selector(path, row, conc, entry.doc.problem(row.recipe.where, ""))
 
     def _auto_selector(self, path: Path, row: Row, conc: int, where: Problem) -> str | None:
+        """The one variant (`override_*`, `zip_override_*[i]`) whose stated settings match the row and
+        the point (`_matches`); a file without variants is used as it is."""
         doc = self.document(path)
-        names = [n for n in variant_names(doc) if n.startswith("override_")]
+        names = [n for n in variant_names(doc) if n.startswith(("override_", "zip_override_"))]
         if not names:
             return None
-        hits = [n for n in names if _matches(self.selected(path, n).data, row.tp, conc)]
+        want = _wanted(row, conc)
+        stated = {n: _stated(self.selected(path, n).data) for n in names}
+        hits = _narrowed(stated, want)
         if len(hits) == 1:
             return hits[0]
-        why = "no override" if not hits else f"{len(hits)} overrides ({', '.join(hits)})"
-        raise CookbookError([replace(where, message=f"{why} of {doc.file} match tp={row.tp} and benchmark.env.CONC={conc}; "
-                                                    "name one with :override_<name>")])
+        why = "no variant" if not hits else f"{len(hits)} variants ({', '.join(hits)})"
+        said = ", ".join(f"{k}={v}" for k, v in want.items())
+        raise CookbookError([replace(where, message=f"{why} of {doc.file} match the point ({said}); name one with FILE:SELECTOR")])
 
     def bare_recipe(self, ref: str, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> ResolvedPoint:
         """A recipe named on the command line as FILE[:SELECTOR], outside any master config."""
@@ -195,13 +199,70 @@ class Workspace:
         return ResolvedPoint(None, None, None, *normalise(recipe), file)
 
 
-def _matches(data: dict[str, RawYaml], tp: int | None, conc: int) -> bool:
-    """Whether a variant (not validated yet: any shape) has this TP and concurrency."""
+_TP = ("tensor-parallel-size", "tp-size", "tensor_parallel_size", "tp")
+_DP = ("data-parallel-size", "dp-size", "data_parallel_size", "dp")
+_EP = ("expert-parallel-size", "ep-size", "moe_expert_parallel_size", "ep")
+_DP_ATTENTION = ("enable-dp-attention", "enable_attention_dp")
+_HOST_KV = ("enable-hierarchical-cache", "hicache-size", "hicache-ratio", "kv-offloading-size")
+
+
+def _wanted(row: Row, conc: int) -> dict[str, RawYaml]:
+    """What the master row and the point say a variant must be: TP, EP, DP attention, the KV mode, the concurrency."""
+    side = row.data.get("worker") if isinstance(row.data.get("worker"), dict) else row.data
+    kv = str(side.get("kv-offloading", row.data.get("kv-offloading", "none")))
+    return {"tp": row.tp, "ep": side.get("ep", 1), "dp-attn": bool(side.get("dp-attn", False)), "kv-offloading": kv, "conc": conc}
+
+
+_HARD = ("tp", "conc")
+_SOFT = ("ep", "dp-attn", "kv-offloading")
+
+
+def _narrowed(stated: dict[str, dict[str, RawYaml]], want: dict[str, RawYaml]) -> list[str]:
+    """The variants that agree with `want` on TP and concurrency wherever they state them; then, of
+    those, the ones that also agree on EP, DP attention and the KV mode, each in turn, as long as one
+    still does (a recipe that states one only in some variants is not held to it in the others)."""
+    hits = [n for n, got in stated.items() if all(_agrees(k, got.get(k), want[k]) for k in _HARD)]
+    for key in _SOFT:
+        narrower = [n for n in hits if _agrees(key, stated[n].get(key), want[key])]
+        hits = narrower or hits
+    return hits
+
+
+def _agrees(key: str, got: RawYaml, want: RawYaml) -> bool:
+    if got is None or want is None:
+        return True
+    if key == "tp":
+        return want in got
+    if key == "conc":
+        return str(want) in got
+    return bool(got == want)
+
+
+def _stated(data: dict[str, RawYaml]) -> dict[str, RawYaml]:
+    """What a variant (not validated yet: any shape) states of what `_wanted` asks: its TPs (TP, TP x DP,
+    or the role's GPUs when no arg names TP), EP (vLLM's enable-expert-parallel: TP x DP), DP attention
+    (else DP > 1), the KV mode (`benchmark.env.KV_OFFLOADING`, else `dram` with host-KV-cache args) and
+    its concurrencies (`benchmark.env.CONC`)."""
     roles = _mapping(data.get("roles"))
-    args = _mapping(_mapping(roles.get("agg") or roles.get("prefill")).get("args"))
-    got_tp = next((args[k] for k in ("tensor-parallel-size", "tp-size") if k in args), None)
-    got_conc = _mapping(_mapping(data.get("benchmark")).get("env")).get("CONC")
-    return (tp is None or str(got_tp) == str(tp)) and str(got_conc) == str(conc)
+    role = _mapping(roles.get("agg") or roles.get("prefill"))
+    args = _mapping(role.get("args"))
+    env = _mapping(_mapping(data.get("benchmark")).get("env"))
+    tp, dp = _first_int(args, _TP), _first_int(args, _DP) or 1
+    gpus = role.get("gpus") if isinstance(role.get("gpus"), int) else None
+    ep = _first_int(args, _EP)
+    if ep is None and args.get("enable-expert-parallel") is True and tp is not None:
+        ep = tp * dp
+    attention = next((bool(args[k]) for k in _DP_ATTENTION if k in args), dp > 1 if _first_int(args, _DP) is not None else None)
+    kv = env.get("KV_OFFLOADING", "dram" if any(args.get(k) not in (None, False) for k in _HOST_KV) else None)
+    conc = env.get("CONC")
+    return {"tp": (tp, tp * dp) if tp is not None else (gpus,) if gpus is not None else None,
+            "ep": ep, "dp-attn": attention, "kv-offloading": None if kv is None else str(kv),
+            "conc": None if conc is None else tuple(map(str, conc)) if isinstance(conc, list) else (str(conc),)}
+
+
+def _first_int(args: dict[str, RawYaml], keys: tuple[str, ...]) -> int | None:
+    value = next((args[k] for k in keys if k in args), None)
+    return int(value) if isinstance(value, int) or (isinstance(value, str) and value.isdigit()) else None
 
 
 def _mapping(value: RawYaml) -> dict[str, RawYaml]:
