@@ -4,6 +4,7 @@ the load/resolve stage: everything it returns is plain data for the pure stages.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -118,7 +119,7 @@ class Workspace:
     def selected(self, path: Path, selector: str | None) -> EffectiveRecipe:
         key = (self._resolve(path), selector)
         if key not in self._selected:
-            self._selected[key] = select(self.document(path), selector)
+            self._selected[key] = harness_placeholders(select(self.document(path), selector))
         return self._selected[key]
 
     def recipe_path(self, entry: ConfigEntry, row: Row) -> Path:
@@ -263,6 +264,41 @@ def _stated(data: dict[str, RawYaml]) -> dict[str, RawYaml]:
 def _first_int(args: dict[str, RawYaml], keys: tuple[str, ...]) -> int | None:
     value = next((args[k] for k in keys if k in args), None)
     return int(value) if isinstance(value, int) or (isinstance(value, str) and value.isdigit()) else None
+
+
+_HARNESS_VALUE = re.compile(r"@(fabric|dram)\.([A-Za-z0-9][A-Za-z0-9_-]*)")
+
+
+def harness_placeholders(recipe: EffectiveRecipe) -> EffectiveRecipe:
+    """The recipe with the InferenceX harness's site values (`@fabric.socket-ifname`, `@dram.per-gpu-bytes`:
+    the NICs and host memory of the cluster it runs on, filled in at launch) as shell placeholders
+    (`$FABRIC_SOCKET_IFNAME`, `$DRAM_PER_GPU_BYTES`): never published as the raw token; the recipe
+    itself when it has none (the same object, so the points' shared work stays shared)."""
+    if not _has_harness_value(recipe.data):
+        return recipe
+    changed = False
+
+    def walk(node: RawYaml) -> RawYaml:
+        nonlocal changed
+        if isinstance(node, dict):
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if isinstance(node, str) and "@" in node and _HARNESS_VALUE.search(node):
+            changed = True
+            return _HARNESS_VALUE.sub(lambda m: "$" + f"{m.group(1)}_{m.group(2)}".upper().replace("-", "_"), node)
+        return node
+
+    data = walk(recipe.data)
+    return replace(recipe, data=data, parts=None) if changed else recipe
+
+
+def _has_harness_value(node: RawYaml) -> bool:
+    if isinstance(node, dict):
+        return any(_has_harness_value(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_harness_value(v) for v in node)
+    return isinstance(node, str) and "@" in node and _HARNESS_VALUE.search(node) is not None
 
 
 def _mapping(value: RawYaml) -> dict[str, RawYaml]:
