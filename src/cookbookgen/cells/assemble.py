@@ -65,12 +65,22 @@ def checkout_manifest(ws: Workspace) -> tuple[Manifest, Document, list[Refused]]
         history = tuple(HistoryItem(pr=e.pr, pr_url=f"{repo}/pull/{e.pr}" if e.pr else None, date=facts.changelog_days.get(e.line), description=e.description)
                         for e in changelog.history(key))
         latest = history[-1] if history else None
+        note = _dram_note(ws, entry)
         source = ChangelogSource(key=key, pr=latest.pr if latest else None, commit=facts.commit, date=latest.date if latest else None,
-                                 history=history)
+                                 history=history, notes=[note] if note else [])
         pages.setdefault(slugify(model.split("/")[-1]), (model, []))[1].append(source)
     manifest = Manifest(title="InferenceX cookbook", source=str(ws.checkout.root),
                         pages=[PageSpec(model=model, configs=configs) for model, configs in pages.values()])
     return manifest, Document(ws.shown(ws.checkout.root), {}), refused
+
+
+def _dram_note(ws: Workspace, entry: Any) -> str | None:
+    from ..recipes.launches import dram_note
+
+    try:
+        return dram_note(entry, ws.runners(entry))
+    except CookbookError:       # rows that cannot be read: the config is refused with its reason when rendered
+        return None
 
 
 def load_configs(manifest: Manifest, doc: Document, ws: Workspace, policy: Policy, cache: RenderCache | None,

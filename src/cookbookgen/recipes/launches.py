@@ -95,7 +95,29 @@ def _computed(name: str, entry: ConfigEntry, row: Row, runners: RawYaml) -> int:
     return int(size / 1_000_000_000)
 
 
+def dram_note(entry: ConfigEntry, runners: RawYaml) -> str | None:
+    """What a reader needs to know when the entry's script sizes host memory from TOTAL_CPU_DRAM_GB
+    (a row with kv-offloading: dram): the value is the runner's nominal one, and from where (POLICY.md)."""
+    rows = [row for row in entry.rows if row.data.get("kv-offloading") == "dram"]
+    if not rows or not str(rows[0].recipe.path).endswith(".sh"):
+        return None
+    runner = str(entry.data.get("runner", ""))
+    hardware = runners.get("hardware", {}).get(runner) if isinstance(runners, dict) and isinstance(runners.get("hardware"), dict) else None
+    if not isinstance(hardware, dict):
+        return None
+    return (f"Host-memory sizes the script computes from TOTAL_CPU_DRAM_GB (--hicache-size, CPU KV offload bytes) use the runner's "
+            f"nominal memory, as InferenceX's matrix generator computes it: {RUNNERS_FILE} hardware.{runner} available-cpu-dram-mib "
+            f"{hardware.get('available-cpu-dram-mib')} (capped at {MAX_AVAILABLE_CPU_DRAM_MIB}), gpus-per-node {hardware.get('gpus-per-node')}, "
+            f"the scenario's dram-utilization {rows[0].extra.get('dram-utilization')}; size them to your nodes' free memory.")
+
+
 def script_recipe(script: Path, shown: str, entry: ConfigEntry, row: Row, conc: int, runners: RawYaml = None) -> EffectiveRecipe:
+    variables, capture = script_capture(script, shown, entry, row, conc, runners)
+    return recipe_from_capture(capture, shown, variables)
+
+
+def script_capture(script: Path, shown: str, entry: ConfigEntry, row: Row, conc: int, runners: RawYaml = None) -> tuple[dict[str, str], Capture]:
+    """The variables the point's script runs with and what it launched (module docstring)."""
     variables = script_variables(entry, row, conc, runners)
     folder = Path(tempfile.mkdtemp(prefix="cookbookgen-copy-"))
     try:
@@ -103,7 +125,7 @@ def script_recipe(script: Path, shown: str, entry: ConfigEntry, row: Row, conc: 
         capture = run_script(copy, shown, variables)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return recipe_from_capture(_shown_paths(capture, str(copy.parent), str(Path(shown).parent)), shown, variables)
+    return variables, _shown_paths(capture, str(copy.parent), str(Path(shown).parent))
 
 
 def _runnable_copy(script: Path, into: Path) -> Path:
@@ -127,7 +149,10 @@ def _shown_paths(capture: Capture, copy: str, shown: str) -> Capture:
         return word.replace(copy + "/", shown + "/").replace(copy, shown)
 
     launches = tuple(replace(x, argv=tuple(map(fix, x.argv)), env={k: fix(v) for k, v in x.env.items()}) for x in capture.launches)
-    return replace(capture, launches=launches)
+    # a step after the launch in the script is the benchmark's (its client's packages), not the server's setup; a launch in
+    # the background may not have been recorded yet when the script reached it
+    first = min((x.line for x in launches), default=0)
+    return replace(capture, launches=launches, setup=tuple((line, argv) for line, argv in capture.setup if not first or line < first))
 
 
 def recipe_from_capture(capture: Capture, shown: str, variables: dict[str, str]) -> EffectiveRecipe:

@@ -104,8 +104,21 @@ _cbg_launch() {   # kind, then the launch's argv (without the program that start
     local kind="$1"
     shift
     _cbg_where
-    set -- "${@//"$HOME"\/workspace//workspace}"     # the runners' container work folder, as the script names it
-    { printf '%s\0' LAUNCH "$kind" "$CBG_WHERE" "$#" "$@"; command env -0; printf 'END\0'; } >> "$CBG_CAPTURE.$BASHPID"
+    # the runners' container work folder (/workspace, also the folder the scripts run in), as the script names it
+    set -- "${@//"$HOME"\/workspace//workspace}"
+    set -- "${@//"$HOME"//workspace}"
+    local pair
+    {
+        printf '%s\0' LAUNCH "$kind" "$CBG_WHERE" "$#" "$@"
+        while IFS= read -r -d '' pair; do
+            case "$pair" in
+                CBG_*=* | HOME=* | PATH=* | BASH_ENV=*) ;;        # the sandbox's own: left as they are (not the script's)
+                *) pair="${pair//"$HOME"\/workspace//workspace}"; pair="${pair//"$HOME"//workspace}" ;;
+            esac
+            printf '%s\0' "$pair"
+        done < <(command env -0)
+        printf 'END\0'
+    } >> "$CBG_CAPTURE.$BASHPID"
     : > "$CBG_STATUS.launched"
 }
 
