@@ -98,3 +98,20 @@ def test_the_derived_sglang_router_uses_the_bootstrap_port_the_prefill_worker_se
     router = next(b for b in derived if b.kind == "sglang-router")
     assert [a for a in router.args if a[0] == "--prefill"] == [("--prefill", "http://$PREFILL_0_HEAD_IP:30000", "31000")]
     assert check_consistency(Deployment(blocks=tuple(derived), model="org/m")) == []
+
+
+def test_unset_takes_the_path_errors_name(capsys: pytest.CaptureFixture[str]) -> None:
+    """Errors and the settings report name a v1 recipe's settings by their schema-2 path
+    (roles.agg.env.X, not backend.aggregated_environment.X); --unset takes that path as well as the written one."""
+    recipe = str(CORPUS / "srt-slurm/srt-slurm-recipes/recipes/single-node/Qwen3.5/H200/sglang/1k1k-mtp.yaml") + ":sweep[0]"
+
+    def worker_env(*unset: str) -> dict[str, str]:
+        argv = ["render", "--recipe", recipe, "--format", "json"] + [w for u in unset for w in ("--unset", u)]
+        assert main(argv) == 0
+        return next(b["env"] for b in json.loads(capsys.readouterr().out)["blocks"] if b["kind"] == "worker")
+
+    assert worker_env()["DYN_HEALTH_CHECK_ENABLED"] == "false"
+    assert "DYN_HEALTH_CHECK_ENABLED" not in worker_env("roles.agg.env.DYN_HEALTH_CHECK_ENABLED")
+    assert "DYN_HEALTH_CHECK_ENABLED" not in worker_env("backend.aggregated_environment.DYN_HEALTH_CHECK_ENABLED")
+    assert main(["render", "--recipe", recipe, "--unset", "roles.agg.env.NOPE"]) == 2
+    assert "'roles.agg.env.NOPE': no such setting in the effective recipe" in capsys.readouterr().err

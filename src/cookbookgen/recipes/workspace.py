@@ -156,13 +156,11 @@ class Workspace:
         if memo and key in self._points:
             return self._points[key]
         path = self.recipe_path(entry, row)
-        from .schema import normalise
-
         if path.suffix == ".sh":            # a single-node benchmark script: run in a sandbox
             recipe = script_recipe(path, self.shown(path), entry, row, conc, self.runners(entry))
         else:
             recipe = self.selected(path, self.selector(entry, row, conc))
-        point = ResolvedPoint(entry, row, conc, *normalise(apply_overrides(recipe, sets, unsets)), self.shown(path))
+        point = ResolvedPoint(entry, row, conc, *overridden(recipe, sets, unsets), self.shown(path))
         if memo:
             self._points[key] = point
         return point
@@ -193,11 +191,8 @@ class Workspace:
 
     def bare_recipe(self, ref: str, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> ResolvedPoint:
         """A recipe named on the command line as FILE[:SELECTOR], outside any master config."""
-        from .schema import normalise
-
         file, _, selector = ref.partition(":")
-        recipe = apply_overrides(select(read_yaml_file(Path(file), file), selector or None), sets, unsets)
-        return ResolvedPoint(None, None, None, *normalise(recipe), file)
+        return ResolvedPoint(None, None, None, *overridden(select(read_yaml_file(Path(file), file), selector or None), sets, unsets), file)
 
 
 _TP = ("tensor-parallel-size", "tp-size", "tensor_parallel_size", "tp")
@@ -291,6 +286,24 @@ def harness_placeholders(recipe: EffectiveRecipe) -> EffectiveRecipe:
 
     data = walk(recipe.data)
     return replace(recipe, data=data, parts=None) if changed else recipe
+
+
+def overridden(recipe: EffectiveRecipe, sets: Sequence[str], unsets: Sequence[str]) -> Any:
+    """`normalise` of the recipe with --set/--unset applied. An --unset path not in the recipe as written
+    may be one an error named: the path in the normalised (schema 2) recipe, for a recipe written in
+    another shape (v1 `backend:` sections, `_` arg keys); it is removed there, and the result checked again."""
+    from .schema import normalise
+
+    try:
+        return normalise(apply_overrides(recipe, sets, unsets))
+    except CookbookError as exc:
+        if not unsets or not exc.problems[0].key_path == "--unset":
+            raise
+        normal, _ = normalise(apply_overrides(recipe, sets, ()))
+        try:
+            return normalise(apply_overrides(normal, (), unsets))
+        except CookbookError:
+            raise exc from None
 
 
 def _has_harness_value(node: RawYaml) -> bool:
