@@ -72,7 +72,7 @@ def checkout_configs(root: Path) -> list[Json]:
     from ..recipes.master import check_framework
 
     ws = Workspace(root)
-    configs = []
+    configs: list[Json] = []
     for key, entry in ws.entries().items():
         try:
             check_framework(entry)

@@ -19,7 +19,7 @@ from .load import Document, read_yaml_file
 from .master import ConfigEntry, Row, read_entries
 
 if TYPE_CHECKING:  # the typed schema (pydantic) loads when a point is first resolved
-    from .schema import Recipe
+    from .schema import Recipe, Typed
 
 RawYaml = Any
 
@@ -204,7 +204,8 @@ _HOST_KV = ("enable-hierarchical-cache", "hicache-size", "hicache-ratio", "kv-of
 
 def _wanted(row: Row, conc: int) -> dict[str, RawYaml]:
     """What the master row and the point say a variant must be: TP, EP, DP attention, the KV mode, the concurrency."""
-    side = row.data.get("worker") if isinstance(row.data.get("worker"), dict) else row.data
+    worker = row.data.get("worker")
+    side: dict[str, RawYaml] = worker if isinstance(worker, dict) else row.data
     kv = str(side.get("kv-offloading", row.data.get("kv-offloading", "none")))
     return {"tp": row.tp, "ep": side.get("ep", 1), "dp-attn": bool(side.get("dp-attn", False)), "kv-offloading": kv, "conc": conc}
 
@@ -288,7 +289,7 @@ def harness_placeholders(recipe: EffectiveRecipe) -> EffectiveRecipe:
     return replace(recipe, data=data, parts=None) if changed else recipe
 
 
-def overridden(recipe: EffectiveRecipe, sets: Sequence[str], unsets: Sequence[str]) -> Any:
+def overridden(recipe: EffectiveRecipe, sets: Sequence[str], unsets: Sequence[str]) -> Typed:
     """`normalise` of the recipe with --set/--unset applied. An --unset path not in the recipe as written
     may be one an error named: the path in the normalised (schema 2) recipe, for a recipe written in
     another shape (v1 `backend:` sections, `_` arg keys); it is removed there, and the result checked again."""
