@@ -220,10 +220,11 @@ def _dedupe_slugs(rows: list[Row]) -> None:
 
 
 def check_framework(entry: ConfigEntry) -> None:
-    """A framework cookbookgen does not render through scripts is fine when every row names a recipe
-    (the current layout: the recipe's engine decides); otherwise the entry is refused with why."""
-    if entry.framework not in SUPPORTED_FRAMEWORKS and not _all_recipes(entry):
-        why = package_yaml("rules/engines.yaml")["frameworks"]["refused"].get(entry.framework)
+    """A framework InferenceX runs that cookbookgen does not render through scripts is fine when every
+    row names a recipe (the current layout: the recipe's engine decides); otherwise, and for a framework
+    no table names, the entry is refused with why."""
+    why = package_yaml("rules/engines.yaml")["frameworks"]["refused"].get(entry.framework)
+    if entry.framework not in SUPPORTED_FRAMEWORKS and not (why and _all_recipes(entry)):
         raise entry.doc.error((entry.key, "framework"), f"framework {entry.framework!r} is not rendered: {why}" if why else
                               f"framework {entry.framework!r} is not supported yet (supported: {', '.join(SUPPORTED_FRAMEWORKS)})")
 
