@@ -91,3 +91,33 @@ def test_diff_marks_the_refused_config_unpaired(checkout: Path, site: Path) -> N
     assert code == 1 and unpaired, text[:2000]
     assert "broken-rows-config" in text and "expected a mapping with a `search-space` list" in text
     assert diff("--allow-unpaired")[0] == 0
+
+
+def test_a_variant_that_cannot_be_derived_is_listed_not_fatal(checkout: Path) -> None:
+    """A derived router/KV-tier variant whose commands fail their consistency check stopped a whole-checkout
+    build (InferenceX 843c6254: a co-located prefill port clash); it is now listed with the refused, the cell kept."""
+    from cookbookgen.cells.assemble import load_cookbook
+    from cookbookgen.cells.cache import with_variants_cached
+    from cookbookgen.errors import CookbookError
+    import cookbookgen.cells.variants as variants
+
+    cookbook = load_cookbook(checkout)
+    real = variants.derive
+
+    def failing(dep, measured_router, measured_kv, router, kv, donors):  # type: ignore[no-untyped-def]
+        if kv == "hicache":
+            raise CookbookError.at("x", 0, "", "port 8998 is used by both prefill workers")
+        return real(dep, measured_router, measured_kv, router, kv, donors)
+
+    try:
+        variants.derive = failing
+        whole = with_variants_cached(cookbook, None, whole=True)
+        with pytest.raises(CookbookError, match="port 8998"):
+            with_variants_cached(cookbook, None)
+    finally:
+        variants.derive = real
+    skipped = [r for r in whole.refused if r.point and "KV tier hicache" in r.point]
+    assert skipped and all("port 8998 is used by both prefill workers" in r.reason for r in skipped)
+    cells = [c for page in whole.pages for c in page.cells]
+    assert cells and all(all(v.kv != "hicache" for v in c.variants) for c in cells)
+    assert any(c.variants for c in cells)

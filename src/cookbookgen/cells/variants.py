@@ -37,7 +37,7 @@ from . import describe
 from .describe import flag_value
 from . import ROUTERS, TIERS
 from .explorer import LINKER_FLAGS, kv_transform, to_blocks
-from .model import Cell, Cookbook, Point, Variant
+from .model import Cell, Cookbook, Point, Refused, Variant
 
 Json = dict[str, Any]
 VARIANT_FILE = "derived variant"
@@ -250,7 +250,7 @@ def point_kv(point: Point) -> str:
     return describe.kv_tier_of(point.deployment.blocks)
 
 
-def cell_variants(cell: Cell, donors: Donors) -> tuple[Variant, ...]:
+def cell_variants(cell: Cell, donors: Donors, skipped: list[Refused] | None = None) -> tuple[Variant, ...]:
     """Every point x router x tier except the measured (router, tier) of the point; none for a cell
     whose router the switch and tier rules do not know (vLLM's: they rewrite SGLang commands)."""
     if cell.router not in ROUTERS:
@@ -266,7 +266,12 @@ def cell_variants(cell: Cell, donors: Donors) -> tuple[Variant, ...]:
                 try:
                     dep = derive(point.deployment, cell.router, measured, router, tier, donors)
                 except CookbookError as exc:
-                    raise CookbookError.at(cell.id, 0, f"{point.id}.{router}.{tier}", exc.problems[0].message) from None
+                    problem = CookbookError.at(cell.id, 0, f"{point.id}.{router}.{tier}", exc.problems[0].message)
+                    if skipped is None:
+                        raise problem from None
+                    skipped.append(Refused(config=cell.config_key, point=f"{point.id} (derived {router} router, KV tier {tier})",
+                                           reason=str(problem.problems[0])))
+                    continue
                 out.append(Variant(router=router, kv=tier, point=point.id, deployment=dep))
     return tuple(out)
 

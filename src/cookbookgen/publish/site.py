@@ -200,8 +200,8 @@ def build_site(manifest: Path, out: Path, dates: Dates = Dates(), show_progress:
         step("reading recipes")
         cookbook = load_cookbook(manifest, progress=lambda key: step(f"rendering {key}"), cache=renders)
         step("deriving router and KV-tier variants")
-        box = [with_variants_cached(cookbook, renders)]
-        refused = tuple(map(str, cookbook.refused))
+        box = [with_variants_cached(cookbook, renders, whole=manifest.is_dir())]
+        refused = tuple(map(str, box[0].refused))
         del cookbook                       # `publish` holds the only reference, and drops it before MkDocs runs
         generated_on = dates.pick(box[0], manifest)
         result = publish(box.pop(), out, generated_on, root, step, cache=cache, keep_docs=keep_docs, pages=renders)
