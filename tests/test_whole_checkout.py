@@ -121,3 +121,17 @@ def test_a_variant_that_cannot_be_derived_is_listed_not_fatal(checkout: Path) ->
     cells = [c for page in whole.pages for c in page.cells]
     assert cells and all(all(v.kv != "hicache" for v in c.variants) for c in cells)
     assert any(c.variants for c in cells)
+
+
+def test_the_site_reader_takes_back_a_multi_line_argument() -> None:
+    """A benchmark script passes --kv-transfer-config as multi-line JSON (InferenceX 843c6254,
+    dsv4_fp4_b300_vllm_mtp.sh); the diff read the site's command line by line and stopped with a traceback."""
+    from cookbookgen.diff.site import parse_block_text
+    from cookbookgen.render.model import Block
+    from cookbookgen.render.shell import format_block
+
+    value = '{\n  "kv_connector": "SimpleCPUOffloadConnector",\n  "kv_role": "kv_both"\n}'
+    block = Block(kind="worker", role="agg", title="Aggregated worker", cmd="vllm serve org/m",
+                  args=(("--host", "0.0.0.0"), ("--kv-transfer-config", value), ("--block-size", "256")), env={"A": "1"})
+    parsed = parse_block_text(format_block(block))
+    assert (parsed["cmd"], parsed["args"], parsed["env"]) == ("vllm serve org/m", block.args, {"A": "1"})
