@@ -49,8 +49,6 @@ CASES = {
     "unknown-engine": (dump(minimal_recipe(engine="llamacpp")), 0, "engine", "unknown engine 'llamacpp'"),
     "tilert-not-yet": (dump(minimal_recipe(engine="tilert")), 0, "engine", "not supported yet"),
     "unknown-frontend": (dump(minimal_recipe(frontend={"type": "haproxy"})), 0, "frontend.type", "Input should be"),
-    "prohibited": (dump(minimal_recipe(roles={"agg": {"env": {"SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE": "1"}}})), 0,
-                   "roles.agg.env.SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE", "prohibited setting"),
     "unknown-role-key": (dump(minimal_recipe(roles={"agg": {"replicas": 2}})), 0, "roles.agg.replicas", "unknown key"),
     "options-of-sglang": (dump(minimal_recipe(roles={"agg": {"options": {"x": 1}}})), 0, "roles.agg.options", "unknown key 'options'"),
     "options-of-trtllm": (dump(minimal_recipe(engine={"type": "trtllm"}, roles={"agg": {"options": {"x": 1}}})), 0, "roles.agg.options",

@@ -81,9 +81,19 @@ def test_a_model_name_with_a_newline_stays_in_its_comment(tmp_path: Path, capsys
 def test_unsupported_framework(tmp_path: Path, capsys) -> None:
     root = _checkout(tmp_path)
     master = _master(root)
-    master.write_text(master.read_text().replace("framework: dynamo-sglang", "framework: dynamo-vllm", 1))
+    master.write_text(master.read_text().replace("framework: dynamo-sglang", "framework: dynamo-llamacpp", 1))
     match = one_problem(capsys, ["render", "--source", str(root), "--config", AGG, "--point", "c1"])
-    assert match["key"] == f"{AGG}.framework" and "'dynamo-vllm' is not supported yet" in match["msg"]
+    assert match["key"] == f"{AGG}.framework" and "'dynamo-llamacpp' is not supported yet" in match["msg"]
+
+
+def test_a_framework_inferencex_runs_is_read_through_the_recipes_its_rows_name(tmp_path: Path, capsys) -> None:
+    """Issue 31: in the current layout every framework launches through a recipe; the recipe's engine decides
+    (InferenceX's refusal of sglang-disagg without a recipe, with what launches it, is in test_inferencex_scripts)."""
+    root = _checkout(tmp_path)
+    master = _master(root)
+    master.write_text(master.read_text().replace("framework: dynamo-sglang", "framework: sglang-disagg", 1))
+    assert main(["render", "--source", str(root), "--config", AGG, "--point", "c1"]) == 0
+    assert "python3 -m dynamo.sglang" in capsys.readouterr().out
 
 
 def test_duplicate_config_key_across_master_files(tmp_path: Path, capsys) -> None:

@@ -191,7 +191,11 @@ def test_a_valid_policy_file_still_prohibits(tmp_path: Path, capsys) -> None:
     policy = tmp_path / "policy.yaml"
     policy.write_text("rules:\n  - {match: '**.args.tensor-parallel-size', class: prohibited, reason: not here}\n")
     code = main(["render", "--source", str(SOURCE), "--config", "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg",
-                 "--point", "c1", "--policy", str(policy)])
-    _, err = capsys.readouterr()
-    assert code == 2 and "prohibited" in err, err
+                 "--point", "c1", "--policy", str(policy), "--format", "json"])
+    out, err = capsys.readouterr()
+    # POLICY.md: a prohibited setting is rendered as the run used it and flagged, never refused (issue 31)
+    assert code == 0, err
+    flagged = [s for s in json.loads(out)["settings"] if s["class"] == "prohibited"]
+    assert flagged == [{"path": "roles.agg.args.tensor-parallel-size", "value": 4, "class": "prohibited", "reason": "not here",
+                        "rule": "**.args.tensor-parallel-size"}]
     assert DATA.exists()

@@ -119,13 +119,13 @@ def test_corpus_checkout_lists_every_config_and_names_missing_recipes(capsys: py
     points = [p for c in configs for p in c["points"]]
     assert len(points) == 105
     missing = [p for p in points if p["problem"]]
-    assert missing and all(p["problem"].startswith("recipe file not found: ") for p in missing)
+    assert missing and all(": recipe file not found: " in p["problem"] for p in missing)
     assert all(p["recipe"] and p["id"].endswith(f"/c{p['concurrency']}") for p in points)
     for config in configs:
         ids = [p["id"] for p in config["points"]]
         assert len(set(ids)) == len(ids)
     text = run(capsys, ["list", "--source", str(CORPUS / "inferencex")])
-    assert text.count("(recipe file not found: ") == len(missing)
+    assert text.count(": recipe file not found: ") == len(missing)
 
 
 def test_corpus_module(capsys: pytest.CaptureFixture[str]) -> None:
@@ -145,3 +145,44 @@ def test_bad_inputs_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert capsys.readouterr().err == f"cookbookgen: error: {tmp_path / 'bad.json'}:1: cells: malformed module data: missing key 'concs'\n"
     assert main(["list", "--source", str(tmp_path)]) == 2
     assert "no master config" in capsys.readouterr().err
+
+
+BROKEN = """
+broken-rows-config:
+  model: org/model
+  framework: dynamo-sglang
+  scenarios:
+    fixed-seq-len:
+      - search-space: not-a-list
+unknown-framework-config:
+  model: org/model
+  framework: not-a-framework
+  scenarios: {}
+"""
+
+
+def test_a_refused_config_is_listed_with_its_reason_and_the_others_go_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 31: one config that cannot be read made `list` exit 2 and list nothing; it is now listed with its
+    located reason, every other config as before; `--strict` makes the run exit 1 (for CI)."""
+    import shutil
+
+    root = tmp_path / "checkout"
+    shutil.copytree(DATA / "inferencex", root)
+    master = root / "inferencex-e2e" / "configs" / "amd-master.yaml"
+    lines = len(master.read_text(encoding="utf-8").splitlines())
+    master.write_text(master.read_text(encoding="utf-8") + BROKEN, encoding="utf-8")
+    configs = as_json(capsys, ["list", "--source", str(root)])["configs"]
+    assert isinstance(configs, list)
+    by_key = {c["key"]: c for c in configs}
+    assert sorted(by_key) == sorted([*bundled_keys(), "broken-rows-config", "unknown-framework-config"])
+    assert by_key["broken-rows-config"]["points"] == [] and by_key["broken-rows-config"]["problem"] == (
+        f"inferencex-e2e/configs/amd-master.yaml:{lines + 7}: broken-rows-config.scenarios.fixed-seq-len[0]: "
+        "expected a mapping with a `search-space` list")
+    assert by_key["unknown-framework-config"]["problem"].startswith(
+        f"inferencex-e2e/configs/amd-master.yaml:{lines + 10}: unknown-framework-config.framework: framework 'not-a-framework' is not supported")
+    assert all(c["problem"] is None and c["points"] for k, c in by_key.items() if k in bundled_keys())
+    text = run(capsys, ["list", "--source", str(root)])
+    assert f"broken-rows-config: org/model, dynamo-sglang, 0 point(s): refused: inferencex-e2e/configs/amd-master.yaml:{lines + 7}:" in text
+    assert main(["list", "--source", str(root), "--strict"]) == 1
+    capsys.readouterr()
+    assert main(["list", "--strict"]) == 0

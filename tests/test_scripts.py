@@ -218,7 +218,8 @@ def test_missing_script_is_named_by_the_convention(capsys, tmp_path: Path) -> No
     root = _hostile_checkout(tmp_path, "fails.sh")
     (root / SHOWN).unlink()
     match = one_problem(capsys, ["render", "--source", str(root), "--config", "hostile-fp4-h200-sglang", "--point", "c4"])
-    assert match["file"] == "configs/nvidia-master.yaml" and match["msg"] == f"recipe file not found: {SHOWN}"
+    assert match["file"] == "configs/nvidia-master.yaml" and match["msg"] == (f"recipe file not found: {SHOWN}, nor the runners' fallback "
+                                                                                      "benchmarks/single_node/agentic/hostile_fp4_h200.sh")
 
 
 # --- build, export and diff accept script points like any other -----------------------------------
@@ -284,4 +285,7 @@ def test_list_names_the_script_of_every_point_without_running_it(capsys) -> None
         (f"tp8-ep8/c{c}", "benchmarks/single_node/agentic/dsv41flash_fp4_h100_sglang_mtp.sh", None, None) for c in (1, 2, 4, 8)}
     # The H200 vLLM entry's script is a symbolic link the corpus does not hold.
     problems = {p["problem"] for p in configs["dsv41flash-fp4-h200-vllm-agentic-dspark"]["points"]}
-    assert problems == {"recipe file not found: benchmarks/single_node/agentic/dsv41flash_fp4_h200_vllm_mtp.sh"}
+    assert {p.split(": ", 2)[2] for p in problems} == {
+        "recipe file not found: benchmarks/single_node/agentic/dsv41flash_fp4_h200_vllm_mtp.sh, nor the runners' fallback "
+        "benchmarks/single_node/agentic/dsv41flash_fp4_h200_mtp.sh"}
+    assert all(p.startswith("configs/nvidia-master.excerpt.yaml:") for p in problems)

@@ -39,7 +39,7 @@ import tempfile
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..errors import CookbookError
 from ..files import write_atomic
@@ -291,16 +291,27 @@ def cells_cached(cache: RenderCache | None, key: str | None, render: Callable[[]
     return list(cache.cached("render", key, lambda: tuple(render())))
 
 
-def with_variants_cached(cookbook: Cookbook, cache: RenderCache | None) -> Cookbook:
+def with_variants_cached(cookbook: Cookbook, cache: RenderCache | None, whole: bool = False) -> Cookbook:
     """`cells.variants.with_variants`, reusing the variants of cells whose config key and donors are
-    cached (`tests/test_cache.py` pins the equality with `with_variants`)."""
+    cached (`tests/test_cache.py` pins the equality with `with_variants`). `whole` (a whole-checkout
+    build): a variant that cannot be derived is added to `Cookbook.refused` instead of stopping the build."""
     from .variants import Donors, cell_variants, with_variants
+
+    skipped: list[Any] = []
+
+    def derived(cell: Cell, donors: Donors) -> tuple[tuple[Variant, ...], tuple[Any, ...]]:
+        mine: list[Any] = []
+        return cell_variants(cell, donors, mine if whole else None), tuple(mine)
 
     def variants_of(cell: Cell, donors: Donors) -> tuple[Variant, ...]:
         key = cache.cell_key(cell, donors) if cache is not None else None
         if cache is None or key is None:
-            return cell_variants(cell, donors)
-        cache.cell_keys[cell.id] = key
-        return cast("tuple[Variant, ...]", cache.cached("variants", key, lambda: cell_variants(cell, donors)))
+            variants, said = derived(cell, donors)
+        else:
+            cache.cell_keys[cell.id] = key
+            variants, said = cache.cached("variants-checkout" if whole else "variants-pairs", key, lambda: derived(cell, donors))
+        skipped.extend(said)
+        return variants
 
-    return with_variants(cookbook, variants_of)
+    out = with_variants(cookbook, variants_of)
+    return out.model_copy(update={"refused": out.refused + tuple(skipped)}) if skipped else out

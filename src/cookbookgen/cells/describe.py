@@ -179,6 +179,8 @@ def disclosures(deps: list[Deployment]) -> tuple[str, ...]:
         out.append("synthetic-acceptance")
     if any("chat_template_kwargs" in str(s.value) for d in deps for s in d.settings if s.cls == "harness-only"):
         out.append("chat-template")
+    if any(s.cls == "prohibited" for d in deps for s in d.settings):
+        out.append("prohibited-setting")
     return tuple(out)
 
 
@@ -205,4 +207,7 @@ def notes(deps: list[Deployment]) -> tuple[str, ...]:
         present.update(map(itemgetter(0), b.args))
         present.update(b.env)
         present.update(map("=".join, b.env.items()))
-    return tuple(text for key, text in cast(dict[str, str], package_yaml("rules/notes.yaml")["notes"]).items() if key in present)
+    flagged = {f"Prohibited setting {s.path} = {_short(s.value)}: {s.reason}. Published as the benchmarked run used it.": None
+               for dep in deps for s in dep.settings if s.cls == "prohibited"}
+    return tuple(flagged) + tuple(text for key, text in cast(dict[str, str], package_yaml("rules/notes.yaml")["notes"]).items()
+                                  if key in present)

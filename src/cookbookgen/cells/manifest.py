@@ -16,7 +16,9 @@ pages:
         date: 2026-10-16
         metrics: {c16: {throughput_per_gpu: 29122.0, p90_e2el_s: 6.862}}
 ```
-Status: no run -> in-progress; run, not merged -> verified-pr; run and merged -> verified.
+Status: no run -> in-progress; run, not merged -> verified-pr; run and merged -> verified. A build of a
+whole checkout without a manifest makes its sources from the perf-changelog (`ChangelogSource`):
+status `changelog` (merged, no pinned run), the checkout's commit when it is a git work tree.
 
 Values that become file names, nav titles or URLs are checked here, first, each with its line:
 - `title` (the site name), a page's `title` (its nav entry) and a config `key` (its anchors and
@@ -41,7 +43,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from ..errors import CookbookError, schema_messages
 from ..recipes.load import Document, KeyPath, read_yaml_file
 
-Status = Literal["verified", "verified-pr", "in-progress", "derived"]
+Status = Literal["verified", "verified-pr", "in-progress", "derived", "changelog"]
 
 
 _HEX_COMMIT = re.compile("[0-9a-f]{7,40}")
@@ -112,6 +114,29 @@ class ConfigSource(BaseModel):
         if self.run is None:
             return "in-progress"
         return "verified" if self.merged else "verified-pr"
+
+
+class HistoryItem(BaseModel):
+    """One perf-changelog entry that names a config: its PR, the day git says it was committed, what it says."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pr: int | None
+    pr_url: str | None
+    date: dt.date | None
+    description: tuple[str, ...]
+
+
+class ChangelogSource(ConfigSource):
+    """A config of a whole-checkout build: PR and date from the latest perf-changelog entry that names
+    it, the commit from git when the checkout is a work tree (else none), no run: nothing invented."""
+
+    commit: str | None = None      # type: ignore[assignment]
+    history: tuple[HistoryItem, ...] = ()
+
+    @property
+    def status(self) -> Status:
+        return "changelog" if self.run is None else super().status
 
 
 class PageSpec(BaseModel):

@@ -7,7 +7,7 @@ import datetime as dt
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..render.model import Deployment
-from .manifest import Status
+from .manifest import HistoryItem, Status
 
 
 class _Frozen(BaseModel):
@@ -17,8 +17,8 @@ class _Frozen(BaseModel):
 class Provenance(_Frozen):
     pr: int | None
     pr_url: str | None
-    commit: str
-    commit_url: str
+    commit: str | None             # None: a whole-checkout build of a folder that is not a git work tree
+    commit_url: str | None
     run: int | None
     attempt: int
     run_url: str | None
@@ -27,6 +27,7 @@ class Provenance(_Frozen):
     recipe: str
     changelog_pr: int | None = None  # latest perf-changelog PR naming the key, when it differs
     dashboard: str | None = None     # the run's results page (the manifest's `dashboard`)
+    history: tuple[HistoryItem, ...] = ()   # every perf-changelog entry naming the config (whole-checkout builds)
 
 
 class Exclusion(_Frozen):
@@ -90,9 +91,21 @@ class Page(_Frozen):
     cells: tuple[Cell, ...]
 
 
+class Refused(_Frozen):
+    """A config (point None) or point of a whole-checkout build that could not be rendered, and why."""
+
+    config: str
+    point: str | None
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.config}{' ' + self.point if self.point else ''}: {self.reason}"
+
+
 class Cookbook(_Frozen):
     title: str
     repo: str
     generated_on: dt.date | None
     pages: tuple[Page, ...]
     warnings: tuple[str, ...] = ()
+    refused: tuple[Refused, ...] = ()   # whole-checkout builds: each config or point not published, with its located reason

@@ -37,7 +37,7 @@ from . import describe
 from .describe import flag_value
 from . import ROUTERS, TIERS
 from .explorer import LINKER_FLAGS, kv_transform, to_blocks
-from .model import Cell, Cookbook, Point, Variant
+from .model import Cell, Cookbook, Point, Refused, Variant
 
 Json = dict[str, Any]
 VARIANT_FILE = "derived variant"
@@ -160,8 +160,25 @@ def to_sglang(blocks: list[Block], model: str) -> list[Block]:
     layouts = _layouts([b for b in out if b.kind == "worker"])
     if "agg" in layouts or {"prefill", "decode"} <= set(layouts):
         # render's own router builder (ports, URLs, bootstrap ports from rules/render.yaml)
-        out += deploy.router_blocks(None, typed, _no_policy_context(model), layouts)  # type: ignore[arg-type]
+        routers = deploy.router_blocks(None, typed, _no_policy_context(model), layouts)  # type: ignore[arg-type]
+        out += [_worker_bootstrap_ports(r, [b for b in out if b.kind == "worker"]) for r in routers]
     return _launch_sorted(out)
+
+
+def _worker_bootstrap_ports(router: Block, workers: list[Block]) -> Block:
+    """The router's `--prefill URL PORT` pairs with the bootstrap port each prefill worker sets itself
+    (`--disaggregation-bootstrap-port` in its recipe), where render's builder assumed the default."""
+    args = []
+    for arg in router.args:
+        m = _URL.fullmatch(arg[1]) if arg[0] == "--prefill" and len(arg) > 2 else None
+        if m is not None:
+            port = int(m.group(3))
+            target = next((w for w in workers if w.role == "prefill" and _int(flag_value(w, "--port"), _defaults()["worker_port"]) == port), None)
+            boot = flag_value(target, "--disaggregation-bootstrap-port") if target is not None else None
+            if boot:
+                arg = (arg[0], arg[1], boot, *arg[3:])
+        args.append(arg)
+    return router.model_copy(update={"args": tuple(args)})
 
 
 def _sglang_block(b: Block, rules: Json, disagg: bool) -> Block:
@@ -233,7 +250,7 @@ def point_kv(point: Point) -> str:
     return describe.kv_tier_of(point.deployment.blocks)
 
 
-def cell_variants(cell: Cell, donors: Donors) -> tuple[Variant, ...]:
+def cell_variants(cell: Cell, donors: Donors, skipped: list[Refused] | None = None) -> tuple[Variant, ...]:
     """Every point x router x tier except the measured (router, tier) of the point; none for a cell
     whose router the switch and tier rules do not know (vLLM's: they rewrite SGLang commands)."""
     if cell.router not in ROUTERS:
@@ -249,7 +266,12 @@ def cell_variants(cell: Cell, donors: Donors) -> tuple[Variant, ...]:
                 try:
                     dep = derive(point.deployment, cell.router, measured, router, tier, donors)
                 except CookbookError as exc:
-                    raise CookbookError.at(cell.id, 0, f"{point.id}.{router}.{tier}", exc.problems[0].message) from None
+                    problem = CookbookError.at(cell.id, 0, f"{point.id}.{router}.{tier}", exc.problems[0].message)
+                    if skipped is None:
+                        raise problem from None
+                    skipped.append(Refused(config=cell.config_key, point=f"{point.id} (derived {router} router, KV tier {tier})",
+                                           reason=str(problem.problems[0])))
+                    continue
                 out.append(Variant(router=router, kv=tier, point=point.id, deployment=dep))
     return tuple(out)
 

@@ -7,10 +7,13 @@
   (`.jsx`/`.json`): id, model, hardware, topology and point labels (what `show --cell/--point` accept).
 
 `--format text` prints aligned columns for people; `--format json` prints, with stable keys,
-`{"source", "configs": [{"key", "model", "framework", "points": [{"label", "id", "topology",
+`{"source", "configs": [{"key", "model", "framework", "problem", "points": [{"label", "id", "topology",
 "concurrency", "recipe", "selector", "problem"}]}]}` or `{"cookbook", "cells": [{"id", "model", "hardware",
 "topology", "points": [label, ...]}]}`. A label another point of the config shares is null; a
 recipe that cannot be found is listed as the master config names it, with the problem (null when none).
+A config that cannot be read (its rows, its framework) is listed with its located problem and no
+points; the others are listed all the same. Exit status 0 when everything could be reported;
+with `--strict`, 1 when any config or point has a problem (for CI).
 I/O: reads the checkout, manifest or module; prints to stdout.
 """
 
@@ -42,6 +45,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--cookbook", type=Path, metavar="M|MODULE",
                    help="list the cells of this cookbook manifest (.yaml) or AgentX module (.jsx or .json) instead")
     p.add_argument("--format", choices=["text", "json"], default="text", help="text: aligned columns; json: stable keys for scripts")
+    p.add_argument("--strict", action="store_true", help="exit 1 when any config or point of the checkout is refused (for CI)")
     p.set_defaults(run=run_list)
 
 
@@ -57,20 +61,29 @@ def run_list(args: argparse.Namespace) -> int:
         doc = {"source": str(root), "configs": checkout_configs(root)}
         text = "\n\n".join(_config_text(c) for c in doc["configs"])
     print(json.dumps(doc, indent=1, ensure_ascii=False) if args.format == "json" else text)
-    return 0
+    refused = [c for c in doc.get("configs", []) if c["problem"] or any(p["problem"] for p in c["points"])]
+    return 1 if refused and getattr(args, "strict", False) else 0
 
 
 def checkout_configs(root: Path) -> list[Json]:
     """Every config of the checkout, its points in master-config order."""
     from ..recipes.workspace import Workspace
 
+    from ..recipes.master import check_framework
+
     ws = Workspace(root)
-    configs = []
+    configs: list[Json] = []
     for key, entry in ws.entries().items():
-        labels = Counter(f"c{c}" for row in entry.rows for c in row.concs)
+        try:
+            check_framework(entry)
+            rows = entry.rows
+        except CookbookError as exc:
+            configs.append({"key": key, "model": entry.model, "framework": entry.framework, "problem": str(exc.problems[0]), "points": []})
+            continue
+        labels = Counter(f"c{c}" for row in rows for c in row.concs)
         points = [{"label": f"c{c}" if labels[f"c{c}"] == 1 else None, "id": f"{row.slug}/c{c}", "topology": row.slug,
-                   "concurrency": c, **_recipe(ws, entry, row, c)} for row in entry.rows for c in row.concs]
-        configs.append({"key": key, "model": entry.model, "framework": entry.framework, "points": points})
+                   "concurrency": c, **_recipe(ws, entry, row, c)} for row in rows for c in row.concs]
+        configs.append({"key": key, "model": entry.model, "framework": entry.framework, "problem": None, "points": points})
     return configs
 
 
@@ -80,7 +93,7 @@ def _recipe(ws: Workspace, entry: ConfigEntry, row: Row, conc: int) -> Json:
     try:
         return {"recipe": ws.shown(ws.recipe_path(entry, row)), "selector": ws.selector(entry, row, conc), "problem": None}
     except CookbookError as exc:
-        return {"recipe": row.recipe.path, "selector": row.recipe.selector, "problem": exc.problems[0].message}
+        return {"recipe": row.recipe.path, "selector": row.recipe.selector, "problem": str(exc.problems[0])}
 
 
 def manifest_cells(path: Path) -> list[Json]:
@@ -106,6 +119,8 @@ def module_cells(path: Path) -> list[Json]:
 
 def _config_text(config: Json) -> str:
     head = f"{config['key']}: {config['model'] or 'model not named'}, {config['framework']}, {len(config['points'])} point(s)"
+    if config["problem"]:
+        return one_line(f"{head}: refused: {config['problem']}")
     rows = [[p["label"] or "-", p["id"], p["topology"], p["recipe"] + (f":{p['selector']}" if p["selector"] else "")
              + (f"  ({p['problem']})" if p["problem"] else "")] for p in config["points"]]
     return one_line(head) + "\n" + _table(["POINT", "ID", "TOPOLOGY", "RECIPE"], rows, indent="  ")

@@ -50,6 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                               description="Render every point of the cookbook manifest and build the site with MkDocs --strict. "
                                           "The site is built in a temporary folder and moved into --out only when the build succeeded.")
     b.add_argument("--cookbook", type=Path, help=f"cookbook manifest; default: {shown_default(EXAMPLE_MANIFEST)}")
+    b.add_argument("--source", type=Path, metavar="ROOT",
+                   help="build every config of this InferenceX checkout, without a manifest: provenance from its perf-changelog, "
+                        "each config or point that cannot be rendered listed on the home page")
+    b.add_argument("--strict", action="store_true", help="with --source: exit 1 when any config or point is refused (for CI)")
     b.add_argument("--out", type=Path, default=Path("site"), help="output folder, replaced atomically when it is new, empty or a site cookbookgen built "
                                                                      "(refused if it holds other files); default: site")
     b.add_argument("--date", type=_date, help="generated-on date YYYY-MM-DD (reproducible builds); default: the manifest's generated_on, else today")
@@ -78,6 +82,14 @@ def _dates(args: argparse.Namespace) -> Dates:
 
 
 def _manifest(args: argparse.Namespace) -> Path:
+    """The manifest, or with --source the checkout's folder (a whole-checkout build)."""
+    source = getattr(args, "source", None)
+    if source is not None:
+        if args.cookbook is not None:
+            raise CookbookError.usage("--source", "give --cookbook (a manifest) or --source (a whole checkout), not both")
+        if not source.is_dir():
+            raise CookbookError.at(str(source), 0, "--source", "checkout not found")
+        return Path(source)
     path: Path = args.cookbook or bundled(EXAMPLE_MANIFEST)
     if not path.is_file():
         raise CookbookError.at(str(path), 0, "--cookbook", "cookbook manifest not found")
@@ -93,7 +105,11 @@ def run_build(args: argparse.Namespace) -> int:
     how = "" if result.rebuilt is None else f"; incremental: MkDocs processed {result.rebuilt} changed file(s)"
     print(f"built {result.pages} model page(s), {result.scripts} launch scripts ({result.files} files) "
           f"into {result.out} in {result.seconds:.1f} s{how}", file=sys.stderr)
-    return 0
+    if result.refused:
+        print(f"{len(result.refused)} config(s) or point(s) not published (listed on the home page):", file=sys.stderr)
+        for line in result.refused:
+            print(f"  {line}", file=sys.stderr)
+    return 1 if result.refused and getattr(args, "strict", False) else 0
 
 
 def run_serve(args: argparse.Namespace) -> int:

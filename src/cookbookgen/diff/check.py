@@ -36,7 +36,7 @@ from .compare import PointMemo, point_findings, stamped
 from .expect import point_expect
 from .report import cookbook_part, md_config, text_config
 from .result import DiffResult, PointRun
-from .model import MISSING, CellState, Source, Finding, PublishedPoint, Tally, UnpairedReason
+from .model import EXTRA, MISSING, CellState, Source, Finding, PublishedPoint, Tally, UnpairedReason
 from .pairing import Pair, pair_config, variant_findings
 from .words import parsed_args
 
@@ -61,9 +61,22 @@ def flatten(runs: Iterable[PointRun]) -> list[Finding]:
     return [f for point, found in runs for f in (found if point is None else stamped(found, point))]
 
 
-def resolve_config(ws: Workspace, key: str) -> list[ResolvedPoint]:
+def resolve_config(ws: Workspace, key: str, refused: dict[str, str] | None = None) -> list[ResolvedPoint]:
+    """The config's points; with `refused`, a point that cannot be resolved is put there (point id ->
+    its located reason) instead of stopping the check."""
     entry = ws.entry(key)
-    return [ws.point(entry, row, conc) for row in entry.rows for conc in row.concs]
+    out = []
+    for row in entry.rows:
+        for conc in row.concs:
+            try:
+                out.append(ws.point(entry, row, conc))
+            except ObjectMissing:
+                raise
+            except CookbookError as exc:
+                if refused is None:
+                    raise
+                refused[f"{row.slug}/c{conc}"] = str(exc.problems[0])
+    return out
 
 
 def _known_config(source: Source, only: str | None) -> None:
@@ -94,8 +107,10 @@ def check_config(source: Source, ws: Workspace, policy: Policy, config: str, tre
     whole = len(groups) == 1 and source.cell is None
     parts = [_check_points(source, *_tree(ws, trees, commit), policy, config, group, commit, whole) for commit, group in groups.items()]
     copies: list[PointRun] = [(None, list(published.findings))] if published.findings else []   # a site's forms that disagree
+    not_rendered = tuple(CellState(source.name, config, f"{config} {point}" if point else config, "unpaired", "not-rendered", reason)
+                         for _, point, reason in published.refused if source.cell is None)
     return ConfigCheck(config, [r for c in parts for r in c.runs] + copies, variants, [p for c in parts for p in c.pairs],
-                       tuple(s for c in parts for s in c.cells), bool(parts) and all(c.absent for c in parts))
+                       tuple(s for c in parts for s in c.cells) + not_rendered, bool(parts) and all(c.absent for c in parts))
 
 
 def as_parsed(point: PublishedPoint) -> PublishedPoint:
@@ -121,20 +136,28 @@ def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Polic
     ids = tuple(dict.fromkeys(p.cell for p in points))
     why: tuple[UnpairedReason, str] | None = ("commit-missing", commit or "the cell cites no commit")
     resolved: list[ResolvedPoint] = []
+    refused: dict[str, str] = {}       # point id -> why the checkout cannot render it
     if ws is not None:
         try:
             why = _unpaired(ws, config)
-            resolved = resolve_config(ws, config) if why is None else []
+            resolved = resolve_config(ws, config, refused) if why is None else []
         except ObjectMissing as exc:    # a git source's tree or blob: this commit's cells cannot be checked
             why = ("object-missing", exc.detail)
-        except CookbookError as exc:    # a refused script or unreadable recipe stops this config's cells only
+        except CookbookError as exc:    # an unreadable master entry or recipe stops this config's cells only
             why = ("recipe-refused", str(exc.problems[0]))
+        if why is None and refused and not resolved:    # e.g. a refused script: no point of the config renders
+            why = ("recipe-refused", next(iter(refused.values())))
     if why is not None or ws is None:
         reason, detail = why or ("commit-missing", commit)
         return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", reason, detail, commit, tree) for c in ids), True)
     pairs, findings = pair_config(config, points if source.rendered_here else [as_parsed(p) for p in points], resolved)
     if not whole:         # the config's other cells may show the points these lack
         findings = [f for f in findings if f.detail != MISSING]
+    # a published point the checkout cannot render: its reason (not `extra in the cookbook`)
+    unrendered = [Finding(config, p.point_id, "point", "point", p.point_id, "mismatch", detail="the checkout cannot render this point",
+                          reason=refused[p.point_id]) for p in points if p.point_id in refused]
+    explained = {(p.cell, f"c{c}") for p in points if p.point_id in refused for c in p.concs}
+    findings = [f for f in findings if not (f.detail == EXTRA and (f.item, f.point) in explained)] + unrendered
     runs: list[PointRun] = [(None, findings + flag_mismatches(config, points))]
     memo = PointMemo()
     items = {id(p.published): min(_row_index(q) for q in pairs if q.published is p.published) for p in pairs}

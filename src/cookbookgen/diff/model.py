@@ -18,7 +18,7 @@ CLASSES: tuple[FindingClass, ...] = get_args(FindingClass)     # in the order re
 FAILING: frozenset[str] = frozenset(("mismatch", "prohibited"))
 """The classes that fail a diff: a difference from the recipe, and a setting the policy prohibits."""
 UnpairedReason = Literal["commit-missing", "object-missing", "no-master-entry", "recipe-missing", "framework-unsupported", "selector-missing",
-                         "no-point-paired", "recipe-refused"]
+                         "no-point-paired", "recipe-refused", "not-rendered"]
 """Why a published cell was not checked (meanings in `classes.yaml`, `cookbookgen diff --explain`)."""
 MISSING = "missing from the cookbook"
 EXTRA = "extra in the cookbook"
@@ -109,6 +109,7 @@ class Published:
     variants: tuple[Variant, ...] = ()
     notes: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()     # what the artifact contradicts itself with (a site's copyable forms)
+    refused: tuple[tuple[str, str | None, str], ...] = ()    # (config, point or None, reason) a whole-checkout build could not render
 
 
 @dataclass(frozen=True)
@@ -183,5 +184,7 @@ def whole(published: Published) -> Source:
     def points(config: str) -> Published:
         variants = tuple(v for v in published.variants if v.config == config)
         found = tuple(f for f in published.findings if f.config == config)
-        return Published(published.source, published.kind, tuple(by_config.get(config, ())), variants, findings=found)
-    return Source(published.source, published.kind, tuple(by_config), points, published.notes)
+        refused = tuple(r for r in published.refused if r[0] == config)
+        return Published(published.source, published.kind, tuple(by_config.get(config, ())), variants, findings=found, refused=refused)
+    configs = tuple(dict.fromkeys([*by_config, *(r[0] for r in published.refused)]))
+    return Source(published.source, published.kind, configs, points, published.notes)

@@ -88,6 +88,7 @@ def _parse(html: str) -> _CodeBlocks:
 def parse_block_text(text: str) -> dict[str, object]:
     """cmd, args, env, preamble and files of one block's shell text."""
     lines, files = _strip_heredocs(text.strip("\n").split("\n"))
+    lines = _logical_lines(lines)
     start = len(lines) - 1
     while start > 0 and lines[start - 1].endswith(" \\"):
         start -= 1
@@ -100,6 +101,21 @@ def parse_block_text(text: str) -> dict[str, object]:
     cmd = body[0].strip() if body else ""
     args = tuple(tuple(shlex.split(line)) for line in body[1:] if line.strip())
     return {"cmd": cmd, "args": args, "env": env, "preamble": preamble, "files": files}
+
+
+def _logical_lines(lines: list[str]) -> list[str]:
+    """Lines with a quoted value that spans several (a multi-line JSON argument) joined back into one."""
+    out: list[str] = []
+    pending: list[str] = []
+    for line in lines:
+        pending.append(line)
+        try:
+            shlex.split(" ".join(pending).removesuffix(" \\"))
+        except ValueError:      # a quote still open: the value goes on on the next line
+            continue
+        out.append("\n".join(pending))
+        pending = []
+    return out + pending
 
 
 def _strip_heredocs(lines: list[str]) -> tuple[list[str], dict[str, str]]:

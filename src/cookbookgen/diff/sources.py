@@ -157,7 +157,9 @@ def published_from_cookbook_json(data: Json, file: str, kind: str) -> Published:
             for v in cell.get("variants") or cell.get("derived_variants") or []:
                 variants.append(Variant(cell["config_key"], cell["id"], str(v.get("point") or v.get("from_point")),
                                         str(v.get("router")), str(v.get("kv"))))
-    return Published(file, kind, tuple(points), tuple(variants))
+    refused = tuple((str(r.get("config")), r.get("point") if isinstance(r.get("point"), str) else None, str(r.get("reason")))
+                    for r in data.get("refused") or [] if isinstance(r, dict))
+    return Published(file, kind, tuple(points), tuple(variants), refused=refused)
 
 
 def _cell_points(cell: Json, file: str, where: str) -> list[PublishedPoint]:
@@ -273,7 +275,7 @@ def read_site(site: Path) -> Published:
     points, notes = read_site_blocks(base.points, html)
     by_id = {k: v for text in html.values() for k, v in code_by_id(text).items()}
     findings = _copy_forms(data, found[0].parent, points, base.points, by_id) if isinstance(data, dict) else []
-    return Published(str(site), "site", points, base.variants, notes, tuple(findings))
+    return Published(str(site), "site", points, base.variants, notes, tuple(findings), base.refused)
 
 
 def _copy_forms(data: Json, root: Path, shown: tuple[PublishedPoint, ...], listed: tuple[PublishedPoint, ...],

@@ -2,16 +2,15 @@
 
 Every leaf ends in exactly one class with a reason. A setting that no rule matches is kept as
 `unclassified` (published when it sits under args/env, reported either way). A `prohibited`
-setting is an error naming the file and line that set it.
+setting is kept as the benchmarked run used it and flagged (POLICY.md): the cell's page discloses
+it and the diff reports it as a mismatch; it is never a refusal to render.
 """
 
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
-from operator import attrgetter
 from typing import Any
 
-from ..errors import CookbookError
 from ..recipes.bundle import EffectiveRecipe
 from ..recipes.load import KeyPath
 
@@ -52,16 +51,9 @@ matches under a recipe subtree (by its id and the pattern), kept with the subtre
 
 
 def classify(recipe: EffectiveRecipe, policy: Policy, memo: SettingsMemo | None = None) -> list[Setting]:
-    """One Setting per leaf, in document order. Raises CookbookError on prohibited settings.
+    """One Setting per leaf, in document order (a prohibited one too: see the module docstring).
     `memo` lets the points of a config share the settings of the subtrees their recipes share."""
-    settings = _classify_node(recipe.data, (), "", policy, {} if memo is None else memo)
-    if "prohibited" in map(_CLASS, settings):
-        raise CookbookError([recipe.problem(_path_of(s.path), f"prohibited setting: {s.reason}")
-                             for s in settings if s.cls == "prohibited"])
-    return settings
-
-
-_CLASS = attrgetter("cls")
+    return _classify_node(recipe.data, (), "", policy, {} if memo is None else memo)
 
 
 def _classify_node(node: RawYaml, path: tuple[str, ...], dotted_path: str, policy: Policy, memo: SettingsMemo) -> list[Setting]:
@@ -145,13 +137,3 @@ def _children(node: RawYaml) -> list[tuple[str, RawYaml]]:
     if isinstance(node, dict):
         return [(str(k), v) for k, v in node.items()]
     return [(str(i), v) for i, v in enumerate(node)]
-
-
-def _path_of(dotted_path: str) -> KeyPath:
-    parts: list[str | int] = []
-    for piece in dotted_path.split("."):
-        name, *indexes = piece.split("[")
-        if name:
-            parts.append(name)
-        parts.extend(int(i.rstrip("]")) for i in indexes)
-    return tuple(parts)

@@ -565,7 +565,7 @@ def page_json(view: PageView) -> str:
 def cookbook_json(cookbook: Cookbook, pages: list[str], generated_on: dt.date) -> str:
     """The whole `cookbook.json`, from the pages' entries (`page_json`)."""
     head = _json({"schema": 1, "title": cookbook.title, "repo": cookbook.repo, "generated_on": generated_on.isoformat(),
-                  "warnings": list(cookbook.warnings)})
+                  "warnings": list(cookbook.warnings), "refused": [r.model_dump() for r in cookbook.refused]})
     return f'{head[:-1]},"pages":[{",".join(pages)}]}}\n'
 
 

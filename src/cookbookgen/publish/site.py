@@ -98,6 +98,7 @@ class BuildResult:
     files: int
     seconds: float
     rebuilt: int | None = None   # docs files MkDocs processed in an incremental build; None: a full build
+    refused: tuple[str, ...] = ()   # a whole-checkout build: configs and points not published, each with its reason
 
 
 def read_templates(folder: Path) -> dict[str, str]:
@@ -199,11 +200,12 @@ def build_site(manifest: Path, out: Path, dates: Dates = Dates(), show_progress:
         step("reading recipes")
         cookbook = load_cookbook(manifest, progress=lambda key: step(f"rendering {key}"), cache=renders)
         step("deriving router and KV-tier variants")
-        box = [with_variants_cached(cookbook, renders)]
+        box = [with_variants_cached(cookbook, renders, whole=manifest.is_dir())]
+        refused = tuple(map(str, box[0].refused))
         del cookbook                       # `publish` holds the only reference, and drops it before MkDocs runs
         generated_on = dates.pick(box[0], manifest)
         result = publish(box.pop(), out, generated_on, root, step, cache=cache, keep_docs=keep_docs, pages=renders)
-    return replace(result, seconds=time.perf_counter() - started)
+    return replace(result, seconds=time.perf_counter() - started, refused=refused)
 
 
 def publish(cookbook: Cookbook, out: Path, generated_on: dt.date, root: Path | None = None,

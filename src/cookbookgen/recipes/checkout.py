@@ -7,19 +7,36 @@
 `CONFIG_FILE=recipes/<p>` and `srt-recipe: recipes/<p>` name `benchmarks/multi_node/srt-slurm-recipes/<p>`;
 any other `srt-recipe` path is relative to the e2e root (or to the entry's `srt-recipe-dir`).
 A recipe path that leaves the checkout (`..`, absolute paths, symlinks out) is refused.
+
+When the checkout is a git work tree, `git_facts` reads its HEAD commit and the day each entry of the
+perf-changelog was committed (a changelog entry carries no date of its own): the day of the oldest
+commit, along HEAD's first parents, whose changelog still holds the entry (named by its `pr-link`
+line, else by its whole text).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import datetime as dt
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
+from typing import Iterable
 
 from ..errors import CookbookError, Problem
 from .view import TOP, FileView, Outside, matching, sub
 
 MULTI_NODE_RECIPES = PurePosixPath("benchmarks/multi_node/srt-slurm-recipes")
 E2E = PurePosixPath("inferencex-e2e")
+HISTORY_LIMIT = 20_000      # first-parent commits walked to date the perf-changelog's entries, at most
+
+
+@dataclass(frozen=True)
+class GitFacts:
+    """What git says about a checkout: its HEAD commit (None: not a git work tree) and, per line of
+    the perf-changelog where an entry starts, the day that entry was committed."""
+
+    commit: str | None = None
+    changelog_days: dict[int, dt.date] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -55,6 +72,26 @@ class Checkout:
     def shown(path: PurePosixPath) -> str:
         return str(path)
 
+    def git_facts(self) -> GitFacts:
+        """The checkout's HEAD and the day each perf-changelog entry was committed, when the checkout is
+        a git work tree (read by `gitrepo.GitRepo`: objects only, no git program, no repository config);
+        an empty `GitFacts` otherwise (nothing is guessed)."""
+        from .gitrepo import GitRepo
+
+        root = getattr(self.view, "root", None)
+        if not isinstance(root, Path) or not (root / ".git").is_dir():
+            return GitFacts()
+        try:
+            repo = GitRepo(root)
+            head = repo.commit("HEAD")
+            changelog = self.changelog()
+            if head is None or changelog is None:
+                return GitFacts(head)
+            versions = repo.first_parent_versions(head, changelog, HISTORY_LIMIT)
+            return GitFacts(head, entry_days(versions))
+        except CookbookError:      # a damaged repository: no facts rather than a guess
+            return GitFacts()
+
     def recipe_path(self, ref: str, where: Problem, recipe_dir: str | None = None) -> PurePosixPath:
         """The file a master row names, checked to stay inside the checkout (its links resolved)."""
         rel = PurePosixPath(ref)
@@ -77,3 +114,52 @@ class Checkout:
         except RuntimeError:       # what Python 3.11's `Path.resolve` raises for a loop of symbolic links
             raise CookbookError([replace(where, message=f"recipe path {ref!r} cannot be read: a loop of symbolic links")]) from None
         return path
+
+
+def _blame_days(porcelain: str) -> dict[int, dt.date]:
+    """Line number -> the UTC day of its commit, from `git blame --line-porcelain` output."""
+    days: dict[int, dt.date] = {}
+    line, when = 0, None
+    for text in porcelain.splitlines():
+        head = text.split(" ")
+        if len(head) >= 3 and len(head[0]) == 40 and head[1].isdigit() and head[2].isdigit():
+            line = int(head[2])
+        elif text.startswith("committer-time ") and head[1].isdigit():
+            when = dt.datetime.fromtimestamp(int(head[1]), dt.timezone.utc).date()
+        elif text.startswith("\t") and when is not None:
+            days[line] = when
+    return days
+
+
+def _entries(text: str) -> dict[str, int]:
+    """The entries of a perf-changelog text (top-level `- ` items): each one's name (its `pr-link` line,
+    else its whole text) -> the line it starts on (1-based)."""
+    starts: list[tuple[int, list[str]]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("- "):
+            starts.append((number, [line]))
+        elif starts and line.strip() and not line.startswith("#"):
+            starts[-1][1].append(line)
+    out: dict[str, int] = {}
+    for number, lines in starts:
+        link = next((x.strip() for x in lines if x.strip().lstrip("- ").startswith("pr-link:")), None)
+        out.setdefault(link or "\n".join(lines), number)
+    return out
+
+
+def entry_days(versions: Iterable[tuple[dt.date, bytes | None]]) -> dict[int, dt.date]:
+    """Line of each entry of the newest version -> the day of the oldest version that still holds it,
+    from (commit day, changelog bytes or None) newest first, one per first-parent commit."""
+    newest: dict[str, int] | None = None
+    days: dict[str, dt.date] = {}
+    for day, data in versions:
+        names = _entries(data.decode("utf-8", "replace")) if data is not None else {}
+        if newest is None:
+            newest = names
+            alive = set(names)
+        alive &= set(names)
+        if not alive:
+            break
+        for name in alive:
+            days[name] = day
+    return {line: days[name] for name, line in (newest or {}).items() if name in days}

@@ -28,6 +28,7 @@ What is read, and what is not:
 from __future__ import annotations
 
 import binascii
+import datetime as dt
 import hashlib
 import os
 import re
@@ -35,7 +36,7 @@ import stat
 import weakref
 import zlib
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Iterator
 
 from dulwich.object_store import DiskObjectStore
 from dulwich.objects import ObjectID, RawObjectID, parse_tree
@@ -206,6 +207,45 @@ class GitRepo:
                 raise ObjectMissing(str(self.root), f"tree {sha} is corrupt (it lists one name twice)")
             self._trees[sha] = hit
         return hit
+
+
+    def first_parent_versions(self, head: str, rel: PurePosixPath, limit: int) -> Iterator[tuple[dt.date, bytes | None]]:
+        """The commit day and the bytes of file `rel` (None when absent) of commit `head` and then its
+        first parents, newest first, at most `limit` commits. A blob is read once per change, and the
+        trees walked are not kept (`tree` caches; a long history would fill memory)."""
+        sha: str | None = head
+        last: str | None = None
+        data: bytes | None = None
+        for _ in range(limit):
+            if sha is None:
+                return
+            kind, raw = self.object(sha)
+            tree = _field(raw, b"tree")
+            if kind != 1 or tree is None:
+                return
+            headers = raw.split(b"\n\n", 1)[0].split(b"\n")
+            parent = next((h[7:].decode("ascii", "replace") for h in headers if h.startswith(b"parent ")), None)
+            stamp = next((h.rsplit(b" ", 2) for h in headers if h.startswith(b"committer ")), [b"", b"0", b""])
+            day = dt.datetime.fromtimestamp(int(stamp[-2]) if stamp[-2].isdigit() else 0, dt.timezone.utc).date()
+            blob = self._path_blob(tree, rel)
+            if blob != last:
+                data, last = (None if blob is None else self.object(blob)[1]), blob
+            yield day, data
+            sha = parent if parent is not None and _SHA.fullmatch(parent) else None
+
+    def _path_blob(self, tree: str, rel: PurePosixPath) -> str | None:
+        """The id of the regular file `rel` of `tree` (None when there is none), without caching trees."""
+        sha = tree
+        for i, part in enumerate(rel.parts):
+            kind, data = self.object(sha)
+            if kind != 2:
+                return None
+            found = next((entry for name, mode, entry in parse_tree(data, 20) if name == part.encode()
+                          and (mode == 0o040000) == (i < len(rel.parts) - 1) and mode != 0o120000), None)
+            if found is None:
+                return None
+            sha = found.decode()
+        return sha
 
 
 class CommitView:

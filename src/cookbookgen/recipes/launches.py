@@ -3,23 +3,33 @@
 launches written as a `schema: 2` recipe, so the renderer and the policy treat it as any other.
 I/O: through `recipes.script` only (the script's files arrive as bytes, `script.ScriptFiles`).
 
-- the one SGLang worker launch becomes `roles.agg` (its flags as args, the variables it exported as
-  env); a `--flag v1 v2` is a list, a bare `--flag` is `true`;
+- the one SGLang worker launch (`python3 -m sglang.launch_server`, `sglang serve`) or vLLM worker
+  launch (`vllm serve MODEL`, the model the config's) becomes `roles.agg` (its flags as args, the
+  variables it exported as env); a `--flag v1 v2` is a list, a bare `--flag` is `true`;
+- a launch of an engine cookbookgen does not render (trtllm-serve, ATOM) refuses the point at its line;
+- the script's shell files are given to the sandbox with their paths under `/workspace` (the runners'
+  container work folder, where the checkout is) pointed into the sandbox's home folder; the stubs give
+  them back as `/workspace/...` in the launches, and the script's folder as the checkout names it;
 - an SGLang router launch makes `frontend.type: sglang-router` with its flags as `frontend.args`,
-  and as `frontend.env` everything the script exported before launching it (the router process
-  inherits the engine settings too, and the SGLang cookbook shows them on its block); without one,
-  `frontend.type: sglang` (the worker serves clients);
+  and as `frontend.env` what it exports beyond the worker's environment (the engine settings it
+  inherits are the worker's); without one, `frontend.type: sglang` (the worker serves clients);
 - `resources.gpus_per_node` is the worker's GPUs (TP x PP: the script runs on one node);
-- setup steps (`python3 <script folder>/*.py`) are listed under `script.setup`;
+- setup steps (`python3 <script folder>/*.py`, `agentic_pip_install`) are listed under `script.setup`;
 - every setting is located at the script line of its launch.
 """
 
 from __future__ import annotations
 
 import math
+import re
+import shlex
+from decimal import Decimal
+from pathlib import PurePosixPath
 from typing import Any
 
-from ..errors import CookbookError
+from dataclasses import replace
+
+from ..errors import CookbookError, Problem
 from .bundle import EffectiveRecipe
 from .load import package_yaml
 from .master import ConfigEntry, Row
@@ -27,59 +37,161 @@ from .merge import Origins, node_paths
 from .script import Capture, Launch, ScriptFiles, run_script
 
 RawYaml = Any
-RENDERED = ("sglang", "sglang-router")
+RENDERED = ("sglang", "sglang-router", "vllm")
+WORKERS = ("sglang", "vllm")
+LAUNCHED_BY = {"sglang": "SGLang", "vllm": "vLLM", "sglang-router": "the SGLang router", "trtllm": "trtllm-serve", "atom": "ATOM",
+               "dynamo": "Dynamo"}
+_WORKSPACE = re.compile(r"(?<![\w./$-])/workspace(?=[/\"'\s};:)]|$)", re.M)
+_COMPARED = re.compile(r"(?:[!=]=|\s=|-(?:eq|ne))\s*[\"']?$")     # `[[ $X != /workspace ]]`: a comparison, not a path written
+MAX_AVAILABLE_CPU_DRAM_MIB = 2_861_022      # generate_sweep_configs.py MAX_AGENTIC_AVAILABLE_CPU_DRAM_MIB
+RUNNERS_FILE = "configs/runners.yaml"
 
 
-def script_variables(entry: ConfigEntry, row: Row, conc: int) -> dict[str, str]:
-    """The variables InferenceX's workflow gives the script for this point (see the table's header)."""
-    sources = {"entry": entry.data, "row": row.data, "point": {"conc": conc}, "scenario": {"name": row.scenario}}
+def script_variables(entry: ConfigEntry, row: Row, conc: int, runners: RawYaml = None) -> dict[str, str]:
+    """The variables InferenceX's workflow gives the script for this point (see the table's header).
+    `runners`: the checkout's parsed `configs/runners.yaml` (None when it has none)."""
+    sources = {"entry": entry.data, "row": row.data, "group": row.extra, "point": {"conc": conc}, "scenario": {"name": row.scenario}}
     out = {}
     for name, spec in package_yaml("rules/script_variables.yaml")["variables"].items():
         if row.scenario == "agentic-coding" and "agentic" in spec:
             value = spec["agentic"]
         elif "value" in spec:
             value = spec["value"]
+        elif "computed" in spec:
+            value = _computed(spec["computed"], entry, row, runners)
         else:
             where, _, key = str(spec["from"]).partition(".")
+            key, _, field = key.partition(".")
             value = sources[where].get(key, spec.get("default"))
+            if field:
+                value = value.get(field) if isinstance(value, dict) else None
         if value is not None:
             out[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
     return out
 
 
-def script_recipe(script: ScriptFiles, shown: str, entry: ConfigEntry, row: Row, conc: int) -> EffectiveRecipe:
-    variables = script_variables(entry, row, conc)
-    return recipe_from_capture(run_script(script, shown, variables), shown, variables)
+def _computed(name: str, entry: ConfigEntry, row: Row, runners: RawYaml) -> int:
+    """A value InferenceX's matrix generator computes (see the table's header)."""
+    if name == "max-model-len":
+        isl, osl = row.extra.get("isl"), row.extra.get("osl")
+        return isl + osl + 256 if isinstance(isl, int) and isinstance(osl, int) else 0
+    if name != "total-cpu-dram-gb":
+        raise ValueError(name)
+    if row.data.get("kv-offloading", "none") != "dram":
+        return 0
+    where = entry.doc.problem(row.path + ("kv-offloading",), "")
+    runner = str(entry.data.get("runner", ""))
+    hardware = runners.get("hardware", {}).get(runner) if isinstance(runners, dict) and isinstance(runners.get("hardware"), dict) else None
+    mib, per_node = (hardware.get("available-cpu-dram-mib"), hardware.get("gpus-per-node")) if isinstance(hardware, dict) else (None, None)
+    utilization = row.extra.get("dram-utilization")
+    if not (isinstance(mib, int) and isinstance(per_node, int) and per_node > 0 and isinstance(utilization, (int, float))):
+        raise CookbookError([Problem(where.file, where.line, where.key_path,
+                                     f"kv-offloading: dram needs the runner's host memory: {RUNNERS_FILE} hardware.{runner} with "
+                                     "available-cpu-dram-mib and gpus-per-node, and the scenario's dram-utilization")])
+    gpus = math.prod(int(row.data.get(k, 1)) for k in ("tp", "pp", "pcp-size"))
+    size = Decimal(min(mib, MAX_AVAILABLE_CPU_DRAM_MIB)) * 1024 * 1024 * Decimal(str(utilization)) * gpus / per_node
+    return int(size / 1_000_000_000)
+
+
+def dram_note(entry: ConfigEntry, runners: RawYaml) -> str | None:
+    """What a reader needs to know when the entry's script sizes host memory from TOTAL_CPU_DRAM_GB
+    (a row with kv-offloading: dram): the value is the runner's nominal one, and from where (POLICY.md)."""
+    rows = [row for row in entry.rows if row.data.get("kv-offloading") == "dram"]
+    if not rows or not str(rows[0].recipe.path).endswith(".sh"):
+        return None
+    runner = str(entry.data.get("runner", ""))
+    hardware = runners.get("hardware", {}).get(runner) if isinstance(runners, dict) and isinstance(runners.get("hardware"), dict) else None
+    if not isinstance(hardware, dict):
+        return None
+    return (f"Host-memory sizes the script computes from TOTAL_CPU_DRAM_GB (--hicache-size, CPU KV offload bytes) use the runner's "
+            f"nominal memory, as InferenceX's matrix generator computes it: {RUNNERS_FILE} hardware.{runner} available-cpu-dram-mib "
+            f"{hardware.get('available-cpu-dram-mib')} (capped at {MAX_AVAILABLE_CPU_DRAM_MIB}), gpus-per-node {hardware.get('gpus-per-node')}, "
+            f"the scenario's dram-utilization {rows[0].extra.get('dram-utilization')}; size them to your nodes' free memory.")
+
+
+def script_recipe(script: ScriptFiles, shown: str, entry: ConfigEntry, row: Row, conc: int, runners: RawYaml = None) -> EffectiveRecipe:
+    variables, capture = script_capture(script, shown, entry, row, conc, runners)
+    return recipe_from_capture(capture, shown, variables)
+
+
+def script_capture(script: ScriptFiles, shown: str, entry: ConfigEntry, row: Row, conc: int,
+                   runners: RawYaml = None) -> tuple[dict[str, str], Capture]:
+    """The variables the point's script runs with and what it launched (module docstring)."""
+    variables = script_variables(entry, row, conc, runners)
+    capture = run_script(_pointed_files(script), shown, variables)
+    return variables, _shown_paths(capture, "/workspace/" + str(PurePosixPath(script.main).parent), str(PurePosixPath(shown).parent))
+
+
+def _pointed_files(script: ScriptFiles) -> ScriptFiles:
+    """The script's files with the `/workspace` paths of its shell files pointed at "$HOME/workspace"
+    (module docstring)."""
+    def pointed(name: str, data: bytes) -> bytes:
+        if not name.endswith(".sh"):
+            return data
+        return _WORKSPACE.sub(_pointed, data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+    return ScriptFiles(script.main, {name: pointed(name, data) for name, data in script.files.items()})
+
+
+def _pointed(m: re.Match[str]) -> str:
+    before = m.string[max(0, m.start() - 8): m.start()]
+    return m.group(0) if _COMPARED.search(before) else "$HOME/workspace"
+
+
+def _shown_paths(capture: Capture, copy: str, shown: str) -> Capture:
+    """The launches with the script's folder in the sandbox (`copy`, as the stubs show it) named as the
+    checkout names it."""
+    def fix(word: str) -> str:
+        return word.replace(copy + "/", shown + "/").replace(copy, shown)
+
+    launches = tuple(replace(x, argv=tuple(map(fix, x.argv)), env={k: fix(v) for k, v in x.env.items()}) for x in capture.launches)
+    # a step after the launch in the script is the benchmark's (its client's packages), not the server's setup; a launch in
+    # the background may not have been recorded yet when the script reached it
+    first = min((x.line for x in launches), default=0)
+    return replace(capture, launches=launches, setup=tuple((line, argv) for line, argv in capture.setup if not first or line < first))
 
 
 def recipe_from_capture(capture: Capture, shown: str, variables: dict[str, str]) -> EffectiveRecipe:
     for launch in capture.launches:
         if launch.kind not in RENDERED:
-            raise CookbookError.at(shown, launch.line, "script", f"launches {launch.kind}, which cookbookgen does not render yet "
-                                                                 f"(supported: {', '.join(RENDERED)})")
-    workers = [x for x in capture.launches if x.kind == "sglang"]
+            raise CookbookError.at(shown, launch.line, "script", f"launches {LAUNCHED_BY.get(launch.kind, launch.kind)}, which cookbookgen "
+                                                                 "does not render from a benchmark script yet (it renders SGLang, its router, and vLLM)")
+    workers = [x for x in capture.launches if x.kind in WORKERS]
     routers = [x for x in capture.launches if x.kind == "sglang-router"]
-    if len(workers) != 1 or len(routers) > 1:
-        first = (workers[1:] or routers[1:] or capture.launches)[0]
-        raise CookbookError.at(shown, first.line, "script", f"starts {len(workers)} SGLang workers and {len(routers)} routers; "
-                                                            "one worker, with or without one router, expected")
+    if len(workers) != 1 or len(routers) > 1 or (routers and workers[0].kind != "sglang"):
+        first = (workers[1:] or routers[1:] or routers or capture.launches)[0]
+        raise CookbookError.at(shown, first.line, "script", f"starts {len(workers)} engine workers and {len(routers)} routers; "
+                                                            "one worker, with or without one SGLang router, expected")
     worker = workers[0]
+    if worker.kind == "vllm":
+        worker = _without_model(worker, shown, variables)
     gpus = max(1, math.prod(int(v) for v in (variables.get("TP", ""), variables.get("PP_SIZE", "")) if v.isdigit()))
-    frontend: dict[str, RawYaml] = {"type": "sglang"}
+    frontend: dict[str, RawYaml] = {"type": worker.kind}
     origins: Origins = {}
     if routers:
         router = routers[0]
-        env = dict(sorted(router.env.items()))
+        env = {k: v for k, v in router.env.items() if worker.env.get(k) != v}
         frontend = {"type": "sglang-router", "args": _args(router, shown), **({"env": env} if env else {})}
         origins.update({p: (shown, router.line) for p in node_paths(frontend, ("frontend",))})
-    data: dict[str, RawYaml] = {"engine": "sglang", "resources": {"gpus_per_node": gpus}, "frontend": frontend,
+    data: dict[str, RawYaml] = {"engine": worker.kind, "resources": {"gpus_per_node": gpus}, "frontend": frontend,
                                 "roles": {"agg": {"args": _args(worker, shown), "env": dict(sorted(worker.env.items()))}}}
     if capture.setup:
-        data["script"] = {"setup": [" ".join(argv) for _, argv in capture.setup]}
+        data["script"] = {"setup": [shlex.join(argv) for _, argv in capture.setup]}
         origins.update({("script", "setup"): (shown, capture.setup[0][0])})
     for key in ("engine", "resources", "roles"):
         origins.update({p: (shown, worker.line) for p in node_paths(data[key], (key,))})
     return EffectiveRecipe(shown, None, data, origins)
+
+
+def _without_model(launch: Launch, shown: str, variables: dict[str, str]) -> Launch:
+    """A `vllm serve MODEL ...` launch without its positional model, which must be the config's (the
+    renderer writes the config's model there); a local copy of it counts as it when the script
+    downloaded it (`hf download` prints the Hugging Face id in the sandbox)."""
+    if not launch.argv or launch.argv[0].startswith("-"):
+        return launch
+    model = launch.argv[0]
+    if model not in (variables.get("MODEL"), variables.get("MODEL_PATH")):
+        raise CookbookError.at(shown, launch.line, "script", f"serves {model!r}, not the config's model {variables.get('MODEL')!r}")
+    return replace(launch, argv=launch.argv[1:])
 
 
 def _args(launch: Launch, shown: str) -> dict[str, RawYaml]:

@@ -7,8 +7,10 @@ Recipe selection, in this order:
 - a bundle named without a selector: the override whose tensor-parallel size equals the row's `tp`
   and whose `benchmark.env.CONC` equals the point's concurrency;
 - none of these on a single-node entry (`multinode: false`): the benchmark script InferenceX's
-  runners start, `benchmarks/single_node/<agentic|fixed_seq_len>/<model-prefix>_<precision>_<gpu>_<framework>[_mtp].sh`
-  (`runners/launch_h200-dgxc-slurm.sh`, BENCH_SCRIPT, InferenceX 843c6254).
+  runners start, `benchmarks/single_node/<agentic|fixed_seq_len>/<model-prefix>_<precision>_<gpu>_<framework>[_mtp].sh`,
+  or when that file does not exist the name without the framework (`_trt` kept for `trt`):
+  `<model-prefix>_<precision>_<gpu>[_trt][_mtp].sh` (`runners/launch_*.sh`, BENCH_SCRIPT and its
+  fallback, InferenceX 843c6254).
 
 Concurrencies: `conc-list`, or `conc-start` doubled up to `conc-end` (which is always included), as
 InferenceX's `utils/matrix_logic/generate_sweep_configs.py` does with its default step 2.
@@ -23,10 +25,10 @@ from functools import cached_property
 from typing import Any
 
 from ..text import unknown
-from .load import Document, KeyPath
+from .load import Document, KeyPath, package_yaml
 
 RawYaml = Any
-SUPPORTED_FRAMEWORKS = ("sglang", "dynamo-sglang", "vllm", "dynamo-trt")
+SUPPORTED_FRAMEWORKS: tuple[str, ...] = tuple(package_yaml("rules/engines.yaml")["frameworks"]["rendered"])
 SCRIPTS = "benchmarks/single_node"
 SCRIPT_NAME = "<model-prefix>_<precision>_<gpu>_<framework>[_mtp].sh"
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9.]+(-[A-Za-z0-9.]+)*")
@@ -37,6 +39,7 @@ class RecipeRef:
     path: str
     selector: str | None
     where: KeyPath  # key path of the setting in the master file
+    fallback: str | None = None     # a benchmark script's name without the framework, used when `path` does not exist
 
 
 @dataclass(frozen=True)
@@ -163,14 +166,16 @@ def _recipe_ref(doc: Document, entry: dict[str, RawYaml], row: dict[str, RawYaml
         return _split_ref(entry["srt-recipe"], (path[0], "srt-recipe"))
     script = _script_name(entry, row)
     if script is not None:
-        return RecipeRef(f"{SCRIPTS}/{'agentic' if scenario == 'agentic-coding' else 'fixed_seq_len'}/{script}", None, path)
+        folder = f"{SCRIPTS}/{'agentic' if scenario == 'agentic-coding' else 'fixed_seq_len'}"
+        return RecipeRef(f"{folder}/{script[0]}", None, path, f"{folder}/{script[1]}")
     raise doc.error(path, "no recipe: expected `srt-recipe: <file>[:<selector>]` or additional-settings CONFIG_FILE=recipes/<file>[:<selector>]"
                           f", or (multinode: false) model-prefix, precision, runner and framework naming a script {SCRIPTS}/<scenario>/{SCRIPT_NAME}")
 
 
-def _script_name(entry: dict[str, RawYaml], row: dict[str, RawYaml]) -> str | None:
+def _script_name(entry: dict[str, RawYaml], row: dict[str, RawYaml]) -> tuple[str, str] | None:
     """A single-node entry's script by InferenceX's convention (SCRIPT_NAME, `gpu` the runner's name
-    up to its first `-`: `cluster:h200-dgxc` -> h200); None when a part is missing or not a plain name."""
+    up to its first `-`: `cluster:h200-dgxc` -> h200), and the runners' fallback name without the
+    framework; None when a part is missing or not a plain name."""
     if entry.get("multinode", False) is not False:
         return None
     gpu = str(entry.get("runner", "")).removeprefix("cluster:").split("-")[0]
@@ -178,7 +183,8 @@ def _script_name(entry: dict[str, RawYaml], row: dict[str, RawYaml]) -> str | No
     names = [p for p in parts if isinstance(p, str) and _PLAIN_NAME.fullmatch(p)]
     if len(names) < len(parts):
         return None
-    return "_".join(names) + ("_mtp" if row.get("spec-decoding") == "mtp" else "") + ".sh"
+    spec = "_mtp" if row.get("spec-decoding") == "mtp" else ""
+    return "_".join(names) + spec + ".sh", "_".join(names[:3]) + ("_trt" if names[3] == "trt" else "") + spec + ".sh"
 
 
 def _split_ref(text: str, where: KeyPath) -> RecipeRef:
@@ -225,8 +231,13 @@ def _dedupe_slugs(rows: list[Row]) -> None:
 
 
 def check_framework(entry: ConfigEntry) -> None:
-    if entry.framework not in SUPPORTED_FRAMEWORKS:
-        raise entry.doc.error((entry.key, "framework"), f"framework {entry.framework!r} is not supported yet (supported: {', '.join(SUPPORTED_FRAMEWORKS)})")
+    """A framework InferenceX runs that cookbookgen does not render through scripts is fine when every
+    row names a recipe (the current layout: the recipe's engine decides); otherwise, and for a framework
+    no table names, the entry is refused with why."""
+    why = package_yaml("rules/engines.yaml")["frameworks"]["refused"].get(entry.framework)
+    if entry.framework not in SUPPORTED_FRAMEWORKS and not (why and _all_recipes(entry)):
+        raise entry.doc.error((entry.key, "framework"), f"framework {entry.framework!r} is not rendered: {why}" if why else
+                              f"framework {entry.framework!r} is not supported yet (supported: {', '.join(SUPPORTED_FRAMEWORKS)})")
 
 
 def find_point(entry: ConfigEntry, point: str) -> tuple[Row, int]:
@@ -237,3 +248,14 @@ def find_point(entry: ConfigEntry, point: str) -> tuple[Row, int]:
     if not matches:
         raise entry.doc.error((entry.key,), unknown("point", point, entry.point_ids()))
     raise entry.doc.error((entry.key,), f"point {point!r} is ambiguous; use one of: {', '.join(f'{r.slug}/c{c}' for r, c in matches)}")
+
+
+def _all_recipes(entry: ConfigEntry) -> bool:
+    """Whether every row of the entry names a recipe file (not a benchmark script, not nothing)."""
+    from ..errors import CookbookError
+
+    try:
+        rows = entry.rows
+    except CookbookError:
+        return False
+    return bool(rows) and all(not row.recipe.path.endswith(".sh") for row in rows)

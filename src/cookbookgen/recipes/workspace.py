@@ -5,6 +5,7 @@ data for the pure stages. Files are named by their paths relative to the checkou
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -21,7 +22,7 @@ from .script import ScriptFiles
 from .view import FileView, FolderView, script_files
 
 if TYPE_CHECKING:  # the typed schema (pydantic) loads when a point is first resolved
-    from .schema import Recipe
+    from .schema import Recipe, Typed
 
 RawYaml = Any
 
@@ -116,6 +117,11 @@ class Workspace:
         self._entries = found
         return found
 
+    def runners(self, entry: ConfigEntry) -> RawYaml:
+        """The parsed `configs/runners.yaml` beside the entry's master config (None when there is none)."""
+        path = PurePosixPath(entry.doc.file).parent / "runners.yaml"
+        return self.document(path).data if self.checkout.view.kind(path) == "file" else None
+
     def entry(self, key: str) -> ConfigEntry:
         entries = self.entries()
         if key not in entries:
@@ -125,7 +131,7 @@ class Workspace:
     def selected(self, path: PurePosixPath, selector: str | None) -> EffectiveRecipe:
         key = (path, selector)
         if key not in self._selected:
-            self._selected[key] = select(self.document(path), selector)
+            self._selected[key] = harness_placeholders(select(self.document(path), selector))
         return self._selected[key]
 
     def recipe_path(self, entry: ConfigEntry, row: Row) -> PurePosixPath:
@@ -133,8 +139,18 @@ class Workspace:
         ref = row.recipe.path
         hit = self._recipe_paths.get(ref)
         if hit is None:
-            hit = self._recipe_paths[ref] = self.checkout.recipe_path(ref, entry.doc.problem(row.recipe.where, ""),
-                                                                      self.checkout.layout_dir(entry.doc.file))
+            where, layout = entry.doc.problem(row.recipe.where, ""), self.checkout.layout_dir(entry.doc.file)
+            try:
+                hit = self.checkout.recipe_path(ref, where, layout)
+            except CookbookError as exc:
+                if row.recipe.fallback is None:
+                    raise
+                try:
+                    hit = self.checkout.recipe_path(row.recipe.fallback, where, layout)
+                except CookbookError:
+                    raise CookbookError([replace(exc.problems[0], message=f"{exc.problems[0].message}, nor the runners' fallback "
+                                                                          f"{row.recipe.fallback}")]) from None
+            self._recipe_paths[ref] = hit
         return hit
 
     @staticmethod
@@ -149,13 +165,11 @@ class Workspace:
         if memo and key in self._points:
             return self._points[key]
         path = self.recipe_path(entry, row)
-        from .schema import normalise
-
         if path.suffix == ".sh":            # a single-node benchmark script: run in a sandbox
-            recipe = script_recipe(self.script_files(path), self.shown(path), entry, row, conc)
+            recipe = script_recipe(self.script_files(path), self.shown(path), entry, row, conc, self.runners(entry))
         else:
             recipe = self.selected(path, self.selector(entry, row, conc))
-        point = ResolvedPoint(entry, row, conc, *normalise(apply_overrides(recipe, sets, unsets)), self.shown(path))
+        point = ResolvedPoint(entry, row, conc, *overridden(recipe, sets, unsets), self.shown(path))
         if memo:
             self._points[key] = point
         return point
@@ -169,35 +183,147 @@ class Workspace:
         return None if path.suffix == ".sh" else self._auto_selector(path, row, conc, entry.doc.problem(row.recipe.where, ""))
 
     def _auto_selector(self, path: PurePosixPath, row: Row, conc: int, where: Problem) -> str | None:
+        """The one variant (`override_*`, `zip_override_*[i]`) whose stated settings match the row and
+        the point (`_matches`); a file without variants is used as it is."""
         doc = self.document(path)
-        names = [n for n in variant_names(doc) if n.startswith("override_")]
+        names = [n for n in variant_names(doc) if n.startswith(("override_", "zip_override_"))]
         if not names:
             return None
-        hits = [n for n in names if _matches(self.selected(path, n).data, row.tp, conc)]
+        want = _wanted(row, conc)
+        stated = {n: _stated(self.selected(path, n).data) for n in names}
+        hits = _narrowed(stated, want)
         if len(hits) == 1:
             return hits[0]
-        why = "no override" if not hits else f"{len(hits)} overrides ({', '.join(hits)})"
-        raise CookbookError([replace(where, message=f"{why} of {doc.file} match tp={row.tp} and benchmark.env.CONC={conc}; "
-                                                    "name one with :override_<name>")])
+        why = "no variant" if not hits else f"{len(hits)} variants ({', '.join(hits)})"
+        said = ", ".join(f"{k}={v}" for k, v in want.items())
+        raise CookbookError([replace(where, message=f"{why} of {doc.file} match the point ({said}); name one with FILE:SELECTOR")])
 
     def bare_recipe(self, ref: str, sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> ResolvedPoint:
         """A recipe named on the command line as FILE[:SELECTOR], outside any master config."""
-        from .schema import normalise
-
         file, _, selector = ref.partition(":")
         doc = read_yaml_file(Path(file), file, last_key_wins=True)
         self._bare.append(doc)
-        recipe = apply_overrides(select(doc, selector or None), sets, unsets)
-        return ResolvedPoint(None, None, None, *normalise(recipe), file)
+        return ResolvedPoint(None, None, None, *overridden(select(doc, selector or None), sets, unsets), file)
 
 
-def _matches(data: dict[str, RawYaml], tp: int | None, conc: int) -> bool:
-    """Whether a variant (not validated yet: any shape) has this TP and concurrency."""
+_TP = ("tensor-parallel-size", "tp-size", "tensor_parallel_size", "tp")
+_DP = ("data-parallel-size", "dp-size", "data_parallel_size", "dp")
+_EP = ("expert-parallel-size", "ep-size", "moe_expert_parallel_size", "ep")
+_DP_ATTENTION = ("enable-dp-attention", "enable_attention_dp")
+_HOST_KV = ("enable-hierarchical-cache", "hicache-size", "hicache-ratio", "kv-offloading-size")
+
+
+def _wanted(row: Row, conc: int) -> dict[str, RawYaml]:
+    """What the master row and the point say a variant must be: TP, EP, DP attention, the KV mode, the concurrency."""
+    worker = row.data.get("worker")
+    side: dict[str, RawYaml] = worker if isinstance(worker, dict) else row.data
+    kv = str(side.get("kv-offloading", row.data.get("kv-offloading", "none")))
+    return {"tp": row.tp, "ep": side.get("ep", 1), "dp-attn": bool(side.get("dp-attn", False)), "kv-offloading": kv, "conc": conc}
+
+
+_HARD = ("tp", "conc")
+_SOFT = ("ep", "dp-attn", "kv-offloading")
+
+
+def _narrowed(stated: dict[str, dict[str, RawYaml]], want: dict[str, RawYaml]) -> list[str]:
+    """The variants that agree with `want` on TP and concurrency wherever they state them; then, of
+    those, the ones that also agree on EP, DP attention and the KV mode, each in turn, as long as one
+    still does (a recipe that states one only in some variants is not held to it in the others)."""
+    hits = [n for n, got in stated.items() if all(_agrees(k, got.get(k), want[k]) for k in _HARD)]
+    for key in _SOFT:
+        narrower = [n for n in hits if _agrees(key, stated[n].get(key), want[key])]
+        hits = narrower or hits
+    return hits
+
+
+def _agrees(key: str, got: RawYaml, want: RawYaml) -> bool:
+    if got is None or want is None:
+        return True
+    if key == "tp":
+        return want in got
+    if key == "conc":
+        return str(want) in got
+    return bool(got == want)
+
+
+def _stated(data: dict[str, RawYaml]) -> dict[str, RawYaml]:
+    """What a variant (not validated yet: any shape) states of what `_wanted` asks: its TPs (TP, TP x DP,
+    or the role's GPUs when no arg names TP), EP (vLLM's enable-expert-parallel: TP x DP), DP attention
+    (else DP > 1), the KV mode (`benchmark.env.KV_OFFLOADING`, else `dram` with host-KV-cache args) and
+    its concurrencies (`benchmark.env.CONC`)."""
     roles = _mapping(data.get("roles"))
-    args = _mapping(_mapping(roles.get("agg") or roles.get("prefill")).get("args"))
-    got_tp = next((args[k] for k in ("tensor-parallel-size", "tp-size") if k in args), None)
-    got_conc = _mapping(_mapping(data.get("benchmark")).get("env")).get("CONC")
-    return (tp is None or str(got_tp) == str(tp)) and str(got_conc) == str(conc)
+    role = _mapping(roles.get("agg") or roles.get("prefill"))
+    args = _mapping(role.get("args"))
+    env = _mapping(_mapping(data.get("benchmark")).get("env"))
+    tp, dp = _first_int(args, _TP), _first_int(args, _DP) or 1
+    gpus = role.get("gpus") if isinstance(role.get("gpus"), int) else None
+    ep = _first_int(args, _EP)
+    if ep is None and args.get("enable-expert-parallel") is True and tp is not None:
+        ep = tp * dp
+    attention = next((bool(args[k]) for k in _DP_ATTENTION if k in args), dp > 1 if _first_int(args, _DP) is not None else None)
+    kv = env.get("KV_OFFLOADING", "dram" if any(args.get(k) not in (None, False) for k in _HOST_KV) else None)
+    conc = env.get("CONC")
+    return {"tp": (tp, tp * dp) if tp is not None else (gpus,) if gpus is not None else None,
+            "ep": ep, "dp-attn": attention, "kv-offloading": None if kv is None else str(kv),
+            "conc": None if conc is None else tuple(map(str, conc)) if isinstance(conc, list) else (str(conc),)}
+
+
+def _first_int(args: dict[str, RawYaml], keys: tuple[str, ...]) -> int | None:
+    value = next((args[k] for k in keys if k in args), None)
+    return int(value) if isinstance(value, int) or (isinstance(value, str) and value.isdigit()) else None
+
+
+_HARNESS_VALUE = re.compile(r"@(fabric|dram)\.([A-Za-z0-9][A-Za-z0-9_-]*)")
+
+
+def harness_placeholders(recipe: EffectiveRecipe) -> EffectiveRecipe:
+    """The recipe with the InferenceX harness's site values (`@fabric.socket-ifname`, `@dram.per-gpu-bytes`:
+    the NICs and host memory of the cluster it runs on, filled in at launch) as shell placeholders
+    (`$FABRIC_SOCKET_IFNAME`, `$DRAM_PER_GPU_BYTES`): never published as the raw token; the recipe
+    itself when it has none (the same object, so the points' shared work stays shared)."""
+    if not _has_harness_value(recipe.data):
+        return recipe
+    changed = False
+
+    def walk(node: RawYaml) -> RawYaml:
+        nonlocal changed
+        if isinstance(node, dict):
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if isinstance(node, str) and "@" in node and _HARNESS_VALUE.search(node):
+            changed = True
+            return _HARNESS_VALUE.sub(lambda m: "$" + f"{m.group(1)}_{m.group(2)}".upper().replace("-", "_"), node)
+        return node
+
+    data = walk(recipe.data)
+    return replace(recipe, data=data, parts=None) if changed else recipe
+
+
+def overridden(recipe: EffectiveRecipe, sets: Sequence[str], unsets: Sequence[str]) -> Typed:
+    """`normalise` of the recipe with --set/--unset applied. An --unset path not in the recipe as written
+    may be one an error named: the path in the normalised (schema 2) recipe, for a recipe written in
+    another shape (v1 `backend:` sections, `_` arg keys); it is removed there, and the result checked again."""
+    from .schema import normalise
+
+    try:
+        return normalise(apply_overrides(recipe, sets, unsets))
+    except CookbookError as exc:
+        if not unsets or not exc.problems[0].key_path == "--unset":
+            raise
+        normal, _ = normalise(apply_overrides(recipe, sets, ()))
+        try:
+            return normalise(apply_overrides(normal, (), unsets))
+        except CookbookError:
+            raise exc from None
+
+
+def _has_harness_value(node: RawYaml) -> bool:
+    if isinstance(node, dict):
+        return any(_has_harness_value(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_harness_value(v) for v in node)
+    return isinstance(node, str) and "@" in node and _HARNESS_VALUE.search(node) is not None
 
 
 def _mapping(value: RawYaml) -> dict[str, RawYaml]:

@@ -4,11 +4,20 @@
 # - engine launches are recorded in "$CBG_CAPTURE.<process id>" (one file per process, as launches
 #   may run in background subshells; NUL-separated: LAUNCH, kind, line, argc, argv..., the exported
 #   environment as `env -0` prints it, END) and never executed;
-# - the setup steps the scripts run before serving are no-ops: `hf download` (weights), `nvidia-smi`
-#   (GPU inventory), `python3 <script folder>/*.py` (kernel-config installs, recorded as SETUP);
+# - the setup steps the scripts run before serving are no-ops: `hf download` (weights), `nvidia-smi`,
+#   `rocm-smi`, `amd-smi` (GPU inventory), `sleep`; `python3 <script folder>/*.py` (kernel-config
+#   installs), `pip install` / `pip3 install` / `python3 -m pip install` and benchmark_lib.sh's
+#   `agentic_pip_install` (package installs) are recorded as SETUP;
 # - any other command that is not a builtin or a command of the sandbox's PATH is recorded in
-#   "$CBG_DENIED" (line and name) and ends the script.
+#   "$CBG_DENIED" (line and name) and ends the script; once an engine launch is recorded, such a
+#   command ends the run instead (status 0, nothing denied): what the benchmark does after its
+#   launch (health checks, pip, curl, rocm-smi, the client) does not change what was launched;
+# - the launch forms the scripts use: `python3 -m sglang.launch_server`, `sglang serve`,
+#   `python3 -m sglang_router.launch_router`, `vllm serve`, `trtllm-serve` (alone or under `mpirun`),
+#   `python3 -m atom.entrypoints.openai_server`, `python3 -m dynamo.*`, each also behind `nohup`,
+#   `timeout`, `exec`, `env NAME=VALUE ...` or `numactl`.
 # Ports are fixed: PORT is InferenceX's default 8888 (benchmark-tmpl.yml), never probed.
+# The script's `/workspace` paths point at "$HOME/workspace" (cookbookgen.recipes.launches), made here.
 # Nothing here opens a file outside the sandbox's folder or a socket.
 
 # The line of the script's last command, for the errors Python reports: not of these handlers, and
@@ -23,35 +32,111 @@ trap '_cbg_stop 124' TERM   # the time limit
 trap '_cbg_stop 125' XFSZ   # the size limit: a write went over it
 
 _cbg_stop() { exit "$1"; }
+command mkdir -p "$HOME/workspace"
 _cbg_failed() { printf '%s %s\n' "$?" "${CBG_LINE:-0}" >> "$CBG_FAILED"; }
 _cbg_exit() {
-    local rc=$?
+    CBG_RC=$?
+    builtin trap - ERR      # the status is recorded here; what the script's own EXIT handler runs next is not the run
     wait
-    printf '%s %s\n' "$rc" "${CBG_LINE:-0}" > "$CBG_STATUS"
+    printf '%s %s\n' "$CBG_RC" "${CBG_LINE:-0}" > "$CBG_STATUS"
+}
+_cbg_rc() { return "$CBG_RC"; }   # the script's own EXIT handler, run next, sees the status the script exited with
+
+# A script's own EXIT handler runs after cookbookgen's (which waits for the launches its background
+# subshells are recording); its handlers for other signals are set as given.
+trap() {
+    if (( $# < 2 )) || [[ "$1" == -[!-]* ]]; then
+        builtin trap "$@"
+        return
+    fi
+    local command="$1" signal others=()
+    shift
+    for signal in "$@"; do
+        if [[ "$signal" == EXIT || "$signal" == 0 ]]; then
+            if [[ "$command" == - ]]; then builtin trap '_cbg_exit' EXIT; else builtin trap "_cbg_exit; _cbg_rc; $command" EXIT; fi
+        else
+            others+=("$signal")
+        fi
+    done
+    if (( ${#others[@]} )); then builtin trap "$command" "${others[@]}"; fi
+}
+
+# A refused command: recorded, then the script's own shell stops (USR2) once the launches of its
+# background subshells are written; with a launch recorded before it, the run ends there instead.
+trap '_cbg_refused' USR2
+_cbg_refused() {
+    wait
+    if [[ -e "$CBG_STATUS.launched" ]]; then
+        : > "$CBG_DENIED"
+        exit 0
+    fi
+    exit 126
 }
 
 command_not_found_handle() {
     printf '%s %s\n' "${BASH_LINENO[0]}" "$1" >> "$CBG_DENIED"
-    kill -KILL "$$"
-    return 127
+    kill -USR2 "$$"
+    return 0
 }
 
 source() {
     case "$1" in
-        */benchmark_lib.sh) return 0 ;;       # the stubs below are already defined
+        */benchmark_lib.sh)                   # the stubs below are already defined
+            # as benchmark_lib.sh does: agentic replays run at the model's own context limit
+            if [[ "${IS_AGENTIC:-0}" == 1 || "${SCENARIO_TYPE:-}" == agentic-coding ]]; then unset MAX_MODEL_LEN; fi
+            return 0 ;;
         *) builtin source "$@" ;;
     esac
+}
+
+# CBG_WHERE: the script's line of the command being stubbed: the line of the first caller outside
+# these stubs (nohup, exec, mpirun, pip3... add frames).
+_cbg_where() {
+    local depth=1
+    while [[ "${FUNCNAME[depth]:-}" == @(_cbg_*|python3|python|vllm|sglang|sglang_router|trtllm-serve|mpirun|nohup|setsid|timeout|exec|env|numactl|pip|pip3|agentic_pip_install) ]] \
+          && (( depth + 1 < ${#FUNCNAME[@]} )); do
+        depth=$((depth + 1))
+    done
+    CBG_WHERE="${BASH_LINENO[depth - 1]}"
 }
 
 _cbg_launch() {   # kind, then the launch's argv (without the program that starts it)
     local kind="$1"
     shift
-    { printf '%s\0' LAUNCH "$kind" "${BASH_LINENO[1]}" "$#" "$@"; env -0; printf 'END\0'; } >> "$CBG_CAPTURE.$BASHPID"
+    _cbg_where
+    # the runners' container work folder (/workspace, also the folder the scripts run in), as the script names it
+    set -- "${@//"$HOME"\/workspace//workspace}"
+    set -- "${@//"$HOME"//workspace}"
+    local pair
+    {
+        printf '%s\0' LAUNCH "$kind" "$CBG_WHERE" "$#" "$@"
+        # a pipe, not `< <(...)`: the sandbox has no /dev/fd for a process substitution
+        command env -0 | while IFS= read -r -d '' pair; do
+            case "$pair" in
+                CBG_*=* | HOME=* | PATH=* | BASH_ENV=*) ;;        # the sandbox's own: left as they are (not the script's)
+                *) pair="${pair//"$HOME"\/workspace//workspace}"; pair="${pair//"$HOME"//workspace}" ;;
+            esac
+            printf '%s\0' "$pair"
+        done
+        printf 'END\0'
+    } >> "$CBG_CAPTURE.$BASHPID"
+    : > "$CBG_STATUS.launched"
+}
+
+# A setup step (argv) before the launch; after a recorded launch, the run has ended.
+_cbg_setup() {
+    if [[ -e "$CBG_STATUS.launched" ]]; then
+        kill -USR2 "$$"
+        return 0
+    fi
+    _cbg_where
+    printf '%s\0' SETUP "$CBG_WHERE" "$#" "$@" >> "$CBG_CAPTURE.$BASHPID"
 }
 
 _cbg_deny() {
-    printf '%s %s\n' "${BASH_LINENO[1]}" "$*" >> "$CBG_DENIED"
-    kill -KILL "$$"
+    _cbg_where
+    printf '%s %s\n' "$CBG_WHERE" "$*" >> "$CBG_DENIED"
+    kill -USR2 "$$"
 }
 
 python3() {
@@ -59,6 +144,8 @@ python3() {
         "-m sglang.launch_server") shift 2; _cbg_launch sglang "$@" ;;
         "-m sglang_router.launch_router") shift 2; _cbg_launch sglang-router "$@" ;;
         "-m dynamo."*) _cbg_launch "dynamo" "$@" ;;
+        "-m atom.entrypoints.openai_server") shift 2; _cbg_launch atom "$@" ;;
+        "-m pip") _cbg_pip python3 "$@" ;;
         "-c "*snapshot_download*) printf '%s\n' "$3" ;;           # the Hugging Face id as the local path
         *)
             if [[ "$1" == *.py && "$(dirname "$1")" == "$(dirname "$0")" ]]; then
@@ -70,10 +157,53 @@ python3() {
 }
 python() { python3 "$@"; }
 vllm() { if [[ "$1" == serve ]]; then shift; _cbg_launch vllm "$@"; else _cbg_deny "vllm $1"; fi; }
+sglang() { if [[ "$1" == serve ]]; then shift; _cbg_launch sglang "$@"; else _cbg_deny "sglang $1"; fi; }
 sglang_router() { _cbg_launch sglang-router "$@"; }
+trtllm-serve() { if [[ "$1" == serve ]]; then shift; fi; _cbg_launch trtllm "$@"; }
+# mpirun's own options up to the program it starts (InferenceX runs `mpirun -n 1 ... trtllm-serve`).
+mpirun() {
+    while (( $# )) && [[ "$1" == -* || "$1" =~ ^[0-9]+$ ]]; do shift; done
+    (( $# )) || { _cbg_deny "mpirun"; return; }
+    "$@"
+}
+# Wrappers that start the command they are given: the command is what they launch.
+nohup() { "$@"; }
+setsid() { while [[ "${1:-}" == -* ]]; do shift; done; "$@"; }
+sleep() { :; }         # waiting changes nothing the script launches
+# Package installs into the image before the launch: setup steps the cookbook lists (after a
+# recorded launch, the run has ended at the first refused command anyway).
+_cbg_pip() {   # the command's words (pip, pip3, python3 -m pip), then its arguments
+    local words=("$@")
+    while (( $# )) && [[ "$1" != install && "$1" != -* ]] || [[ "$1" == -m ]]; do shift; done
+    if [[ "${1:-}" == install ]]; then _cbg_setup "${words[@]}"; else _cbg_deny "${words[*]:0:3}"; fi
+}
+pip() { _cbg_pip pip "$@"; }
+pip3() { _cbg_pip pip3 "$@"; }
+timeout() {
+    while [[ "${1:-}" == -* ]]; do [[ "$1" == -[sk] ]] && shift; shift; done
+    shift                                        # the duration
+    "$@"
+}
+numactl() { while [[ "${1:-}" == -* ]]; do shift; done; "$@"; }
+exec() {
+    if (( $# )); then
+        "$@"
+        exit $?
+    fi
+    builtin exec
+}
+env() {
+    if [[ $# -eq 0 || "$1" == -* ]]; then command env "$@"; return; fi
+    (
+        while [[ "${1:-}" == [A-Za-z_]*=* ]]; do export "$1"; shift; done
+        if (( $# )); then "$@"; else command env; fi
+    )
+}
 hf() { [[ "$1" == download ]] || _cbg_deny "hf $1"; }
 huggingface-cli() { [[ "$1" == download ]] || _cbg_deny "huggingface-cli $1"; }
 nvidia-smi() { :; }
+rocm-smi() { :; }      # GPU inventory, as nvidia-smi
+amd-smi() { :; }
 
 # --- benchmark_lib.sh, as stubs (same names and checks, no side effects) -------------------------
 export PORT="${PORT:-8888}"
@@ -89,18 +219,40 @@ check_env_vars() {
     fi
 }
 
-agentic_kv_offload_enabled() { [[ "${KV_OFFLOADING:-none}" != none ]]; }
+agentic_kv_offload_enabled() {
+    if [[ -z "${KV_OFFLOADING:-}" ]]; then
+        echo "Error: KV_OFFLOADING must be set for agentic benchmarks" >&2
+        exit 1
+    fi
+    [[ "$KV_OFFLOADING" != none ]]
+}
 require_agentic_kv_offload_none() {
     if agentic_kv_offload_enabled; then
         echo "Error: expected KV_OFFLOADING=none, got '$KV_OFFLOADING'" >&2
         exit 1
     fi
+    if [[ -n "${KV_OFFLOAD_BACKEND:-}" ]]; then
+        echo "Error: KV_OFFLOAD_BACKEND must be empty when KV_OFFLOADING=none" >&2
+        exit 1
+    fi
 }
-require_agentic_kv_offload_backend() { agentic_kv_offload_enabled; }
+require_agentic_kv_offload_backend() {
+    agentic_kv_offload_enabled || return 1
+    if [[ "${KV_OFFLOAD_BACKEND:-}" != "$1" ]]; then
+        echo "Error: expected KV_OFFLOAD_BACKEND=$1 when KV_OFFLOADING=$KV_OFFLOADING, got '${KV_OFFLOAD_BACKEND:-}'" >&2
+        exit 1
+    fi
+    if [[ "$KV_OFFLOADING" == dram && ! "${TOTAL_CPU_DRAM_GB:-}" =~ ^[1-9][0-9]*$ ]]; then
+        echo "Error: DRAM KV offloading requires a positive TOTAL_CPU_DRAM_GB capacity" >&2
+        exit 1
+    fi
+}
 select_available_server_port() { export PORT=8888; }
 build_replay_cmd() { REPLAY_CMD=":"; }
 resolve_trace_source() { :; }
 install_agentic_deps() { :; }
+# benchmark_lib.sh's `python3 -m pip install` into the image: a setup step the cookbook lists
+agentic_pip_install() { _cbg_setup pip install "$@"; }
 wait_for_server_ready() { :; }
 wait_for_ready() { :; }
 write_command() { :; }
