@@ -146,20 +146,21 @@ def test_two_rows_still_matching_are_ambiguous(capsys, tmp_path: Path) -> None:
 
 
 def test_a_refused_script_leaves_its_cells_unpaired_and_the_run_goes_on(capsys, tmp_path: Path) -> None:
-    """The corpus checkout with the H200 script calling `curl` after its launch (a marked edit: the sandbox refuses
-    network commands): the H200 cells end unpaired naming the script line, every other cell is still checked."""
+    """The corpus checkout with the H200 script calling `curl` before its launch (a marked edit: the sandbox refuses
+    network commands; after a launch, a command no longer matters): the H200 cells end unpaired naming the script
+    line, every other cell is still checked."""
     root = tmp_path / "inferencex"
     for part in ("configs", "benchmarks"):
         shutil.copytree(INFERENCEX / part, root / part)
     script = root / "benchmarks" / "single_node" / "agentic" / "dsv41flash_fp4_h200_sglang_mtp.sh"
-    lines = script.read_text().count("\n")
-    script.write_text(script.read_text() + "curl -s http://localhost:8888/health\n")
+    first, rest = script.read_text().split("\n", 1)
+    script.write_text(f"{first}\ncurl -s http://localhost:8888/health\n{rest}")
     code, doc = _diff(capsys, MODULE, root, "--allow-unpaired")
     states = {c["cell"]: (c["state"], c["reason"], c["detail"]) for c in doc["cells"]}
     shown = "benchmarks/single_node/agentic/dsv41flash_fp4_h200_sglang_mtp.sh"
     for cell in ("dsv41flash-fp4-h200-sglang-agentic-dspark#0", "dsv41flash-fp4-h200-sglang-agentic-dspark#1"):
         state, reason, detail = states[cell]
-        assert (state, reason) == ("unpaired", "recipe-refused") and detail.startswith(f"{shown}:{lines + 1}: script: runs `curl`"), detail
+        assert (state, reason) == ("unpaired", "recipe-refused") and detail.startswith(f"{shown}:2: script: runs `curl`"), detail
     assert states["dsv41flash-fp4-h100-sglang-agentic-dspark#0"][0] == "checked" and code == 1
 
 

@@ -74,13 +74,22 @@ def test_the_excerpt_lists_every_config_and_refuses_the_frameworks_it_does_not_r
     capsys.readouterr()
 
 
-def test_the_recipe_configs_of_the_excerpt_render(ws: Workspace) -> None:
-    """dynamo-vllm (a framework refused before issue 31) renders through its recipes, every point."""
+def test_the_recipe_configs_of_the_excerpt_are_refused_at_the_setting_they_would_drop(ws: Workspace) -> None:
+    """dynamo-vllm (a framework refused before issue 31) is read through its recipes. These recipes launch
+    one vLLM process per GPU (`backend.dp_launch_mode: per_gpu`), which cookbookgen does not render yet:
+    every point is refused at that recipe line instead of being rendered with the setting dropped."""
     entry = ws.entry("kimik2.6-fp4-b200-dynamo-vllm")
     check_framework(entry)
     policy, memo = load_policy(None), RunMemo()
-    deps = [render_point(ws.point(entry, row, conc), policy, False, memo) for row in entry.rows for conc in row.concs]
-    assert len(deps) == 6 and all(any(b.kind == "worker" for b in d.blocks) for d in deps)
+    reasons = []
+    for row in entry.rows:
+        for conc in row.concs:
+            with pytest.raises(CookbookError) as refused:
+                render_point(ws.point(entry, row, conc), policy, False, memo)
+            reasons.append(str(refused.value.problems[0]))
+    assert len(reasons) == 6
+    assert all(re.fullmatch(r"benchmarks/multi_node/srt-slurm-recipes/vllm/kimi-k2\.6/b200-fp4/8k1k/[\w.-]+\.yaml:26: backend\.dp_launch_mode: "
+                            r"cookbookgen does not use this setting and no policy rule classifies it; .*", r) for r in reasons), reasons
 
 
 @pytest.mark.skipif(not os.environ.get("INFERENCEX_TREE"), reason="set INFERENCEX_TREE to an InferenceX checkout (843c6254) to walk it whole")

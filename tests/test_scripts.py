@@ -190,8 +190,8 @@ REFUSED = "which the sandbox refuses (allowed: the engine launches, benchmark_li
 HOSTILE_CASES = {
     "network.sh": ({4}, "runs `curl`, " + REFUSED),
     "devtcp.sh": ({4}, "bash: /dev/tcp/1.1.1.1/80: Network is unreachable"),
-    # the loop's test or its body, wherever the time limit finds it
-    "forever.sh": ({4, 5}, "still running after 2 s (the sandbox's time limit)"),
+    # the loop's test or its body (or, on a loaded machine, the library it sources), wherever the time limit finds it
+    "forever.sh": ({3, 4, 5}, "still running after 2 s (the sandbox's time limit)"),
     "nolaunch.sh": ({5}, "launches no engine (python3 -m sglang.launch_server, sglang_router, vllm serve, python3 -m dynamo.*)"),
     "syntax.sh": ({6}, "bash: syntax error near unexpected token `fi'"),
     "huge.sh": ({6}, "writes more than 1048576 bytes to one file or its output (the sandbox's size limit)"),

@@ -91,8 +91,8 @@ def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tup
 def _wheel(typed: Any) -> tuple[str, ...]:
     """The ai-dynamo wheel a recipe installs (`dynamo: {install: true, source: {wheel: V}}`), as an install step."""
     extra = typed.dynamo.model_extra or {}
-    source = extra.get("source")
-    wheel = source.get("wheel") if isinstance(source, dict) else None
+    source = typed.dynamo.source       # a typed `DynamoSource`: `wheel` is one of its open keys
+    wheel = (source.model_extra or {}).get("wheel") if source is not None else None
     return (f"pip install ai-dynamo=={wheel}",) if wheel and extra.get("install") is True else ()
 
 

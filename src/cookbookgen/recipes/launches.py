@@ -11,8 +11,9 @@ I/O: through `recipes.script` only (the script's files arrive as bytes, `script.
   container work folder, where the checkout is) pointed into the sandbox's home folder; the stubs give
   them back as `/workspace/...` in the launches, and the script's folder as the checkout names it;
 - an SGLang router launch makes `frontend.type: sglang-router` with its flags as `frontend.args`,
-  and as `frontend.env` what it exports beyond the worker's environment (the engine settings it
-  inherits are the worker's); without one, `frontend.type: sglang` (the worker serves clients);
+  and as `frontend.env` everything the script exported before launching it (the router process
+  inherits the engine settings too, and the SGLang cookbook shows them on its block); without one,
+  `frontend.type: sglang` (the worker serves clients);
 - `resources.gpus_per_node` is the worker's GPUs (TP x PP: the script runs on one node);
 - setup steps (`python3 <script folder>/*.py`, `agentic_pip_install`) are listed under `script.setup`;
 - every setting is located at the script line of its launch.
@@ -169,7 +170,7 @@ def recipe_from_capture(capture: Capture, shown: str, variables: dict[str, str])
     origins: Origins = {}
     if routers:
         router = routers[0]
-        env = {k: v for k, v in router.env.items() if worker.env.get(k) != v}
+        env = dict(sorted(router.env.items()))
         frontend = {"type": "sglang-router", "args": _args(router, shown), **({"env": env} if env else {})}
         origins.update({p: (shown, router.line) for p in node_paths(frontend, ("frontend",))})
     data: dict[str, RawYaml] = {"engine": worker.kind, "resources": {"gpus_per_node": gpus}, "frontend": frontend,

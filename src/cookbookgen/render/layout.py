@@ -94,12 +94,19 @@ def _plan_role(recipe: EffectiveRecipe, role: Role, spec: RoleSpec, gpn: int, pr
         return RoleLayout(role, workers, gpus, per, need, (Slot(0, workers, None),), dp)
     if spec.nodes in (0, "colocate"):
         return _share_nodes(recipe, role, workers, gpus, gpn, dp, previous, across)
-    per_node = gpn // gpus      # srtctl packs partial-node workers contiguously: a node fills before the next
+    if v1:      # srtctl v1.0.68 packs partial-node workers contiguously: a node fills before the next
+        per_node = gpn // gpus
+        nodes = spec.nodes if isinstance(spec.nodes, int) else math.ceil(workers / per_node)
+        how = f"packed {per_node} per node of {gpn} GPUs as srtctl packs them"
+    else:       # schema 2: the role's workers spread over the nodes it names, as evenly as they go
+        nodes = spec.nodes if isinstance(spec.nodes, int) else math.ceil(workers * gpus / gpn)
+        per_node = math.ceil(workers / nodes)
+        how = f"{per_node} per node"
+        if per_node * gpus > gpn:
+            raise recipe.error(("roles", role, "nodes"), f"{workers} workers of {gpus} GPUs do not fit on {nodes} node(s) of {gpn} GPUs")
     need = math.ceil(workers / per_node)
-    nodes = spec.nodes if isinstance(spec.nodes, int) else need
     if need != nodes:   # a node with no worker, or workers with no node: no command could show it
-        raise recipe.error(("roles", role, "nodes"), f"{workers} worker(s) of {gpus} GPUs, packed {per_node} per node of {gpn} GPUs "
-                                                     f"as srtctl packs them, fill {need} node(s), not {nodes}")
+        raise recipe.error(("roles", role, "nodes"), f"{workers} worker(s) of {gpus} GPUs, {how}, fill {need} node(s), not {nodes}")
     if per_node == 1 or workers == 1:
         # srtctl v1.0.68 pins any worker on part of a node (worker_stage: fewer GPUs than the node has)
         pin = tuple(range(gpus)) if v1 and gpus < gpn else None

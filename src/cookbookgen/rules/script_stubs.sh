@@ -185,12 +185,16 @@ timeout() {
     "$@"
 }
 numactl() { while [[ "${1:-}" == -* ]]; do shift; done; "$@"; }
+# `exec CMD` of a stub (a launch: a function, which the builtin cannot exec) runs it and ends the
+# script; anything else (`exec -a NAME prog`, redirections) is the builtin's.
 exec() {
-    if (( $# )); then
+    local words=("$@")
+    while [[ "${1:-}" == -* ]]; do [[ "$1" == -a ]] && shift; shift; done
+    if (( $# )) && declare -F "$1" >/dev/null; then
         "$@"
         exit $?
     fi
-    builtin exec
+    builtin exec "${words[@]}"
 }
 env() {
     if [[ $# -eq 0 || "$1" == -* ]]; then command env "$@"; return; fi
