@@ -135,3 +135,14 @@ def test_the_site_reader_takes_back_a_multi_line_argument() -> None:
                   args=(("--host", "0.0.0.0"), ("--kv-transfer-config", value), ("--block-size", "256")), env={"A": "1"})
     parsed = parse_block_text(format_block(block))
     assert (parsed["cmd"], parsed["args"], parsed["env"]) == ("vllm serve org/m", block.args, {"A": "1"})
+
+
+def test_a_frontend_nginx_setting_no_table_names_is_a_finding_not_a_crash() -> None:
+    """InferenceX 843c6254's recipes set frontend.nginx_container; the diff's nginx.conf table has no line for
+    it, and the whole-tree diff stopped with KeyError. It is now a mismatch naming the setting."""
+    from types import SimpleNamespace
+
+    from cookbookgen.diff.structure import file_setting
+
+    cls, detail, role = file_setting(SimpleNamespace(nginx=True), ("frontend", "nginx_container"), "nginx:1.27", ())  # type: ignore[arg-type]
+    assert (cls, role) == ("mismatch", "nginx") and "nginx_container" in detail

@@ -104,6 +104,8 @@ def file_setting(expect: PointExpect, path: tuple[Any, ...], value: RawYaml, blo
         return _in_file([b for b in blocks if b.kind == "nats"], "nats.conf", text, True, "nats")
     if not expect.nginx:
         return "unverified", "applies only behind nginx; the point runs no nginx", "nginx"
+    if key not in table()["nginx"]:        # e.g. frontend.nginx_container: not a line of nginx.conf
+        return "mismatch", f"no check compares {key} with the cookbook (add it to diff/synthesized.yaml or a policy rule)", "nginx"
     pattern = table()["nginx"][key]
     if isinstance(pattern, dict):
         present = bool(value)
