@@ -88,7 +88,9 @@ def test_site_files_has_pages_scripts_charts_and_json(cookbook: Cookbook, files:
     assert {"index.md", "flags.md", "cookbook.json", f"{page.slug}/index.md", "stylesheets/cookbook.css",
             "javascripts/cookbook.js", "javascripts/iframe-worker-shim.js"} <= set(files)
     scripts = {p for p in files if p.endswith(".sh")}
-    assert scripts == {f"{pg.slug}/{pages.script_name(c, p)}" for pg in cookbook.pages for c in pg.cells for p in c.points}
+    launch = {f"{pg.slug}/{pages.script_name(c, p)}" for pg in cookbook.pages for c in pg.cells for p in c.points}
+    sbatch = {f"{pg.slug}/{pages.sbatch_name(pages.script_name(c, p))}" for pg in cookbook.pages for c in pg.cells for p in c.points}
+    assert scripts == launch | sbatch      # each measured point's launch script and its one-job Slurm script
     assert f"{page.slug}/pareto-gb300-latency.svg" in files and f"{page.slug}/pareto-gb300-interactivity.svg" in files
 
 

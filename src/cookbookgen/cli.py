@@ -48,7 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--model", help="Hugging Face id for --recipe when the recipe does not name one")
     r.add_argument("--cluster", help="for --recipe: the cluster it ran on, for cluster-provided env (e.g. gb300-nv); a --config point uses its master's runner")
     r.add_argument("--role", help="only blocks of this role or kind (prefill, decode, agg, etcd, nats, nginx, dynamo-frontend, sglang-router, ...)")
-    r.add_argument("--format", choices=["text", "json", "sh"], default="text", help="text: commands as a reader copies them; json: blocks and settings; sh: a runnable script")
+    r.add_argument("--format", choices=["text", "json", "sh", "slurm"], default="text",
+                   help="text: commands as a reader copies them; json: blocks and settings; sh: a launch script, one process per call; "
+                        "slurm: one sbatch job that starts every process on its node (srun, pyxis)")
+    r.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output (a script is made executable)")
     r.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE", help="set a recipe value (YAML scalar or list) after the override")
     r.add_argument("--unset", dest="unsets", action="append", default=[], metavar="PATH", help="remove a recipe value after the override")
     r.add_argument("--policy", type=Path, help="extra policy rules (YAML), applied before the shipped ones")
@@ -108,7 +111,15 @@ def _cmd_render(args: argparse.Namespace) -> int:
     if not blocks:
         kinds = dict.fromkeys(name for b in rendered.deployment.blocks for name in (b.role, b.kind) if name)
         raise CookbookError.usage("--role", unknown("role or kind", args.role, kinds))
-    sys.stdout.write(_FORMATS[args.format](rendered, blocks))
+    if args.format == "slurm" and args.role:
+        raise CookbookError.usage("--role", "the sbatch job starts every process; drop --role, or use --format sh")
+    text = _FORMATS[args.format](rendered, blocks)
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        from .files import write_atomic
+
+        write_atomic(args.out, text, durable=True, executable=args.format in ("sh", "slurm"))
     return EXIT_OK
 
 
@@ -145,6 +156,13 @@ def _as_sh(rendered: RenderedPoint, blocks: list[Block]) -> str:
     return copy_all(blocks, _heading(rendered), tables().describe_placeholder)
 
 
+def _as_slurm(rendered: RenderedPoint, blocks: list[Block]) -> str:
+    from .render.slurm import sbatch_script
+    from .render.tables import tables
+
+    return sbatch_script(rendered.deployment, _heading(rendered), tables().describe_placeholder)
+
+
 def _as_json(rendered: RenderedPoint, blocks: list[Block]) -> str:
     p, d = rendered.point, rendered.deployment
     doc = {
@@ -164,7 +182,7 @@ def _as_json(rendered: RenderedPoint, blocks: list[Block]) -> str:
     return json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n"
 
 
-_FORMATS: dict[str, Callable[[RenderedPoint, list[Block]], str]] = {"text": _as_text, "json": _as_json, "sh": _as_sh}
+_FORMATS: dict[str, Callable[[RenderedPoint, list[Block]], str]] = {"text": _as_text, "json": _as_json, "sh": _as_sh, "slurm": _as_slurm}
 
 
 def console() -> NoReturn:

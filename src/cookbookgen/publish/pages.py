@@ -35,6 +35,7 @@ from ..flags.check import CellCheck, check_cell
 from ..recipes.load import package_yaml
 from ..render.model import Block, Deployment
 from ..render.shell import copy_all, format_block
+from ..render.slurm import sbatch_script
 from ..render.tables import tables
 from ..text import one_line
 from .chart import Axis, ChartPoint, frontier, pareto_svg
@@ -136,6 +137,8 @@ class RunView:
     script: str          # file name beside the page
     blocks: tuple[BlockView, ...]
     copy_all: str
+    sbatch: str          # file name beside the page of the one-job Slurm script
+    sbatch_text: str
     point: Point
     summary: str         # metrics in one line, or what the variant is
     same_as: str | None  # tab of an earlier point with identical commands
@@ -233,6 +236,11 @@ def script_name(cell: Cell, point: Point) -> str:
     return f"launch-{cell.slug}-{_tab_slug(tab_title(cell, point), '-')}.sh"
 
 
+def sbatch_name(script: str) -> str:
+    """The Slurm job's file name beside a launch script's (`launch-X.sh` -> `sbatch-X.sh`)."""
+    return "sbatch-" + script.removeprefix("launch-")
+
+
 def variant_tab(cell: Cell, variant: Variant) -> str:
     point = _variant_point(cell, variant)
     return tab_title(cell, point) if point else variant.point.replace("/", " ")
@@ -282,6 +290,18 @@ def launch_script(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment,
                   derived: str | None = None) -> str:
     """The copy-all script of `dep`, headed by `# ...` lines saying what it is and where it came from
     (`render.shell.copy_all` keeps each on its comment line)."""
+    return copy_all(list(dep.blocks), script_heading(cookbook, cell, point, dep, generated_on, derived), tables().describe_placeholder)
+
+
+def sbatch_job(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment, generated_on: dt.date,
+               derived: str | None = None) -> str:
+    """The one-job Slurm script of `dep` (`render.slurm`), with the launch script's heading."""
+    return sbatch_script(dep, script_heading(cookbook, cell, point, dep, generated_on, derived), tables().describe_placeholder)
+
+
+def script_heading(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment, generated_on: dt.date,
+                   derived: str | None = None) -> list[str]:
+    """What a script of `dep` is and where it came from, one comment line each."""
     prov = cell.provenance
     run = f"run {prov.run} attempt {prov.attempt}" if prov.run else "no pinned run"
     lines = [f"{cell.config_key} {point.id}: {dep.model}, {dep.gpus} GPUs on {dep.nodes} node(s)",
@@ -292,7 +312,7 @@ def launch_script(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment,
              f"{cookbook.title}, generated {generated_on.isoformat()} by cookbookgen"]
     if derived:
         lines.insert(0, f"DERIVED, NOT BENCHMARKED: {derived}")
-    return copy_all(list(dep.blocks), lines, tables().describe_placeholder)
+    return lines
 
 
 def _blocks(dep: Deployment, anchor: str, data: Mapping[str, str]) -> tuple[BlockView, ...]:
@@ -312,6 +332,7 @@ def _run_view(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.dat
     same = earlier.setdefault("\n\n".join(b.text for b in blocks), tab_title(cell, point))
     return RunView(tab=tab_title(cell, point), anchor=anchor, script=script_name(cell, point),
                    blocks=blocks, copy_all=launch_script(cookbook, cell, point, point.deployment, generated_on),
+                   sbatch=sbatch_name(script_name(cell, point)), sbatch_text=sbatch_job(cookbook, cell, point, point.deployment, generated_on),
                    point=point, summary=_metric_summary(point), same_as=same if same != tab_title(cell, point) else None)
 
 
@@ -321,7 +342,8 @@ def _variant_view(cookbook: Cookbook, cell: Cell, variant: Variant, generated_on
     what = f"{variant.router} router, {variant.kv} KV tier, from measured point {variant.point}"
     script = launch_script(cookbook, cell, point, variant.deployment, generated_on, derived=what)
     return RunView(tab=variant_tab(cell, variant), anchor=anchor, script=f"launch-{anchor}.sh",
-                   blocks=_blocks(variant.deployment, anchor, {}), copy_all=script,
+                   blocks=_blocks(variant.deployment, anchor, {}), copy_all=script, sbatch=f"sbatch-{anchor}.sh",
+                   sbatch_text=sbatch_job(cookbook, cell, point, variant.deployment, generated_on, derived=what),
                    point=point, summary=f"{variant.router} router with KV tier {variant.kv}, derived from point {variant.point}",
                    same_as=None)
 
@@ -610,6 +632,7 @@ def page_files(cookbook: Cookbook, page: Page, env: jinja2.Environment, generate
             files[cell_path(page, cell.cell)] = render_template(env, "cell.md.j2", view=view, c=cell)
             derived = tuple(r for g in cell.variants for r in g.runs)
             files.update({f"{page.slug}/{r.script}": r.copy_all for r in cell.runs + derived})
+            files.update({f"{page.slug}/{r.sbatch}": r.sbatch_text for r in cell.runs + derived})
     return PageFiles(files, page_json(view), page_flags(page))
 
 
