@@ -182,7 +182,7 @@ def test_home_page_shows_models_by_hardware_with_status_and_date(files: dict[str
 
 def test_cell_shows_provenance_metrics_exclusions_disclosures_notes(cookbook: Cookbook, files: dict[str, str]) -> None:
     text = html.unescape(_cell_pages(files, cookbook))
-    assert '<a href="https://github.com/SemiAnalysisAI/InferenceX/actions/runs/38911006463/attempts/1">run 38911006463, attempt 1</a>' in text
+    assert '<a href="https://github.com/SemiAnalysisAI/InferenceX/actions/runs/38911006463/attempts/1">38911006463, attempt 1</a>' in text
     assert '<a href="https://github.com/SemiAnalysisAI/InferenceX/pull/4180">#4180</a>' in text
     assert "none pinned yet" in text                                  # the in-progress lane
     assert "| Point | Concurrency | Throughput (tok/s/GPU) |" in text

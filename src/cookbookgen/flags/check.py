@@ -59,7 +59,7 @@ class CellCheck:
         found = {f.cls for f in self.findings}
         if found & FAILING:
             return "flags-fail"
-        if "unknown-version" in found:
+        if "unknown-version" in found or not self.checked_flags:
             return "flags-unchecked"
         return "flags-deprecated" if "deprecated" in found else "flags-ok"
 
@@ -72,6 +72,8 @@ class CellCheck:
             return f"{len(failing)} flag(s) the pinned {versions} would refuse: {', '.join(failing)}"
         if any(f.cls == "unknown-version" for f in self.findings):
             return f"not checked: no flag catalog for {versions}" if versions else f"not checked: engine version unknown ({self.why})"
+        if not self.checked_flags:     # no worker of an engine with a catalog (vLLM, TRT-LLM)
+            return "not checked: cookbookgen has no flag catalog for these workers' engine"
         deprecated = sorted({f.flag for f in self.findings if f.cls == "deprecated"})
         tail = f"; deprecated: {', '.join(deprecated)}" if deprecated else ""
         return f"every flag is accepted by {versions}{tail}"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .model import Block, Deployment
-from .shell import block_comment, command_lines, comment_line, heredoc, placeholders_in, processes, quote
+from .shell import block_comment, command_lines, comment_line, heredoc, placeholders_in, processes, quote, safe_text
 
 # `$NAME:port` or `${NAME}:port`: a process reaching a port of the process that NAME places
 _REACHES = re.compile(r"\$\{?([A-Z][A-Z0-9_]*)\}?:(\d+)")
@@ -278,7 +278,7 @@ def sbatch_script(deployment: Deployment, heading: list[str], describe: Callable
     image = pyxis_image(deployment.image) if deployment.image else ""
     lines += ["", 'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
               f'if ((${{#NODES[@]}} < {job.nodes})); then echo "this job needs {job.nodes} node(s), it has ${{#NODES[@]}}" >&2; exit 2; fi',
-              *(f': "${{{n}:?{_safe(describe(n) or n)}}}"' for n in given),
+              *(f': "${{{n}:?{safe_text(describe(n) or n)}}}"' for n in given),
               *(f"export {n}=\"${{NODES[{node}]}}\"" for n, node in job.node_of.items() if n in used),
               *(f"export {n}" for n in given),
               f"CONTAINER_IMAGE=${{CONTAINER_IMAGE-{quote(image) if image else ''}}}",
@@ -307,7 +307,4 @@ def _process_env(block: Block, p: Placed) -> list[str]:
         env.append(f"NODE_RANK={p.rank}")
     return env
 
-
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9 ,.:;()/+=_-]", "", text)
 
