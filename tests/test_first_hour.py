@@ -206,3 +206,52 @@ def test_the_readme_commands_work_as_written_from_another_folder(tmp_path: Path)
         run = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True)
         allowed = (0, 1) if command.startswith("cookbookgen flags") else (0,)
         assert run.returncode in allowed and "error" not in run.stderr, f"{command}: {run.returncode}\n{run.stderr}"
+
+
+# --- honest numbers, comparable charts, titles and links ----------------------------------------------
+
+def test_a_simulated_acceptance_length_is_beside_the_throughput_it_qualifies(built: tuple[Cookbook, Path]) -> None:
+    cookbook, out = built
+    simulated = [(page, cell, p) for page in cookbook.pages for cell in page.cells for p in cell.points
+                 if p.golden_al and pages.THROUGHPUT in p.metrics]
+    assert simulated
+    for page, cell, point in simulated:
+        html = (out / page.slug / cell.slug / "index.html").read_text()
+        value = f"{point.metrics[pages.THROUGHPUT]:,.0f}"
+        summary = re.search(rf'cb-summary">Throughput {value} tok/s/GPU ([^·<]*)', html)
+        assert summary and f"simulated acceptance length of {point.golden_al}" in summary.group(1) and "SIMULATE" in summary.group(1)
+        assert re.search(rf"<td[^>]*>{value} &#40;simulated AL {re.escape(point.golden_al)}&#41;</td>", html), cell.slug   # in the metrics table too
+
+
+def test_every_deployment_of_a_hardware_is_on_its_latency_and_interactivity_charts_or_named_as_missing(built: tuple[Cookbook, Path]) -> None:
+    cookbook, _ = built
+    for page in cookbook.pages:
+        view, _svgs = pages.page_view(cookbook, page, dt.date(2026, 12, 7))
+        for hw in view.hardware:
+            measured = {c.name for c in hw.cells if any(pages.THROUGHPUT in p.metrics for p in c.cell.points)}
+            kinds = [ch.file.rsplit("-", 1)[1] for ch in hw.charts]
+            assert not measured or kinds == ["latency.svg", "interactivity.svg"][:len(kinds)]
+            for ch in hw.charts:
+                shown = {text.rsplit(" ", 1)[0] for text, _ in ch.frontier} | set(ch.missing)
+                plotted = {c.name for c in hw.cells for p in c.cell.points if pages.THROUGHPUT in p.metrics} - set(ch.missing)
+                assert measured == plotted | set(ch.missing) and set(ch.missing) <= measured and shown
+
+
+def test_each_page_is_titled_by_its_own_model(built: tuple[Cookbook, Path]) -> None:
+    cookbook, out = built
+    assert len(cookbook.pages) > 1
+    for page in cookbook.pages:
+        others = [p.title for p in cookbook.pages if p is not page]
+        for html in [out / page.slug / "index.html", *(out / page.slug / c.slug / "index.html" for c in page.cells)]:
+            title = re.search(r"<title>(.*?)</title>", html.read_text()).group(1)  # type: ignore[union-attr]
+            assert page.title in title and not any(o in title for o in others), title
+
+
+def test_the_recipe_path_links_to_the_file_at_the_cited_commit(built: tuple[Cookbook, Path]) -> None:
+    cookbook, out = built
+    for page in cookbook.pages:
+        for cell in page.cells:
+            prov = cell.provenance
+            html = (out / page.slug / cell.slug / "index.html").read_text()
+            url = f"{cookbook.repo.rstrip('/')}/blob/{prov.commit}/{prov.recipe}"
+            assert f'<a href="{url}"><code>' in html, cell.slug

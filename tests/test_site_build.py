@@ -336,7 +336,7 @@ def test_serve_previews_the_site_and_stops_cleanly(stop: str, tmp_path: Path) ->
                 break
             except OSError:
                 time.sleep(0.2)
-        assert "DeepSeek-V4.1-Flash cookbook" in body
+        assert "LLM serving cookbook" in body
         assert list(scratch.iterdir()), "serve works in temporary folders"
     finally:
         proc.send_signal(getattr(signal, stop))

@@ -22,14 +22,15 @@ import datetime as dt
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, cast
+from urllib.parse import quote
 
 import jinja2
 from markupsafe import Markup, escape
 from pymdownx.slugs import slugify as _pymdownx_slugify
 
-from ..cells.model import Cell, Cookbook, Page, Point, Variant
+from ..cells.model import Cell, Cookbook, Page, Point, Provenance, Variant
 from ..errors import CookbookError
 from ..flags.check import CellCheck, check_cell
 from ..recipes.load import package_yaml
@@ -114,7 +115,25 @@ def badge(status: str) -> Markup:
 
 
 def code(value: object) -> Markup:
-    return Markup(f"<code>{md(value)}</code>")
+    """Inline code, breakable only after a separator (`/`, `:`, `@`, `_`, `-`, `.` before a letter) so
+    that a model id or image wraps between its parts, never inside one (the stylesheet forbids other
+    breaks); a part longer than a line (a digest) scrolls in its own box (`cb-nobreak`)."""
+    text = str(value)
+    parts = re.split(r"(?<=[/:@_-])", text)
+    inner = Markup("<wbr>").join(md(part) for part in parts)
+    if any(len(part) > 32 for part in parts):
+        return Markup(f'<code class="cb-nobreak">{inner}</code>')
+    return Markup(f"<code>{inner}</code>")
+
+
+def recipe_link(prov: Provenance) -> Markup:
+    """The recipe path as a link to the file at the cited commit (`<repo>/blob/<commit>/<path>`, beside
+    the commit's own link), or as code when the commit's link is not a GitHub-style commit URL."""
+    base, sep, _ = prov.commit_url.partition("/commit/")
+    if not sep or not re.match(r"https?://", base):
+        return code(prov.recipe)
+    url = f"{base}/blob/{quote(prov.commit)}/{quote(prov.recipe)}"
+    return Markup(f'<a href="{escape(url)}"><code>{md(prov.recipe)}</code></a>')
 
 
 # --- views: what the templates show ---------------------------------------------------------------
@@ -182,6 +201,8 @@ class ChartView:
     title: str
     alt: str
     frontier: tuple[tuple[str, str], ...]   # (text, page-relative link) of frontier points
+    missing: tuple[str, ...] = ()           # deployments with measured points but none with this chart's x metric
+    simulated: tuple[str, ...] = ()         # deployments on it whose throughput ran with a simulated acceptance length
 
 
 @dataclass(frozen=True)
@@ -322,8 +343,18 @@ def _blocks(dep: Deployment, anchor: str, data: Mapping[str, str]) -> tuple[Bloc
 
 
 def _metric_summary(point: Point) -> str:
+    """The point's headline numbers, each with the caveat that qualifies it right beside it."""
     keys = [k for k in SUMMARY if k in point.metrics][:3]
-    return " · ".join(f"{_metric(k)[0]} {_format_metric(k, point.metrics[k])} {_metric(k)[1]}" for k in keys)
+    return " · ".join(f"{_metric(k)[0]} {_format_metric(k, point.metrics[k])} {_metric(k)[1]}{caveat(point, k)}" for k in keys)
+
+
+def caveat(point: Point, key: str) -> str:
+    """What qualifies metric `key` of `point`, to print beside the number: a throughput measured with a
+    simulated speculative-decoding acceptance length (`SGLANG_SIMULATE_ACC_LEN`) is not what real
+    traffic gets."""
+    if key == THROUGHPUT and point.golden_al:
+        return f" (with a simulated acceptance length of {point.golden_al}, SGLANG_SIMULATE_ACC_LEN: real traffic differs)"
+    return ""
 
 
 def _run_view(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.date, earlier: dict[str, str]) -> RunView:
@@ -383,13 +414,14 @@ XMetric = tuple[str, str, Axis]   # an entry of X_METRICS
 
 
 def chart_groups(cells: tuple[Cell, ...]) -> dict[XMetric, list[tuple[Cell, Point]]]:
-    """Measured points with a throughput and an x metric, grouped by their x metric (the first one present)."""
+    """Per x metric (one chart each, in `X_METRICS` order), every measured point with a throughput and
+    that metric: all deployments of a hardware on the same axes, so they can be compared (a point with
+    both metrics is on both charts)."""
     groups: dict[XMetric, list[tuple[Cell, Point]]] = {}
-    for cell in cells:
-        for point in cell.points:
-            x = next((x for x in X_METRICS if x[0] in point.metrics), None)
-            if x and THROUGHPUT in point.metrics:
-                groups.setdefault(x, []).append((cell, point))
+    for x in X_METRICS:
+        members = [(cell, point) for cell in cells for point in cell.points if x[0] in point.metrics and THROUGHPUT in point.metrics]
+        if members:
+            groups[x] = members
     return groups
 
 
@@ -416,6 +448,16 @@ def cell_title(cell: Cell, name: str) -> str:
     return f"{hardware_title(cell.hw)} · {name}"
 
 
+def _simulated(members: list[tuple[Cell, Point]], names: dict[str, str]) -> tuple[str, ...]:
+    """The chart's deployments whose throughput ran with a simulated acceptance length, with it; one
+    entry "every deployment (AL)" when all of them did, with one length."""
+    found = dict.fromkeys(f"{names[c.id]} ({p.golden_al})" for c, p in members if p.golden_al)
+    lengths = {p.golden_al for _, p in members}
+    if found and len(lengths) == 1 and all(p.golden_al for _, p in members):
+        return (f"every deployment on it ({lengths.pop()})",)
+    return tuple(found)
+
+
 def chart(page: Page, hw: str, x: XMetric, members: list[tuple[Cell, Point]],
           names: dict[str, str]) -> tuple[ChartView, str, set[tuple[str, str]]]:
     """The chart's view, its SVG text and the (cell id, point id) pairs on its frontier."""
@@ -434,7 +476,8 @@ def chart(page: Page, hw: str, x: XMetric, members: list[tuple[Cell, Point]],
 
 def _metric_rows(cell: Cell, keys: list[str], on_front: set[tuple[str, str]]) -> tuple[MetricRow, ...]:
     return tuple(MetricRow(tab_title(cell, p), point_anchor(cell, p), ", ".join(str(c) for c in p.concs),
-                           tuple(_format_metric(k, p.metrics[k]) if k in p.metrics else "—" for k in keys),
+                           tuple(_format_metric(k, p.metrics[k]) + (f" (simulated AL {p.golden_al})" if caveat(p, k) else "")
+                                 if k in p.metrics else "—" for k in keys),
                            (cell.id, p.id) in on_front)
                  for p in cell.points)
 
@@ -476,7 +519,10 @@ def page_view(cookbook: Cookbook, page: Page, generated_on: dt.date) -> tuple[Pa
         charts, on_front = [], set()
         for x, members in chart_groups(cells).items():
             view, svg, on = chart(page, hw, x, members, names)
-            charts.append(view)
+            shown = {c.id for c, _ in members}
+            missing = tuple(names[c.id] for c in cells if c.id not in shown and any(THROUGHPUT in p.metrics for p in c.points))
+            simulated = _simulated(members, names)
+            charts.append(replace(view, missing=missing, simulated=simulated))
             svgs[view.file] = svg
             on_front |= on
         views = tuple(cell_view(cookbook, c, names[c.id], generated_on, on_front) for c in cells)
@@ -597,7 +643,7 @@ def environment(templates: Mapping[str, str]) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.DictLoader(dict(templates)), autoescape=True, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     env.filters.update(md=md, code=code, badge=badge, command=command, safe_title=lambda t: Markup(json.dumps(safe_title(one_line(t)))))
-    env.globals.update(link=link, STATUS_TEXT=site_table("statuses"), hardware_title=hardware_title,
+    env.globals.update(link=link, recipe_link=recipe_link, STATUS_TEXT=site_table("statuses"), hardware_title=hardware_title,
                        hardware_anchor=hardware_anchor, page_path=page_path)
     return env
 
