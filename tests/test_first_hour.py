@@ -7,6 +7,7 @@ nouns, no word dangles, no word is doubled.
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import os
 import re
@@ -34,7 +35,7 @@ COOKBOOKGEN = [sys.executable, "-m", "cookbookgen.cli"]
 _COUNTED = "GPU|node|worker|point|config|cell|process|finding|replica|instance|page|setting|flag|variant|script|file|deployment|tier|name"
 _ONE_PLURAL = re.compile(rf"(?<![\d.,/-])1 (?:{_COUNTED})s\b")
 _MANY_SINGULAR = re.compile(r"(?<![\d.,/-])(?:0|[2-9]|[1-9]\d+) (?:worker|point|config|cell|process|finding|replica|instance|page|variant|script|file|deployment)\b(?![s'’-])")
-_DANGLING = re.compile(r"\b(?:by|of|to|the|a|an|with|for|from|than|and|or|is|are)\s*(?:[,;:)]|$)", re.I)
+_DANGLING = re.compile(r"\b(?:by|of|to|the|a|an|with|for|from|than|and|or|is|are)\s*(?:[,;)]|$)", re.I)   # "one of: x" introduces a list
 _DOUBLED = re.compile(r"(?<![\w-])([A-Za-z]+) \1(?![\w-])", re.I)
 
 
@@ -255,3 +256,81 @@ def test_the_recipe_path_links_to_the_file_at_the_cited_commit(built: tuple[Cook
             html = (out / page.slug / cell.slug / "index.html").read_text()
             url = f"{cookbook.repo.rstrip('/')}/blob/{prov.commit}/{prov.recipe}"
             assert f'<a href="{url}"><code>' in html, cell.slug
+
+
+# --- errors that point the right way ----------------------------------------------------------------
+
+def _error(argv: list[str], cwd: Path) -> str:
+    """The one stderr line of a bad input (exit 2, nothing on stdout), through the installed command."""
+    run = subprocess.run([*COOKBOOKGEN, *argv], cwd=cwd, capture_output=True, text=True)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and run.stdout == "" and len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
+    assert lines[0].startswith("cookbookgen: error: ")
+    problems = prose_problems(lines[0])
+    assert not problems, problems
+    return lines[0].removeprefix("cookbookgen: error: ")
+
+
+def test_each_first_hour_error_is_one_line_that_names_the_thing_and_what_to_do(tmp_path: Path) -> None:
+    (tmp_path / "site").mkdir()
+    nope = tmp_path / "nope"
+    assert _error(["list", "--source", str(nope)], tmp_path) == \
+        f"--source {nope}: the folder does not exist; give an InferenceX checkout (a folder with configs/*-master.yaml)"
+    assert _error(["list", "--source", str(tmp_path)], tmp_path).startswith(f"--source {tmp_path}: no master config in this folder")
+    key = "dsv41flash-fp4-gb300-dynamo-sglang-agentic-ag"
+    line = _error(["render", "--config", key, "--point", "c1"], tmp_path)
+    assert line.startswith(f"--config: unknown config key '{key}'; expected one of: ") and f"(did you mean {key}g?)" in line
+    assert ":1:" not in line and "amd-master.yaml" not in line
+    assert _error(["show", "nope.jsx"], tmp_path) == "nope.jsx: the file does not exist"
+    vllm = "dsv41flash-fp4-mi325x-vllm-agentic-nixl"
+    line = _error(["export", "--config", vllm, "--config", "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg", "--out", "m.jsx"], tmp_path)
+    assert line.startswith(f"config {vllm}: its cells run behind router 'vllm-router'") and "m.jsx" not in line
+    assert not (tmp_path / "m.jsx").exists()
+    line = _error(["diff", "--explain", "foo"], tmp_path)
+    names = ["mismatch", "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "unverified", "derived",
+             "commit-missing", "no-master-entry", "recipe-missing", "framework-unsupported", "selector-missing"]
+    assert line == f"--explain: unknown finding class or unpaired reason 'foo'; expected one of: {', '.join(names)}"
+    typo = tmp_path / "typo.yaml"
+    typo.write_text((ROOT / "data" / "cookbook.yaml").read_text().replace("\ntitle:", "\ntitel:").replace("source: inferencex", f"source: {ROOT / 'data' / 'inferencex'}"))
+    line = _error(["list", "--cookbook", str(typo)], tmp_path)       # one line, not also "title: Field required"
+    assert line.startswith(f"{typo}:4: titel: unknown key 'titel'; expected one of: ") and line.endswith("(did you mean title?)")
+
+
+def test_list_takes_a_built_site_as_diff_and_flags_do(built: tuple[Cookbook, Path], tmp_path: Path) -> None:
+    cookbook, out = built
+    run = subprocess.run([*COOKBOOKGEN, "list", "--cookbook", str(out)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    listed = {line.split()[0] for line in run.stdout.splitlines()[1:]}
+    assert listed == {c.id for page in cookbook.pages for c in page.cells}
+
+
+def test_diff_reads_only_what_it_is_given_and_says_what_it_compared(tmp_path: Path) -> None:
+    """Another MkDocs `site/` in the folder is not added unasked (it made the README's `cookbookgen diff` exit 2)."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.html").write_text("<html>someone else's site</html>")
+    run = subprocess.run([*COOKBOOKGEN, "diff"], cwd=tmp_path, capture_output=True, text=True)
+    first = run.stdout.splitlines()[0]
+    assert run.returncode == 0 and first.startswith("cookbookgen diff: PASS (exit 0): parity; compared ")
+    assert first.endswith(f"{bundled(EXAMPLE_MANIFEST)} against {bundled(EXAMPLE_MANIFEST).parent / 'inferencex'}") and "site" not in first
+
+
+def _options(parser: argparse.ArgumentParser) -> dict[str, dict[str, tuple[str | None, str | None]]]:
+    """Per subcommand, per option string: (metavar, help)."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: {s: (a.metavar if isinstance(a.metavar, str) else None, a.help) for a in p._actions for s in a.option_strings}
+            for name, p in sub.choices.items()}
+
+
+def test_help_names_each_concept_one_way_and_explains_every_option() -> None:
+    from cookbookgen.cli import build_parser
+
+    options = _options(build_parser())
+    shared = ["--source", "--config", "--cookbook", "--point", "--cell", "--policy", "--cache", "--date", "--logs"]
+    for option in shared:
+        metavars = {name: o[option][0] for name, o in options.items() if option in o}
+        assert len(set(metavars.values())) == 1, f"{option} is named differently across commands: {metavars}"
+    missing = [f"{name} {s}" for name, o in options.items() for s, (_, text) in o.items() if not text and s not in ("-h", "--help")]
+    assert not missing, missing
+    assert options["flags"]["--cookbook"][0] == "COOKBOOK"
+    flags = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["flags"]
+    assert not [a for a in flags._actions if not a.option_strings], "flags takes its cookbook one way: --cookbook"

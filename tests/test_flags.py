@@ -90,7 +90,7 @@ def test_each_class_reported_once(tmp_path: Path, capsys: pytest.CaptureFixture[
     blocks = [worker(["--model-path", "m"], ["--nsa-prefill-backend", "fa3"], ["--enable-dp-attention"], ["--tp", "4"],
                      ["--cuda-graph-max-bs", "64"], ["--attention-backend", "no-such-kernel"], ["--no-such-flag"])]
     path = points_file(tmp_path, ("key", RELEASE_23, blocks), ("key", RELEASE_23, blocks))
-    code, doc = run(capsys, str(path))
+    code, doc = run(capsys, "--cookbook", str(path))
     assert code == 1
     assert classes(doc) == [
         ("--attention-backend", "bad-choice"), ("--cuda-graph-max-bs", "ambiguous-abbreviation"),
@@ -107,7 +107,7 @@ def test_each_class_reported_once(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_the_same_flags_against_the_older_release(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocks = [worker(["--nsa-prefill-backend", "fa3"], ["--enable-dp-attention"], ["--cuda-graph-max-bs", "64"])]
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", RELEASE_19, blocks))))
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", RELEASE_19, blocks))))
     assert code == 0
     assert classes(doc) == [("--cuda-graph-max-bs", "deprecated"), ("--nsa-prefill-backend", "deprecated")]
 
@@ -121,22 +121,22 @@ def test_the_same_flags_against_the_older_release(tmp_path: Path, capsys: pytest
     (["--attention-backend=nope"], "bad-choice"),
 ])
 def test_values_read_as_argparse_reads_them(arg: list[str], cls: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", RELEASE_23, [worker(arg)]))))
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", RELEASE_23, [worker(arg)]))))
     assert (code, classes(doc)) == (1, [(arg[0], cls)])
 
 
 def test_clean_flags_and_placeholders_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocks = [worker(["--model-path", "m"], ["--tp-size", "4"], ["--attention-backend", "fa3"], ["--node-rank", "$NODE_RANK"],
                      ["--cuda-graph-bs-decode", "1", "2", "4"], ["--host=0.0.0.0"])]
-    assert run(capsys, str(points_file(tmp_path, ("key", RELEASE_23, blocks)))) [0] == 0
+    assert run(capsys, "--cookbook", str(points_file(tmp_path, ("key", RELEASE_23, blocks)))) [0] == 0
 
 
 def test_unknown_version_is_reported_not_guessed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = points_file(tmp_path, ("key", NIGHTLY, [worker(["--no-such-flag"])]))
-    code, doc = run(capsys, str(path))
+    code, doc = run(capsys, "--cookbook", str(path))
     assert code == 0 and classes(doc) == [("", "unknown-version")]
     assert doc["cells"][0]["versions"] == {} and doc["cells"][0]["checked_flags"] == 0
-    code, doc = run(capsys, str(path), "--engine-version", "0.5.23")
+    code, doc = run(capsys, "--cookbook", str(path), "--engine-version", "0.5.23")
     assert code == 1 and classes(doc) == [("--no-such-flag", "unknown-flag")]
     assert doc["cells"][0]["versions"] == {"sglang": "0.5.23"}
 
@@ -145,14 +145,14 @@ def test_dynamo_wrapper_reads_its_own_flags_first(tmp_path: Path, capsys: pytest
     dynamo = "python3 -m dynamo.sglang"
     blocks = [worker(["--request-plane", "nats"], ["--tp-size", "4"], cmd=dynamo)]
     # sglang-runtime:1.2.1 pins both versions: the wrapper's flag is checked against ai-dynamo 1.2.1.
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.2.1", blocks))))
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.2.1", blocks))))
     assert (code, classes(doc)) == (0, [])
     assert doc["cells"][0]["versions"] == {"ai-dynamo": "1.2.1", "sglang": "0.5.11"}
     bad = [worker(["--request-plane", "carrier-pigeon"], cmd=dynamo)]
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.2.1", bad))))
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.2.1", bad))))
     assert (code, classes(doc)) == (1, [("--request-plane", "bad-choice")])
     # An SGLang release image names no Dynamo version: the wrapper's flags are said to be unchecked.
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", RELEASE_19, blocks))))
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", RELEASE_19, blocks))))
     assert (code, classes(doc)) == (0, [("--request-plane", "wrapper-flag")])
 
 
@@ -176,7 +176,7 @@ def test_text_report_groups_per_cell_with_counts(tmp_path: Path, capsys: pytest.
 ])
 def test_bad_input_exits_2(argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = points_file(tmp_path, ("key", RELEASE_23, [worker(["--tp-size", "2"])]))
-    assert main(["flags", str(path), *argv]) == 2
+    assert main(["flags", "--cookbook", str(path), *argv]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith(f"cookbookgen: error: {message}")
 
@@ -202,7 +202,7 @@ def test_source_config_renders_and_checks(capsys: pytest.CaptureFixture[str]) ->
 
 def test_corpus_module_release_cells_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
     module = CORPUS / "sglang-cookbook" / "agentx" / "deepseek-ai" / "deepseek-v4.jsx"
-    code, doc = run(capsys, str(module))
+    code, doc = run(capsys, "--cookbook", str(module))
     release = [c for c in doc["cells"] if c["versions"].get("sglang") == "0.5.19"]
     assert release and all(c["checked_flags"] for c in release)
     found = {(f["flag"], f["class"]) for c in release for f in c["findings"]}

@@ -17,7 +17,8 @@ from cookbookgen.cli import main
 
 from conftest import CORPUS, DATA, SOURCE
 
-LINE = re.compile(r"^cookbookgen: error: (?P<file>.+?):(?P<line>\d+): (?P<key>\S+): (?P<msg>.+)$")
+# `file:line: key: message`, or `file: key: message` for a whole-file problem (no line to point at)
+LINE = re.compile(r"^cookbookgen: error: (?P<file>.+?)(?::(?P<line>\d+))?: (?P<key>\S+): (?P<msg>.+)$")
 MODULE = CORPUS / "sglang-cookbook/agentx/deepseek-ai/deepseek-v4.jsx"
 AGG = "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg"
 

@@ -17,7 +17,6 @@ from ..errors import CookbookError
 from ..policy.rules import glob_matches
 from ..recipes.load import package_yaml
 from ..render.model import Block
-from ..text import unknown
 from .model import DIFFERENT, EXTRA
 
 if TYPE_CHECKING:
@@ -306,4 +305,4 @@ def explain_class(name: str) -> str:
         if name in glossary()[group]:
             return f"{name} ({title}): {glossary()[group][name]}"
     known = [*glossary()["classes"], *glossary()["unpaired"]]
-    raise CookbookError.usage("--explain", unknown("finding class or unpaired reason", name, known))
+    raise CookbookError.usage("--explain", f"unknown finding class or unpaired reason {name!r}; expected one of: {', '.join(known)}")

@@ -93,7 +93,11 @@ class Workspace:
         found: dict[str, ConfigEntry] = {}
         files = self.checkout.master_files()
         if not files:
-            raise CookbookError.at(str(self.checkout.root), 0, "", "no master config: expected configs/*-master.yaml (or inferencex-e2e/configs/)")
+            root = self.checkout.root
+            if not root.exists():
+                raise CookbookError.usage(f"--source {root}", "the folder does not exist; give an InferenceX checkout (a folder with configs/*-master.yaml)")
+            raise CookbookError.usage(f"--source {root}", "no master config in this folder: expected configs/*-master.yaml "
+                                                           "(or inferencex-e2e/configs/); give an InferenceX checkout")
         for path in files:
             self._masters.add(self._resolve(path))
             doc = self.document(path)
@@ -107,7 +111,7 @@ class Workspace:
     def entry(self, key: str) -> ConfigEntry:
         entries = self.entries()
         if key not in entries:
-            raise CookbookError.at(self.checkout.shown(self.checkout.master_files()[0]), 0, key, unknown("config key", key, entries))
+            raise CookbookError.usage("--config", unknown("config key", key, entries) + f" (in the master configs of {self.checkout.root})")
         return entries[key]
 
     def selected(self, path: Path, selector: str | None) -> EffectiveRecipe:
