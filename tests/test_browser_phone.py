@@ -47,7 +47,7 @@ _BOXES = """() => {
 }"""
 
 # Per inline code element that wraps onto two or more lines: the characters before each break.
-_BREAKS = """() => {
+_BREAKS = r"""() => {
   const out = [];
   for (const code of document.querySelectorAll("article :not(pre) > code")) {
     if (code.getClientRects().length < 2) continue;
