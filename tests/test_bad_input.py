@@ -22,6 +22,15 @@ def run_cli(capsys, argv: list[str]) -> tuple[int, str, str]:
     return code, out, err
 
 
+def one_sentence(capsys, argv: list[str]) -> str:
+    """The one line of a bad input that has no file line to point at (a plain sentence), without its prefix."""
+    code, out, err = run_cli(capsys, argv)
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("cookbookgen: error: ") and not LINE.match(lines[0]), lines[0]
+    return lines[0].removeprefix("cookbookgen: error: ")
+
+
 def one_problem(capsys, argv: list[str]) -> re.Match[str]:
     code, out, err = run_cli(capsys, argv)
     lines = err.strip().splitlines()
@@ -126,8 +135,8 @@ def test_zip_length_mismatch(tmp_path: Path, capsys) -> None:
 
 
 def test_missing_recipe_file(capsys, tmp_path: Path) -> None:
-    match = one_problem(capsys, ["render", "--recipe", str(tmp_path / "nope.yaml")])
-    assert match["file"] == str(tmp_path / "nope.yaml") and match["msg"] == "file not found"
+    line = one_sentence(capsys, ["render", "--recipe", str(tmp_path / "nope.yaml")])
+    assert line == f"{tmp_path / 'nope.yaml'}: the file does not exist"
 
 
 def _copy_source(tmp_path: Path) -> Path:
@@ -154,9 +163,9 @@ def test_recipe_path_leaving_the_checkout(tmp_path: Path, capsys) -> None:
 
 
 def test_unknown_config_and_point(capsys) -> None:
-    match = one_problem(capsys, ["render", "--source", str(SOURCE), "--config", "dsv41flash-fp4-gb300-dynamo-sglang-agentic-ag", "--point", "c1"])
-    assert match["key"] == "dsv41flash-fp4-gb300-dynamo-sglang-agentic-ag"
-    assert match["msg"] == ("unknown config key 'dsv41flash-fp4-gb300-dynamo-sglang-agentic-ag'; expected one of: " + ", ".join(master_keys()))
+    line = one_sentence(capsys, ["render", "--source", str(SOURCE), "--config", "dsv41flash-fp4-gb300-dynamo-sglang-agentic-ag", "--point", "c1"])
+    assert line == ("--config: unknown config key 'dsv41flash-fp4-gb300-dynamo-sglang-agentic-ag'; expected one of: " + ", ".join(master_keys())
+                    + f" (did you mean dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg?) (in the master configs of {SOURCE})")
     match = one_problem(capsys, ["render", "--source", str(SOURCE), "--config", "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg", "--point", "c999"])
     assert "unknown point 'c999'" in match["msg"] and "tp4/c1" in match["msg"]
     match = one_problem(capsys, ["render", "--source", str(SOURCE), "--config", "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg", "--point", "c16"])

@@ -85,7 +85,7 @@ def test_listing_many_closest_first_and_bounded() -> None:
 
 def test_unknown_config_key(capsys: pytest.CaptureFixture[str]) -> None:
     line = error_of(capsys, ["render", "--source", str(SOURCE), "--config", "foo", "--point", "c1"])
-    assert line.endswith(": foo: unknown config key 'foo'; expected one of: " + ", ".join(master_keys()))
+    assert line.endswith("--config: unknown config key 'foo'; expected one of: " + ", ".join(master_keys()) + f" (in the master configs of {SOURCE})")
 
 
 def test_unknown_point(capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,7 +112,7 @@ def test_unknown_cell_in_a_big_module(capsys: pytest.CaptureFixture[str], tmp_pa
     assert len(line) < 1000
     assert "--cell: unknown cell 'dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg-345#1'; expected one of: " \
            "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg-345#0, " in line
-    assert line.endswith("(700 in all, closest first)")
+    assert line.endswith("(700 in all, closest first) (did you mean dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg-345#0?)")
 
 
 def test_unknown_recipe_key_names_the_allowed_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -127,11 +127,11 @@ def test_unknown_manifest_key_names_the_closest_allowed_ones(tmp_path: Path, cap
     manifest.write_text("title: t\nsource: .\npages:\n  - model: m\n    configs:\n      - key: k\n        commit: abcdef0\n        rnu: 3\n")
     line = error_of(capsys, ["list", "--cookbook", str(manifest)])
     assert line == (f"cookbookgen: error: {manifest}:8: pages[0].configs[0].rnu: unknown key 'rnu'; "
-                    "expected one of: run, key, pr, commit, attempt, merged, date, metrics, ... (10 in all, closest first)")
+                    "expected one of: run, key, pr, commit, attempt, merged, date, metrics, ... (10 in all, closest first) (did you mean run?)")
 
 
 def test_unknown_policy_rule_key_names_the_allowed_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     policy = tmp_path / "p.yaml"
     policy.write_text("rules:\n  - {match: env.X, class: published, reason: r, reasn: typo}\n")
     line = error_of(capsys, ["render", "--config", AGG, "--point", "tp4/c1", "--policy", str(policy)])
-    assert line == f"cookbookgen: error: {policy}:2: rules[0].reasn: unknown key 'reasn'; expected one of: match, class, reason, value, replacement"
+    assert line == f"cookbookgen: error: {policy}:2: rules[0].reasn: unknown key 'reasn'; expected one of: match, class, reason, value, replacement (did you mean reason?)"

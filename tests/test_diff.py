@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cookbookgen.project import EXAMPLE_MANIFEST, EXAMPLE_SOURCE, bundled
 from cookbookgen.cells.assemble import load_cookbook
 from cookbookgen.commands import diff as diff_command
 from cookbookgen.commands.diff import run_diff
@@ -49,10 +50,10 @@ def _run(**over: object) -> tuple[int, str]:
 # --- the CI gate ---------------------------------------------------------------------------------------
 
 def test_bundled_cookbook_with_no_arguments_is_at_parity(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.chdir(tmp_path)      # no site/ here: the bundled manifest alone (a built site/ would be checked too)
+    monkeypatch.chdir(tmp_path)      # the bundled manifest alone, from any folder
     status, text = _run()
     assert status == 0
-    assert text.splitlines()[0] == "cookbookgen diff: PASS (exit 0): parity"
+    assert text.splitlines()[0].startswith("cookbookgen diff: PASS (exit 0): parity; compared ")
     assert f"  points    {bundled_point_count()} paired and compared\n" in text
 
 
@@ -107,13 +108,17 @@ def test_bundled_markdown_has_the_reviewers_shape(monkeypatch: pytest.MonkeyPatc
             "does not affect scheduling or kernels.") in lines
 
 
-def test_site_is_checked_too_when_it_exists(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_site_folder_is_checked_only_when_given(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 34: `diff` added ./site whenever it existed (another MkDocs site made the README's own
+    `cookbookgen diff` exit 2); it now reads what it is given, and says so in its first line."""
     shutil.copytree(ROOT / "data", tmp_path / "data")
     (tmp_path / "site").mkdir()
     cookbook = load_cookbook(tmp_path / "data" / "cookbook.yaml")
     (tmp_path / "site" / "cookbook.json").write_text(json.dumps(cookbook.model_dump(mode="json")), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    status, text = _run(format="json")
+    status, text = _run()
+    assert status == 0 and text.splitlines()[0].endswith(f"; compared {bundled(EXAMPLE_MANIFEST)} against {bundled(EXAMPLE_SOURCE)}")
+    status, text = _run(format="json", cookbook=[bundled(EXAMPLE_MANIFEST), Path("site")])
     doc = json.loads(text)
     assert (status, doc["summary"]["exit"]) == (0, 0), "one verdict over the manifest and its site"
     assert [d["kind"] for d in doc["summary"]["cookbooks"]] == ["rendered cookbook manifest", "site"]
@@ -132,12 +137,12 @@ def test_registered_subcommand_parses_the_documented_options() -> None:
 
 @pytest.mark.parametrize(("name", "text", "message"), [
     ("cookbook.json", "{\n  \"pages\": [\n", "cookbook.json:3: (top): invalid JSON: Expecting value"),
-    ("cookbook.json", "{\"hello\": 1}", "cookbook.json:1: (top): unknown JSON: expected an AgentX module, a cookbook JSON (pages) or render --format json output (blocks)"),
-    ("points.json", "[{\"blocks\": []}]", "points.json:1: [0].config: every point needs its config key"),
+    ("cookbook.json", "{\"hello\": 1}", "cookbook.json: unknown JSON: expected an AgentX module, a cookbook JSON (pages) or render --format json output (blocks)"),
+    ("points.json", "[{\"blocks\": []}]", "points.json: [0].config: every point needs its config key"),
     ("module.jsx", "// x\nexport const agentx = {\"cells\": [{\"id\": \"k#0\", \"configKey\": \"k\", \"submitted\": \"dynamo\", "
                    "\"points\": [{\"concs\": [1]}], \"routers\": {\"dynamo\": {\"blocks\": [{\"ref\": [5, \"dynamo\", 0]}]}}}]};",
-     "module.jsx:1: cells[0].routers.dynamo.blocks[0].ref: no cell 5 (module has 1)"),
-    ("cookbook.txt", "x", "cookbook.txt:1: (top): unknown cookbook format: expected a manifest (.yaml), an AgentX module (.jsx/.json), a cookbook JSON or a site directory"),
+     "module.jsx: cells[0].routers.dynamo.blocks[0].ref: no cell 5 (module has 1)"),
+    ("cookbook.txt", "x", "cookbook.txt: unknown cookbook format: expected a manifest (.yaml), an AgentX module (.jsx/.json), a cookbook JSON or a site directory"),
 ])
 def test_bad_cookbook_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, text: str, message: str) -> None:
     monkeypatch.chdir(tmp_path)
@@ -150,9 +155,9 @@ def test_bad_cookbook_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.Monk
 def test_unknown_config_and_missing_inputs_are_bad_input(tmp_path: Path) -> None:
     with pytest.raises(CookbookError, match="unknown config 'nope'; expected one of: dsv41flash"):
         _run(cookbook=[ROOT / "data" / "cookbook.yaml"], config="nope")
-    with pytest.raises(CookbookError, match="file not found"):
+    with pytest.raises(CookbookError, match="the file does not exist"):
         _run(cookbook=[tmp_path / "missing.jsx"], source=SOURCE)
-    with pytest.raises(CookbookError, match="checkout not found"):
+    with pytest.raises(CookbookError, match="the folder does not exist"):
         _run(cookbook=[ROOT / "data" / "cookbook.yaml"], source=tmp_path / "nowhere")
 
 

@@ -35,16 +35,16 @@ def test_a_module_whose_every_config_key_is_misspelled_fails(tmp_path: Path, cap
     assert code == doc["summary"]["exit"] == 1 and doc["summary"]["points"] == 0
     assert {(c["state"], c["reason"]) for c in doc["cells"]} == {("unpaired", "no-master-entry")} and len(doc["cells"]) == 26
     code, out = diff(capsys, "--allow-unpaired", module=module)
-    assert code == 1 and out.splitlines()[0] == "cookbookgen diff: FAIL (exit 1): no point was checked"
+    assert code == 1 and out.splitlines()[0].startswith("cookbookgen diff: FAIL (exit 1): no point was checked; compared ")
 
 
 def test_unpaired_cells_fail_the_run_unless_allowed(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = diff(capsys, "--config", "dsv4-fp8-h200-dynamo-sglang-agentic-agg")
-    assert code == 1 and out.splitlines()[0] == "cookbookgen diff: FAIL (exit 1): 1 unpaired cell(s), no point was checked"
+    assert code == 1 and out.splitlines()[0].startswith("cookbookgen diff: FAIL (exit 1): 1 unpaired cell(s), no point was checked; compared ")
     code, out = diff(capsys, "--allow-unpaired")
-    assert code == 1 and out.splitlines()[0] == "cookbookgen diff: FAIL (exit 1): 19 mismatch(es)"
+    assert code == 1 and out.splitlines()[0].startswith("cookbookgen diff: FAIL (exit 1): 19 mismatch(es); compared ")
     code, out = diff(capsys, "--allow-unpaired", "--config", "dsv4-fp4-gb300-dynamo-sglang-agentic-agg", "--cell", "dsv4-fp4-gb300-dynamo-sglang-agentic-agg#0")
-    assert out.splitlines()[0] == "cookbookgen diff: PASS (exit 0): parity", "tp4/c8 is another cell's business"
+    assert out.splitlines()[0].startswith("cookbookgen diff: PASS (exit 0): parity; compared "), "tp4/c8 is another cell's business"
 
 
 def test_every_cell_ends_checked_or_unpaired_with_one_known_reason(capsys: pytest.CaptureFixture[str]) -> None:
@@ -72,7 +72,7 @@ def test_cell_narrows_the_check_and_an_unknown_cell_is_bad_input(capsys: pytest.
 def test_the_text_report_leads_with_the_verdict_and_counts_roles_only_when_verbose(capsys: pytest.CaptureFixture[str]) -> None:
     _, out = diff(capsys)
     lines = out.splitlines()
-    assert lines[0] == "cookbookgen diff: FAIL (exit 1): 19 mismatch(es), 22 unpaired cell(s)"
+    assert lines[0].startswith("cookbookgen diff: FAIL (exit 1): 19 mismatch(es), 22 unpaired cell(s); compared ")
     assert lines[2] == "  cells     4 checked, 22 unpaired (1 selector-missing, 20 no-master-entry, 1 recipe-missing)"
     assert lines[3] == "  points    5 paired and compared" and lines[4].startswith("  findings  19 mismatch · 665 match · ")
     assert " ✗ " in lines[10] and len(lines) < 80 and " match ·" not in "\n".join(lines[5:])
@@ -83,7 +83,7 @@ def test_the_text_report_leads_with_the_verdict_and_counts_roles_only_when_verbo
 
 def test_the_markdown_report_fits_a_pr_comment(capsys: pytest.CaptureFixture[str]) -> None:
     _, out = diff(capsys, "--format", "markdown")
-    assert out.startswith("### cookbookgen diff: FAIL (exit 1): 19 mismatch(es), 22 unpaired cell(s)\n") and len(out) < MARKDOWN_LIMIT
+    assert out.startswith("### cookbookgen diff: FAIL (exit 1): 19 mismatch(es), 22 unpaired cell(s); compared ") and len(out) < MARKDOWN_LIMIT
     assert "  - Result: 18 mismatch(es) (8 distinct); apart" in out, "the count the verdict adds up, not the groups"
     long = "### v\n<details><summary>x</summary>\n" + "- line\n" * 20_000
     cut = fit(long)
@@ -163,7 +163,7 @@ def test_a_false_claim_of_a_module_fails_the_run(tmp_path: Path, bundled_module:
 def test_the_unmutated_bundled_module_passes(tmp_path: Path, bundled_module: dict, capsys: pytest.CaptureFixture[str]) -> None:
     module = _mutated(tmp_path, bundled_module, lambda m: None)
     assert main(["diff", "--cookbook", str(module), "--source", str(ROOT / "data" / "inferencex")]) == 0
-    assert capsys.readouterr().out.startswith("cookbookgen diff: PASS (exit 0): parity\n")
+    assert capsys.readouterr().out.startswith("cookbookgen diff: PASS (exit 0): parity; compared ")
 
 
 @pytest.mark.parametrize(("name", "value", "item"), [("--port", "8100", "ports"), ("VLLM_NIXL_SIDE_CHANNEL_PORT", "5400", "ports VLLM_NIXL_SIDE_CHANNEL_PORT")])

@@ -114,7 +114,7 @@ def test_the_text_report_leads_with_the_verdict(source: tuple[Path, Path], capsy
     bare, module = source
     main(["diff", "--cookbook", str(module), "--source", str(bare)])
     head = capsys.readouterr().out.splitlines()[:5]
-    assert head[0] == "cookbookgen diff: FAIL (exit 1): 15 mismatch(es), 14 prohibited setting(s), 15 unpaired cell(s)"
+    assert head[0].startswith("cookbookgen diff: FAIL (exit 1): 15 mismatch(es), 14 prohibited setting(s), 15 unpaired cell(s); compared ")
     assert head[2] == "  cells     6 checked, 15 unpaired (15 commit-missing)"
     assert head[3] == "  points    14 paired and compared"
 

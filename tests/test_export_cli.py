@@ -20,7 +20,8 @@ from cookbookgen.errors import CookbookError
 from conftest import CORPUS, DATA, SOURCE, sglang_manifest
 
 MODULES = CORPUS / "sglang-cookbook" / "agentx"
-LINE = re.compile(r"^cookbookgen: error: (?P<file>[^:]+):(?P<line>\d+): (?P<key>.+?): (?P<msg>.+)$")
+# `file:line: key: message`, or `file: key: message` for a whole-file problem (no line to point at)
+LINE = re.compile(r"^cookbookgen: error: (?P<file>[^:]+)(?::(?P<line>\d+))?: (?P<key>.+?): (?P<msg>.+)$")
 
 
 def export_args(out: Path, **kw) -> argparse.Namespace:
@@ -242,7 +243,7 @@ def test_show_bad_selection(export_dir: Path, argv: list[str], key: str, message
 def test_show_unreadable_inputs(tmp_path: Path) -> None:
     (tmp_path / "latin1.jsx").write_bytes(b"// \xff\nexport const agentx = {};\n")
     (tmp_path / "broken.json").write_text('{"cells": [', encoding="utf-8")
-    cases = {"missing.jsx": "file not found", "latin1.jsx": "not UTF-8", "broken.json": "invalid JSON"}
+    cases = {"missing.jsx": "the file does not exist", "latin1.jsx": "not UTF-8", "broken.json": "invalid JSON"}
     for name, message in cases.items():
         with pytest.raises(CookbookError) as info:
             run_show(show_args(tmp_path / name))

@@ -90,7 +90,7 @@ def test_each_class_reported_once(tmp_path: Path, capsys: pytest.CaptureFixture[
     blocks = [worker(["--model-path", "m"], ["--nsa-prefill-backend", "fa3"], ["--enable-dp-attention"], ["--tp", "4"],
                      ["--cuda-graph-max-bs", "64"], ["--attention-backend", "no-such-kernel"], ["--no-such-flag"])]
     path = points_file(tmp_path, ("key", RELEASE_23, blocks), ("key", RELEASE_23, blocks))
-    code, doc = run(capsys, str(path))
+    code, doc = run(capsys, "--cookbook", str(path))
     assert code == 1
     assert classes(doc) == [
         ("--attention-backend", "bad-choice"), ("--cuda-graph-max-bs", "ambiguous-abbreviation"),
@@ -107,7 +107,7 @@ def test_each_class_reported_once(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_the_same_flags_against_the_older_release(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocks = [worker(["--nsa-prefill-backend", "fa3"], ["--enable-dp-attention"], ["--cuda-graph-max-bs", "64"])]
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", RELEASE_19, blocks))))
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", RELEASE_19, blocks))))
     assert code == 0
     assert classes(doc) == [("--cuda-graph-max-bs", "deprecated"), ("--nsa-prefill-backend", "deprecated")]
 
@@ -121,20 +121,20 @@ def test_the_same_flags_against_the_older_release(tmp_path: Path, capsys: pytest
     (["--attention-backend=nope"], "bad-choice"),
 ])
 def test_values_read_as_argparse_reads_them(arg: list[str], cls: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", RELEASE_23, [worker(arg)]))))
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", RELEASE_23, [worker(arg)]))))
     assert (code, classes(doc)) == (1, [(arg[0], cls)])
 
 
 def test_clean_flags_and_placeholders_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocks = [worker(["--model-path", "m"], ["--tp-size", "4"], ["--attention-backend", "fa3"], ["--node-rank", "$NODE_RANK"],
                      ["--cuda-graph-bs-decode", "1", "2", "4"], ["--host=0.0.0.0"])]
-    assert run(capsys, str(points_file(tmp_path, ("key", RELEASE_23, blocks)))) [0] == 0
+    assert run(capsys, "--cookbook", str(points_file(tmp_path, ("key", RELEASE_23, blocks)))) [0] == 0
 
 
 def test_a_nightly_is_checked_against_the_releases_around_its_date(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # 2026-10-15 lies between sglang 0.5.21 (first on PyPI 2026-10-01) and 0.5.22 (2026-10-16): both catalogs check it.
     blocks = [worker(["--no-such-flag"], ["--swa-prefix-tails", "2"], ["--cuda-graph-tc-compiler", "eager"], ["--tp-size", "4"])]
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", NIGHTLY, blocks))))
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", NIGHTLY, blocks))))
     cell = doc["cells"][0]
     assert code == 1 and cell["versions"] == {"sglang": "0.5.21/0.5.22"} and cell["coverage"] == "bracket"
     assert cell["bases"][0]["note"].endswith("2026-10-15 lies between the releases 0.5.21 (2026-10-01) and 0.5.22 (2026-10-16)")
@@ -142,20 +142,20 @@ def test_a_nightly_is_checked_against_the_releases_around_its_date(tmp_path: Pat
     assert classes(doc) == [("--cuda-graph-tc-compiler", "bracket-only"), ("--no-such-flag", "unknown-flag")]
     detail = {f["flag"]: f["detail"] for f in cell["findings"]}["--cuda-graph-tc-compiler"]
     assert detail.startswith("sglang 0.5.22 refuses it (removed-in: 0.5.22 (last in 0.5.21)")
-    assert run(capsys, str(points_file(tmp_path, ("key", NIGHTLY, [worker(["--cuda-graph-tc-compiler", "eager"])]))))[0] == 0
+    assert run(capsys, "--cookbook", str(points_file(tmp_path, ("key", NIGHTLY, [worker(["--cuda-graph-tc-compiler", "eager"])]))))[0] == 0
 
 
 def test_a_build_newer_or_undated_is_checked_against_the_newest_but_not_trusted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocks = [worker(["--no-such-flag"])]
     newer = "lmsysorg/sglang:nightly-dev-cu13-20261201-0123abcd"    # after 0.5.23 (2026-10-30), the newest release
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", newer, blocks))))
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", newer, blocks))))
     assert code == 0 and doc["cells"][0]["versions"] == {"sglang": "0.5.23"} and doc["cells"][0]["coverage"] == "unchecked"
     assert classes(doc) == [("", "newer-than-catalogs"), ("--no-such-flag", "unknown-flag")]
     assert [f["certain"] for f in doc["cells"][0]["findings"] if f["flag"]] == [False]
     undated = "lmsysorg/sglang:dev-cu13-nightly-09242"               # a tag with no full date (deepseek-v4.jsx)
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", undated, blocks))))
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", undated, blocks))))
     assert code == 0 and classes(doc) == [("", "approximate"), ("--no-such-flag", "unknown-flag")]
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", undated, blocks))), "--engine-version", "0.5.23")
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", undated, blocks))), "--engine-version", "0.5.23")
     assert code == 1 and classes(doc) == [("--no-such-flag", "unknown-flag")] and doc["cells"][0]["coverage"] == "exact"
 
 
@@ -163,22 +163,22 @@ def test_dynamo_wrapper_reads_its_own_flags_first(tmp_path: Path, capsys: pytest
     dynamo = "python3 -m dynamo.sglang"
     blocks = [worker(["--request-plane", "nats"], ["--tp-size", "4"], cmd=dynamo)]
     # sglang-runtime:1.2.1 pins both versions: the wrapper's flag is checked against ai-dynamo 1.2.1.
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.2.1", blocks))))
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.2.1", blocks))))
     assert (code, classes(doc)) == (0, [])
     assert doc["cells"][0]["versions"] == {"ai-dynamo": "1.2.1", "sglang": "0.5.11"}
     bad = [worker(["--request-plane", "carrier-pigeon"], cmd=dynamo)]
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.2.1", bad))))
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.2.1", bad))))
     assert (code, classes(doc)) == (1, [("--request-plane", "bad-choice")])
     # An SGLang release image names no Dynamo version: the newest ai-dynamo catalog reads the wrapper's flags, approximately.
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", RELEASE_19, blocks))))
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", RELEASE_19, blocks))))
     assert (code, classes(doc), doc["cells"][0]["coverage"]) == (0, [("", "approximate")], "unchecked")
     # An install step's pin names it: a dev build published on PyPI has its own catalog.
     pinned = [{**blocks[0], "preamble": ['pip install "ai-dynamo-runtime==1.6.0.dev20261014" "ai-dynamo==1.6.0.dev20261014"']}]
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", RELEASE_19, pinned))))
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", RELEASE_19, pinned))))
     assert (code, classes(doc), doc["cells"][0]["versions"]) == (0, [], {"ai-dynamo": "1.6.0.dev20261014", "sglang": "0.5.19"})
     # A pin with no catalog of its own lies between two releases that have one: 1.3.0.dev1 between 1.2.1 and 1.3.0.post1.
     early = [{**blocks[0], "preamble": ['pip install "ai-dynamo==1.3.0.dev1"']}]
-    code, doc = run(capsys, str(points_file(tmp_path, ("key", RELEASE_19, early))))
+    code, doc = run(capsys, "--cookbook", str(points_file(tmp_path, ("key", RELEASE_19, early))))
     assert (code, doc["cells"][0]["versions"]["ai-dynamo"], doc["cells"][0]["coverage"]) == (0, "1.2.1/1.3.0.post1", "bracket")
 
 
@@ -204,7 +204,7 @@ def test_text_report_groups_per_cell_with_counts(tmp_path: Path, capsys: pytest.
 ])
 def test_bad_input_exits_2(argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = points_file(tmp_path, ("key", RELEASE_23, [worker(["--tp-size", "2"])]))
-    assert main(["flags", str(path), *argv]) == 2
+    assert main(["flags", "--cookbook", str(path), *argv]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith(f"cookbookgen: error: {message}")
 
@@ -230,7 +230,7 @@ def test_source_config_renders_and_checks(capsys: pytest.CaptureFixture[str]) ->
 
 def test_corpus_module_release_cells_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
     module = CORPUS / "sglang-cookbook" / "agentx" / "deepseek-ai" / "deepseek-v4.jsx"
-    code, doc = run(capsys, str(module))
+    code, doc = run(capsys, "--cookbook", str(module))
     release = [c for c in doc["cells"] if c["versions"].get("sglang") == "0.5.19"]
     assert release and all(c["checked_flags"] for c in release)
     found = {(f["flag"], f["class"]) for c in release for f in c["findings"]}

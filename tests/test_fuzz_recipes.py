@@ -47,7 +47,8 @@ BUNDLES = [
 _EXPLORE = os.environ.get("COOKBOOKGEN_FUZZ_EXAMPLES")
 FUZZ = settings(max_examples=int(_EXPLORE) if _EXPLORE else examples(60), derandomize=not _EXPLORE, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
-LINE = re.compile(r"^cookbookgen: error: (?P<where>.+?:\d+: \S+): .+$")
+# `file:line: key: problem`, or `file: key: problem` where no line applies (a module's JSON)
+LINE = re.compile(r"^cookbookgen: error: (?P<where>.+?(?::\d+)?: \S+): .+$")
 
 ODD_VALUES: list[Any] = [
     None, True, False, 0, -1, 2**70, 1.5, float("inf"), "", " ", "a b", "$(touch /tmp/pwned)", "'; rm -rf / #",

@@ -17,7 +17,8 @@ from cookbookgen.cli import main
 
 from conftest import CORPUS, DATA, SOURCE
 
-LINE = re.compile(r"^cookbookgen: error: (?P<file>.+?):(?P<line>\d+): (?P<key>\S+): (?P<msg>.+)$")
+# `file:line: key: message`, or `file: key: message` for a whole-file problem (no line to point at)
+LINE = re.compile(r"^cookbookgen: error: (?P<file>.+?)(?::(?P<line>\d+))?: (?P<key>\S+): (?P<msg>.+)$")
 MODULE = CORPUS / "sglang-cookbook/agentx/deepseek-ai/deepseek-v4.jsx"
 AGG = "dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg"
 
@@ -139,8 +140,8 @@ MANIFEST_CASES = {
     "model of 10,000 characters": ("model: deepseek-ai/DeepSeek-V4.1-Flash", "model: " + "x" * 10_000, "pages[0].model", "(10000 characters)"),
     "model with a path": ("model: deepseek-ai/DeepSeek-V4.1-Flash", "model: ../../etc/passwd", "pages[0].model", "Hugging Face id"),
     "page title of 10,000 characters": ("    title: DeepSeek-V4.1-Flash\n", f"    title: {'x' * 10_000}\n", "pages[0].title", "at most 200 characters"),
-    "site title with a line break": ("title: DeepSeek-V4.1-Flash cookbook (cookbookgen example)", 'title: "a\\nb"', "title", "control character"),
-    "blank site title": ("title: DeepSeek-V4.1-Flash cookbook (cookbookgen example)", "title: ' '", "title", "must not be empty"),
+    "site title with a line break": ("title: LLM serving cookbook (cookbookgen example)", 'title: "a\\nb"', "title", "control character"),
+    "blank site title": ("title: LLM serving cookbook (cookbookgen example)", "title: ' '", "title", "must not be empty"),
     "config keys with one anchor": ("key: dsv41flash-fp4-gb300-sglang-agentic-dspark", "key: dsv41flash_fp4_gb300_dynamo_sglang_agentic_agg",
                                     "configs[2].key", "page anchors of the config at line 12"),
     "repo not a web address": ("repo: https://github.com/SemiAnalysisAI/InferenceX", "repo: javascript:alert(1)", "repo", "http(s) URL"),

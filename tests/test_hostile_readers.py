@@ -137,7 +137,7 @@ def test_one_size_cap_for_every_module_reader(tmp_path: Path, capsys, argv: list
     code = main([a.format(m=module, out=out) for a in argv])
     _, err = capsys.readouterr()
     assert code == 2 and not out.exists(), err
-    assert err.strip() == f"cookbookgen: error: {module}:1: (top): file is {64 * 1024 * 1024 + 1} bytes; the limit is {64 * 1024 * 1024}"
+    assert err.strip() == f"cookbookgen: error: {module}: file is {64 * 1024 * 1024 + 1} bytes; the limit is {64 * 1024 * 1024}"
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))

@@ -139,10 +139,10 @@ def test_corpus_module(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_bad_inputs_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "--cookbook", str(tmp_path / "nope.jsx")]) == 2
-    assert capsys.readouterr().err == f"cookbookgen: error: {tmp_path / 'nope.jsx'}:1: (top): file not found\n"
+    assert capsys.readouterr().err == f"cookbookgen: error: {tmp_path / 'nope.jsx'}: the file does not exist\n"
     (tmp_path / "bad.json").write_text('{"cells": [{"id": "a#0", "points": [{}]}]}')
     assert main(["list", "--cookbook", str(tmp_path / "bad.json")]) == 2
-    assert capsys.readouterr().err == f"cookbookgen: error: {tmp_path / 'bad.json'}:1: cells: malformed module data: missing key 'concs'\n"
+    assert capsys.readouterr().err == f"cookbookgen: error: {tmp_path / 'bad.json'}: cells: malformed module data: missing key 'concs'\n"
     assert main(["list", "--source", str(tmp_path)]) == 2
     assert "no master config" in capsys.readouterr().err
 

@@ -233,7 +233,7 @@ def test_read_server_args_log_file(tmp_path: Path) -> None:
     log = tmp_path / "decode.out"
     log.write_bytes(b"\xff\xfe junk\n" + server_args_line(tp_size=2).encode() + b"\n")
     assert logs.read_server_args_log_file(log, "decode.out") == [(2, {"tp_size": 2})]
-    with pytest.raises(CookbookError, match="missing.out:1: .*file not found"):
+    with pytest.raises(CookbookError, match="missing.out: the file does not exist"):
         logs.read_server_args_log_file(tmp_path / "missing.out", "missing.out")
 
 

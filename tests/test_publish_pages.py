@@ -88,7 +88,9 @@ def test_site_files_has_pages_scripts_charts_and_json(cookbook: Cookbook, files:
     assert {"index.md", "flags.md", "cookbook.json", f"{page.slug}/index.md", "stylesheets/cookbook.css",
             "javascripts/cookbook.js", "javascripts/iframe-worker-shim.js"} <= set(files)
     scripts = {p for p in files if p.endswith(".sh")}
-    assert scripts == {f"{pg.slug}/{pages.script_name(c, p)}" for pg in cookbook.pages for c in pg.cells for p in c.points}
+    launch = {f"{pg.slug}/{pages.script_name(c, p)}" for pg in cookbook.pages for c in pg.cells for p in c.points}
+    sbatch = {f"{pg.slug}/{pages.sbatch_name(pages.script_name(c, p))}" for pg in cookbook.pages for c in pg.cells for p in c.points}
+    assert scripts == launch | sbatch      # each measured point's launch script and its one-job Slurm script
     assert f"{page.slug}/pareto-gb300-latency.svg" in files and f"{page.slug}/pareto-gb300-interactivity.svg" in files
 
 
@@ -180,7 +182,7 @@ def test_home_page_shows_models_by_hardware_with_status_and_date(files: dict[str
 
 def test_cell_shows_provenance_metrics_exclusions_disclosures_notes(cookbook: Cookbook, files: dict[str, str]) -> None:
     text = html.unescape(_cell_pages(files, cookbook))
-    assert '<a href="https://github.com/SemiAnalysisAI/InferenceX/actions/runs/38911006463/attempts/1">run 38911006463, attempt 1</a>' in text
+    assert '<a href="https://github.com/SemiAnalysisAI/InferenceX/actions/runs/38911006463/attempts/1">38911006463, attempt 1</a>' in text
     assert '<a href="https://github.com/SemiAnalysisAI/InferenceX/pull/4180">#4180</a>' in text
     assert "none pinned yet" in text                                  # the in-progress lane
     assert "| Point | Concurrency | Throughput (tok/s/GPU) |" in text

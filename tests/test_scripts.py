@@ -254,7 +254,7 @@ def test_build_export_and_diff_of_a_script_config(capsys, tmp_path: Path) -> Non
     module = tmp_path / "module.jsx"
     assert run_cli(capsys, ["export", "--cookbook", str(manifest), "--out", str(module)])[0] == 0
     code, out, err = run_cli(capsys, ["diff", "--cookbook", str(module), "--source", str(INFERENCEX)])
-    assert code == 0 and out.startswith("cookbookgen diff: PASS (exit 0): parity\n") and "  points    8 paired and compared\n" in out, out + err
+    assert code == 0 and out.startswith("cookbookgen diff: PASS (exit 0): parity; compared ") and "  points    8 paired and compared\n" in out, out + err
 
     # A cookbook that drifted from the script: every point names the script line that launched the worker.
     text = module.read_text()

@@ -162,7 +162,7 @@ def test_launch_script_runs_exactly_one_process(tmp_path: Path) -> None:
     stubs = {"etcd", "python3"}
     listed, _, _ = run_with_stubs(text, "--list", tmp_path, stubs, cluster)
     names = [line.split()[0] for line in listed.stdout.splitlines()]
-    assert names == ["etcd", "decode-0", "decode-0-node1", "decode-1", "decode-1-node1"] and "on 2 nodes" in listed.stdout
+    assert names == ["etcd", "decode-0", "decode-0-node1", "decode-1", "decode-1-node1"] and "decode-1-node1  node 2 of the 2 nodes of this decode worker, NODE_RANK=1" in listed.stdout
     run, argv, env = run_with_stubs(text, "decode-1-node1", tmp_path, stubs, cluster)
     assert run.returncode == 0, run.stderr
     assert argv == ["python3", "-m", "dynamo.sglang", "--dist-init-addr", "10.0.0.2:20000", "--node-rank", "1"]

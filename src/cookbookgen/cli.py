@@ -42,17 +42,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     r = sub.add_parser("render", help="resolve one benchmark point and print its launch commands",
                        description="Resolve one point of an InferenceX config (or a bare recipe) into role-by-role launch commands.")
-    r.add_argument("--source", type=Path, help=f"InferenceX checkout (either layout); default: {shown_default(EXAMPLE_SOURCE)}")
-    r.add_argument("--config", help="config key of the master config, e.g. dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg")
-    r.add_argument("--point", help="point label c<conc> (when unique in the config) or full id such as tp4/c16")
+    r.add_argument("--source", type=Path, metavar="ROOT", help=f"InferenceX checkout (either layout); default: {shown_default(EXAMPLE_SOURCE)}")
+    r.add_argument("--config", metavar="KEY", help="config key of the master config, e.g. dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg")
+    r.add_argument("--point", metavar="POINT", help="point label c<conc> (when unique in the config) or full id such as tp4/c16")
     r.add_argument("--recipe", help="render a bare recipe instead: FILE[:selector] (override_x, zip_override_x[i], sweep[i])")
     r.add_argument("--model", help="Hugging Face id for --recipe when the recipe does not name one")
     r.add_argument("--cluster", help="for --recipe: the cluster it ran on, for cluster-provided env (e.g. gb300-nv); a --config point uses its master's runner")
     r.add_argument("--role", help="only blocks of this role or kind (prefill, decode, agg, etcd, nats, nginx, dynamo-frontend, sglang-router, ...)")
-    r.add_argument("--format", choices=["text", "json", "sh"], default="text", help="text: commands as a reader copies them; json: blocks and settings; sh: a runnable script")
+    r.add_argument("--format", choices=["text", "json", "sh", "slurm"], default="text",
+                   help="text: commands as a reader copies them; json: blocks and settings; sh: a launch script, one process per call; "
+                        "slurm: one sbatch job that starts every process on its node (srun, pyxis)")
+    r.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output (a script is made executable)")
     r.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE", help="set a recipe value (YAML scalar or list) after the override")
     r.add_argument("--unset", dest="unsets", action="append", default=[], metavar="PATH", help="remove a recipe value after the override")
-    r.add_argument("--policy", type=Path, help="extra policy rules (YAML), applied before the shipped ones")
+    r.add_argument("--policy", type=Path, metavar="FILE", help="extra policy rules (YAML), applied before the shipped ones")
     r.set_defaults(run=_cmd_render)
     listing.register(sub)
     site.register(sub)
@@ -120,7 +123,15 @@ def _cmd_render(args: argparse.Namespace) -> int:
     if not blocks:
         kinds = dict.fromkeys(name for b in rendered.deployment.blocks for name in (b.role, b.kind) if name)
         raise CookbookError.usage("--role", unknown("role or kind", args.role, kinds))
-    sys.stdout.write(_FORMATS[args.format](rendered, blocks))
+    if args.format == "slurm" and args.role:
+        raise CookbookError.usage("--role", "the sbatch job starts every process; drop --role, or use --format sh")
+    text = _FORMATS[args.format](rendered, blocks)
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        from .files import write_atomic
+
+        write_atomic(args.out, text, durable=True, executable=args.format in ("sh", "slurm"))
     for finding in workspace.findings():      # never silent: a duplicate key's shadowed value, with both lines
         sys.stderr.write(f"cookbookgen: note: {finding}\n")
     return EXIT_OK
@@ -159,6 +170,13 @@ def _as_sh(rendered: RenderedPoint, blocks: list[Block]) -> str:
     return copy_all(blocks, _heading(rendered), tables().describe_placeholder)
 
 
+def _as_slurm(rendered: RenderedPoint, blocks: list[Block]) -> str:
+    from .render.slurm import sbatch_script
+    from .render.tables import tables
+
+    return sbatch_script(rendered.deployment, _heading(rendered), tables().describe_placeholder)
+
+
 def _as_json(rendered: RenderedPoint, blocks: list[Block]) -> str:
     p, d = rendered.point, rendered.deployment
     doc = {
@@ -178,7 +196,7 @@ def _as_json(rendered: RenderedPoint, blocks: list[Block]) -> str:
     return json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n"
 
 
-_FORMATS: dict[str, Callable[[RenderedPoint, list[Block]], str]] = {"text": _as_text, "json": _as_json, "sh": _as_sh}
+_FORMATS: dict[str, Callable[[RenderedPoint, list[Block]], str]] = {"text": _as_text, "json": _as_json, "sh": _as_sh, "slurm": _as_slurm}
 
 
 def console() -> NoReturn:

@@ -1,11 +1,12 @@
 """One error type for every bad input: `CookbookError` carrying `Problem` values.
 
-No I/O. Only `cli.main` prints problems (one line each: `file:line: key.path: message`) and maps
-them to exit status 2.
+No I/O. Only `cli.main` prints problems (one line each: `file:line: key.path: message` where a line
+applies, else a plain sentence naming the thing) and maps them to exit status 2.
 """
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from types import UnionType
 from typing import TYPE_CHECKING, Annotated, Any, Iterable, Mapping, Union, get_args, get_origin
@@ -18,8 +19,8 @@ if TYPE_CHECKING:  # pydantic loads with the stages that validate, not with the 
 
 @dataclass(frozen=True)
 class Problem:
-    """A located complaint about an input. `line` is 1-based; 0 means the whole file (printed as 1).
-    No `file`: a complaint about the command line itself, printed without a location."""
+    """A located complaint about an input. `line` is 1-based; 0 means the whole file (printed without a
+    line). No `file`: a complaint about the command line itself, printed without a location."""
 
     file: str
     line: int
@@ -27,10 +28,13 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
+        """`file:line: key.path: message` when there is a line to point at; otherwise a plain sentence
+        naming the thing (`file: message`, `--option: message`)."""
         if not self.file:
             return one_line(f"{self.key_path}: {self.message}" if self.key_path else self.message)
-        key = self.key_path or "(top)"
-        return one_line(f"{self.file}:{max(self.line, 1)}: {key}: {self.message}")
+        if self.line <= 0:
+            return one_line(f"{self.file}: {self.key_path}: {self.message}" if self.key_path else f"{self.file}: {self.message}")
+        return one_line(f"{self.file}:{self.line}: {self.key_path or '(top)'}: {self.message}")
 
 
 class CookbookError(Exception):
@@ -70,7 +74,18 @@ def schema_messages(errors: Iterable[Mapping[str, Any]], model: type[BaseModel] 
     for error in errors:
         loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and ("[" in p or p in _MEMBER_TAGS)))
         grouped.setdefault(loc, []).append(error)
-    return [(loc, _schema_message(found, loc, model)) for loc, found in grouped.items()]
+    messages = [(loc, _schema_message(found, loc, model)) for loc, found in grouped.items()]
+    return [(loc, text) for loc, text in messages if not _typo_of(loc, grouped)]
+
+
+def _typo_of(loc: tuple[str | int, ...], grouped: Mapping[tuple[str | int, ...], list[Mapping[str, Any]]]) -> bool:
+    """Whether `loc` is a required key reported missing only because an unknown key beside it is its
+    misspelling (`titel:` for `title:`): that key's "did you mean" line says it all, once."""
+    if not loc or not all(e["type"] == "missing" for e in grouped[loc]):
+        return False
+    extras = [str(other[-1]) for other, found in grouped.items() if other[:-1] == loc[:-1] and other
+              and any(e["type"] == "extra_forbidden" for e in found)]
+    return bool(difflib.get_close_matches(str(loc[-1]), extras, n=1, cutoff=0.6))
 
 
 def _fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> list[str]:

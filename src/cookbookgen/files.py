@@ -12,12 +12,13 @@ import secrets
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: str | bytes, durable: bool = False) -> None:
+def write_atomic(path: Path, data: str | bytes, durable: bool = False, executable: bool = False) -> None:
     """Write `data` (text as UTF-8) to a temporary file beside `path`, then rename it over `path`.
-    `durable`: flush it to disk before the rename (for files a user keeps, not for caches)."""
+    `durable`: flush it to disk before the rename (for files a user keeps, not for caches);
+    `executable`: a script, created 0777 less the umask (0755 by default)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o777 if executable else 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)

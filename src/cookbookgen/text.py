@@ -29,7 +29,9 @@ _NAME_MAX = 80         # characters of each name it shows
 def unknown(what: str, given: object, valid: Iterable[str]) -> str:
     """The message for a name that is not one of `valid`: "unknown point 'c7'; expected one of: c1, c4, c16"."""
     names = list(valid)
-    return f"unknown {what} {_short(repr(given))}; " + (f"expected one of: {listing(names, str(given))}" if names else "there are none")
+    close = difflib.get_close_matches(str(given), [str(n) for n in names], n=1, cutoff=0.6)
+    hint = f" (did you mean {_short(close[0])}?)" if close else ""
+    return f"unknown {what} {_short(repr(given))}; " + (f"expected one of: {listing(names, str(given))}{hint}" if names else "there are none")
 
 
 def listing(valid: Iterable[str], near: str = "") -> str:

@@ -414,8 +414,9 @@ def encode(cookbook: Cookbook, file: str = "agentx") -> Json:
     check_cell_ids([c.id for c in cells], file)
     for c in cells:     # the module's cells hold Dynamo and SGLang-router commands of SGLang workers only
         if c.router not in ROUTERS:
-            raise CookbookError.at(file, 0, c.id, f"the AgentX module format cannot express router {c.router!r} "
-                                                  f"(its cells run SGLang under {' or '.join(ROUTERS)}); choose the configs to export with --config KEY")
+            raise CookbookError.usage(f"config {c.config_key}", f"its cells run behind router {c.router!r}, and the AgentX module format "
+                                                                f"holds SGLang cells under {' or '.join(ROUTERS)} only: name the SGLang configs "
+                                                                "to export with --config KEY, without this one")
     compacted = compact([_cell_source(c) for c in cells])
     items = _items(cells)
     files = [{r: _router_files(c, r) for r in (c.router, _other(c.router))} for c in cells]

@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
     e = subparsers.add_parser("export", help="write the cookbook as an SGLang cookbook AgentX data module",
                               description="Encode the cookbook (or re-encode a published module) compactly; "
                                           "nothing is written unless every point decodes back exactly.")
-    e.add_argument("--cookbook", type=Path, help=f"cookbook manifest; default: {shown_default(EXAMPLE_MANIFEST)}")
+    e.add_argument("--cookbook", type=Path, metavar="COOKBOOK", help=f"cookbook manifest; default: {shown_default(EXAMPLE_MANIFEST)}")
     e.add_argument("--config", dest="configs", action="append", metavar="KEY",
                    help="export only this config of the cookbook (repeatable); the AgentX format holds SGLang configs only")
     e.add_argument("--from-module", type=Path, metavar="MODULE", help="re-encode this published module (.jsx or .json) instead")
@@ -46,11 +46,11 @@ def register(subparsers: Any) -> None:
     s = subparsers.add_parser("show", help="decode an AgentX data module into launch commands",
                               description="Decode every selected (cell, point, router, KV tier) of an AgentX module.")
     s.add_argument("module", type=Path, help="AgentX module (.jsx) or its JSON")
-    s.add_argument("--cell", help="cell id, e.g. dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg#0")
-    s.add_argument("--point", help="point label c<first concurrency>, e.g. c16")
-    s.add_argument("--router", choices=ROUTERS)
-    s.add_argument("--kv", choices=TIERS)
-    s.add_argument("--format", choices=["text", "json"], default="text")
+    s.add_argument("--cell", metavar="ID", help="cell id, e.g. dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg#0")
+    s.add_argument("--point", metavar="POINT", help="point label c<first concurrency>, e.g. c16")
+    s.add_argument("--router", choices=ROUTERS, help="show the cell behind this router (default: the one it was measured with)")
+    s.add_argument("--kv", choices=TIERS, help="show the cell with this KV-cache tier (default: the one it was measured with)")
+    s.add_argument("--format", choices=["text", "json"], default="text", help="text: commands as a reader copies them; json: blocks and the script")
     s.set_defaults(run=run_show)
 
 

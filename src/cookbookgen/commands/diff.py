@@ -1,9 +1,9 @@
 """`cookbookgen diff`: prove cookbook-recipe parity role by role, or name every difference.
 
 Exit status: 0 parity, 1 any mismatch or any unpaired cell (unless `--allow-unpaired`) or nothing
-checked, 2 bad input (a `CookbookError`, printed by `cli.main`). With no `--cookbook`, it checks the
-bundled `data/cookbook.yaml` (found beside the package, from any folder) and, when `./site/` exists,
-the built site as well; the run has one verdict over every cookbook checked.
+checked, 2 bad input (a `CookbookError`, printed by `cli.main`). It checks what `--cookbook` names
+(repeatable; one verdict over all of them), with none the bundled `data/cookbook.yaml` (found beside
+the package, from any folder) and nothing else; its first line says what it compared.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ if TYPE_CHECKING:  # the diff stack loads only when the command runs
     from ..policy.rules import Policy
     from ..recipes.workspace import Workspace
 
-DEFAULT_SITE = Path("site")
 
 
 def register(subparsers: Any) -> None:
@@ -35,8 +34,8 @@ def register(subparsers: Any) -> None:
         "diff", help="check a cookbook against the recipes it came from, role by role",
         description="Compare a cookbook (our manifest, a built site, a cookbook JSON or a published AgentX module) with "
                     "the effective recipes of an InferenceX checkout. Exit 0 on parity, 1 on any mismatch or unpaired cell, 2 on bad input.")
-    d.add_argument("--cookbook", type=Path, action="append", metavar="M|MODULE.jsx|MODULE.json|SITE_DIR",
-                   help=f"what to check (repeatable); default: {shown_default(EXAMPLE_MANIFEST)}, plus ./site/ when it exists")
+    d.add_argument("--cookbook", type=Path, action="append", metavar="COOKBOOK",
+                   help=f"what to check (repeatable); default: {shown_default(EXAMPLE_MANIFEST)}; after build, --cookbook site checks the built site")
     d.add_argument("--source", type=Path, metavar="ROOT",
                    help="InferenceX checkout, or a git repository (clone or bare) read at each cell's cited commit; "
                         f"default: the manifest's source, else {shown_default(EXAMPLE_SOURCE)}")
@@ -47,7 +46,7 @@ def register(subparsers: Any) -> None:
     d.add_argument("--explain", metavar="CLASS", help="print what a finding class or unpaired reason means, and exit")
     d.add_argument("--logs", type=Path, metavar="DIR", help="also compare with the workers' ServerArgs log lines and srt-slurm config*.yaml under DIR")
     d.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default: text)")
-    d.add_argument("--policy", type=Path, help="extra policy rules (YAML), applied before the shipped ones")
+    d.add_argument("--policy", type=Path, metavar="FILE", help="extra policy rules (YAML), applied before the shipped ones")
     d.add_argument("--cache", type=Path, metavar="DIR",
                    help="reuse the rendered configs of a content-hash cache (e.g. the .cookbookgen-cache of `cookbookgen build`) "
                         "for a manifest's points; every setting is still compared")
@@ -67,13 +66,13 @@ def _cookbooks(args: argparse.Namespace) -> list[Path]:
     given = getattr(args, "cookbook", None)
     if given:
         return [given] if isinstance(given, Path) else list(given)
-    return [bundled(EXAMPLE_MANIFEST)] + ([DEFAULT_SITE] if DEFAULT_SITE.is_dir() else [])
+    return [bundled(EXAMPLE_MANIFEST)]     # only what it is given: a ./site of any kind is never added unasked
 
 
 def _checkout(args: argparse.Namespace, cookbook: Cookbook, previous: Path | None) -> Path:
     source = getattr(args, "source", None) or cookbook.checkout or previous or bundled(EXAMPLE_SOURCE)
     if not Path(source).is_dir():
-        raise CookbookError.at(str(source), 0, "--source", "checkout not found")
+        raise CookbookError.usage(f"--source {source}", "the folder does not exist; give an InferenceX checkout or a git repository")
     return Path(source)
 
 

@@ -32,8 +32,7 @@ def register(subparsers: Any) -> None:
                     "takes is a bracket-only warning); an undated build against the newest catalog, approximately. Catalogs ship "
                     "for SGLang, vLLM and the Dynamo wrappers (nothing is downloaded). Exit 0 when clean, 1 when a flag would stop "
                     "the server, 2 on bad input.")
-    f.add_argument("module", nargs="?", type=Path, metavar="MODULE", help="an AgentX module (.jsx/.json) or any other cookbook --cookbook takes")
-    f.add_argument("--cookbook", type=Path, metavar="M|MODULE.jsx|MODULE.json|SITE_DIR",
+    f.add_argument("--cookbook", type=Path, metavar="COOKBOOK",
                    help=f"cookbook to check; default: {shown_default(EXAMPLE_MANIFEST)}")
     f.add_argument("--source", type=Path, metavar="ROOT", help="InferenceX checkout: check the points of --config as rendered from it")
     f.add_argument("--config", metavar="KEY", help="with --source: the config key; with a cookbook: only this config")
@@ -67,7 +66,7 @@ def _checks(args: argparse.Namespace) -> list[CellCheck]:
 
 def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tuple[Any, ...], tuple[str, ...]]]:
     """(config key, cell id, image, blocks, install steps) per point of what the arguments name."""
-    given = [p for p in (args.module, args.cookbook) if p is not None]
+    given = [args.cookbook] if args.cookbook is not None else []
     if args.source is not None:
         if given or not args.config:
             raise CookbookError.usage("--source", "give --source ROOT --config KEY, or a cookbook, not both")
@@ -76,11 +75,9 @@ def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tup
         from ..recipes.workspace import Workspace
 
         if not args.source.is_dir():
-            raise CookbookError.at(str(args.source), 0, "--source", "checkout not found")
+            raise CookbookError.usage(f"--source {args.source}", "the folder does not exist; give an InferenceX checkout or a git repository")
         rendered = render_all_points(Workspace(args.source), load_policy(None), args.config, settings=False)
         return [(args.config, args.config, r.deployment.image or None, r.deployment.blocks, _wheel(r.point.typed)) for r in rendered]
-    if len(given) > 1:
-        raise CookbookError.usage("--cookbook", "give one cookbook: MODULE or --cookbook M")
     path = given[0] if given else bundled(EXAMPLE_MANIFEST)
     from ..diff.sources import read_cookbook
 

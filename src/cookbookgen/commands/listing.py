@@ -42,8 +42,8 @@ def register(subparsers: Any) -> None:
                               description="List what can be rendered (configs and their points) or shown (cells of a cookbook "
                                           "manifest or an AgentX module).")
     p.add_argument("--source", type=Path, metavar="ROOT", help=f"InferenceX checkout; default: {shown_default(EXAMPLE_SOURCE)}")
-    p.add_argument("--cookbook", type=Path, metavar="M|MODULE",
-                   help="list the cells of this cookbook manifest (.yaml) or AgentX module (.jsx or .json) instead")
+    p.add_argument("--cookbook", type=Path, metavar="COOKBOOK",
+                   help="list the cells of this cookbook instead: a manifest (.yaml), a built site folder or an AgentX module (.jsx or .json)")
     p.add_argument("--format", choices=["text", "json"], default="text", help="text: aligned columns; json: stable keys for scripts")
     p.add_argument("--strict", action="store_true", help="exit 1 when any config or point of the checkout is refused (for CI)")
     p.set_defaults(run=run_list)
@@ -97,11 +97,26 @@ def _recipe(ws: Workspace, entry: ConfigEntry, row: Row, conc: int) -> Json:
 
 
 def manifest_cells(path: Path) -> list[Json]:
+    """The cells of a manifest, or of a site folder `cookbookgen build` wrote (as `diff` and `flags` take it)."""
     from ..cells.assemble import load_cookbook
 
+    if path.is_dir():
+        return site_cells(path)
     cookbook = load_cookbook(path)
     return [{"id": c.id, "model": c.model, "hardware": c.hw, "topology": c.label, "points": [p.label for p in c.points]}
             for page in cookbook.pages for c in page.cells]
+
+
+def site_cells(path: Path) -> list[Json]:
+    """The cells of a built site, as `diff` reads it (its pages name each cell and its points, not its
+    model, hardware or topology: those show as `-`)."""
+    from ..diff.sources import read_site
+
+    cells: dict[str, Json] = {}
+    for p in read_site(path).points:
+        cell = cells.setdefault(p.cell, {"id": p.cell, "model": "-", "hardware": "-", "topology": "-", "points": []})
+        cell["points"] += [f"c{c}" for c in p.concs if f"c{c}" not in cell["points"]]
+    return list(cells.values())
 
 
 def module_cells(path: Path) -> list[Json]:

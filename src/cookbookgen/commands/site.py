@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     b = subparsers.add_parser("build", help="build the static cookbook site (MkDocs, strict)",
                               description="Render every point of the cookbook manifest and build the site with MkDocs --strict. "
                                           "The site is built in a temporary folder and moved into --out only when the build succeeded.")
-    b.add_argument("--cookbook", type=Path, help=f"cookbook manifest; default: {shown_default(EXAMPLE_MANIFEST)}")
+    b.add_argument("--cookbook", type=Path, metavar="COOKBOOK", help=f"cookbook manifest; default: {shown_default(EXAMPLE_MANIFEST)}")
     b.add_argument("--source", type=Path, metavar="ROOT",
                    help="build every config of this InferenceX checkout, without a manifest: provenance from its perf-changelog, "
                         "each config or point that cannot be rendered listed on the home page")
@@ -67,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     b.set_defaults(run=run_build)
     s = subparsers.add_parser("serve", help="serve a live preview of the cookbook site",
                               description="Generate the site's pages and serve them with live reload; edits to the manifest, recipes or templates regenerate them.")
-    s.add_argument("--cookbook", type=Path, help=f"cookbook manifest; default: {shown_default(EXAMPLE_MANIFEST)}")
+    s.add_argument("--cookbook", type=Path, metavar="COOKBOOK", help=f"cookbook manifest; default: {shown_default(EXAMPLE_MANIFEST)}")
     s.add_argument("--host", type=_host, default="127.0.0.1", help="IP address (or localhost) to listen on; default: 127.0.0.1")
     s.add_argument("--port", type=_port, default=8000, help="port 1 to 65535; default: 8000")
     s.add_argument("--date", type=_date, help="generated-on date YYYY-MM-DD; default: the manifest's generated_on, else today")

@@ -14,7 +14,6 @@ from typing import Any, Callable
 from ..errors import CookbookError
 from ..policy.rules import glob_matches
 from ..render.model import Block
-from ..text import unknown
 from .expect import PointExpect
 from .model import DIFFERENT, EXTRA
 from .tables import glossary, table
@@ -294,4 +293,4 @@ def explain_class(name: str) -> str:
         if name in glossary()[group]:
             return f"{name} ({title}): {glossary()[group][name]}"
     known = [*glossary()["classes"], *glossary()["unpaired"]]
-    raise CookbookError.usage("--explain", unknown("finding class or unpaired reason", name, known))
+    raise CookbookError.usage("--explain", f"unknown finding class or unpaired reason {name!r}; expected one of: {', '.join(known)}")

@@ -577,7 +577,7 @@ def read_server_args_log_file(path: Path, shown_as: str | None = None) -> list[t
         with path.open("r", encoding="utf-8", errors="replace", newline="\n") as lines:
             return _collect(lines, name)
     except FileNotFoundError:
-        raise CookbookError.at(name, 0, "", "file not found") from None
+        raise CookbookError.at(name, 0, "", "the file does not exist") from None
     except OSError as exc:
         raise CookbookError.at(name, 0, "", f"cannot read: {exc.strerror or exc}") from None
 

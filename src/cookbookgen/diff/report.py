@@ -69,7 +69,8 @@ def verdict(checked: list[Checked], tally: Tally, allow_unpaired: bool, markdown
     cells = f"{len(tally.cells) - len(tally.unpaired)} checked, {len(tally.unpaired)} unpaired"
     reasons = ", ".join(f"{n} {r}" for r, n in Counter(c.reason for c in tally.unpaired).items())
     counts = " · ".join(f"{tally.classes[c]} {c}" for c in CLASSES if tally.classes[c]) or "none"
-    head = f"cookbookgen diff: {'FAIL' if code else 'PASS'} (exit {code}): {why}"
+    compared = "; ".join(f"{c} against {t}" for c, _, t in checked)
+    head = f"cookbookgen diff: {'FAIL' if code else 'PASS'} (exit {code}): {why}; compared {compared}"
     rows = [("cookbook", f"{c} ({k}) against {t}") for c, k, t in checked] + [
         ("cells", cells + (f" ({reasons})" if reasons else "")), ("points", f"{tally.points} paired and compared"), ("findings", counts)]
     if markdown:

@@ -63,7 +63,7 @@ def read_cookbook(path: Path, policy: Policy | None = None, workspaces: dict[Pat
     if path.is_dir():
         return Cookbook(whole(read_site(path)))
     if not path.exists():
-        raise CookbookError.at(str(path), 0, "", "file not found")
+        raise CookbookError.at(str(path), 0, "", "the file does not exist")
     if path.suffix in (".yaml", ".yml"):
         return _manifest(path, policy, workspaces, cache)
     text = _text(path)

@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape, quoteattr
 Better = Literal["lower", "higher"]
 LOG_SPAN = 20.0
 WIDTH = 560                                       # small, so its text stays readable scaled to a phone
-LEFT, RIGHT, TOP, PLOT_BOTTOM, LINE = 70, 16, 40, 360, 20   # the plot area; axis titles and the legend go below
+LEFT, RIGHT, TOP, PLOT_BOTTOM, LINE = 70, 16, 40, 290, 20   # the plot area; axis titles and the legend go below
 PALETTE = ("#3f51b5", "#e65100", "#2e7d32", "#ad1457", "#00838f", "#6d4c41", "#5e35b1", "#9e9d24")
 
 

@@ -22,19 +22,21 @@ import datetime as dt
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, cast
+from urllib.parse import quote
 
 import jinja2
 from markupsafe import Markup, escape
 from pymdownx.slugs import slugify as _pymdownx_slugify
 
-from ..cells.model import Cell, Cookbook, Page, Point, Variant
+from ..cells.model import Cell, Cookbook, Page, Point, Provenance, Variant
 from ..errors import CookbookError
 from ..flags.check import CellCheck, check_cell
 from ..recipes.load import package_yaml
 from ..render.model import Block, Deployment
 from ..render.shell import copy_all, format_block
+from ..render.slurm import sbatch_script
 from ..render.tables import tables
 from ..text import one_line
 from .chart import Axis, ChartPoint, frontier, pareto_svg
@@ -113,7 +115,27 @@ def badge(status: str) -> Markup:
 
 
 def code(value: object) -> Markup:
-    return Markup(f"<code>{md(value)}</code>")
+    """Inline code, breakable only after a separator (`/`, `:`, `@`, `_`, `-`, `.` before a letter) so
+    that a model id or image wraps between its parts, never inside one (the stylesheet forbids other
+    breaks); a part longer than a line (a digest) scrolls in its own box (`cb-nobreak`)."""
+    text = str(value)
+    parts = re.split(r"(?<=[/:@_-])", text)
+    inner = Markup("<wbr>").join(md(part) for part in parts)
+    if any(len(part) > 32 for part in parts):
+        return Markup(f'<code class="cb-nobreak">{inner}</code>')
+    return Markup(f"<code>{inner}</code>")
+
+
+def recipe_link(prov: Provenance) -> Markup:
+    """The recipe path as a link to the file at the cited commit (`<repo>/blob/<commit>/<path>`, beside
+    the commit's own link), or as code when the commit's link is not a GitHub-style commit URL."""
+    if not prov.commit or not prov.commit_url:     # a whole-checkout build outside git cites no commit
+        return code(prov.recipe)
+    base, sep, _ = prov.commit_url.partition("/commit/")
+    if not sep or not re.match(r"https?://", base):
+        return code(prov.recipe)
+    url = f"{base}/blob/{quote(prov.commit)}/{quote(prov.recipe)}"
+    return Markup(f'<a href="{escape(url)}"><code>{md(prov.recipe)}</code></a>')
 
 
 # --- views: what the templates show ---------------------------------------------------------------
@@ -136,6 +158,8 @@ class RunView:
     script: str          # file name beside the page
     blocks: tuple[BlockView, ...]
     copy_all: str
+    sbatch: str          # file name beside the page of the one-job Slurm script
+    sbatch_text: str
     point: Point
     summary: str         # metrics in one line, or what the variant is
     same_as: str | None  # tab of an earlier point with identical commands
@@ -179,6 +203,8 @@ class ChartView:
     title: str
     alt: str
     frontier: tuple[tuple[str, str], ...]   # (text, page-relative link) of frontier points
+    missing: tuple[str, ...] = ()           # deployments with measured points but none with this chart's x metric
+    simulated: tuple[str, ...] = ()         # deployments on it whose throughput ran with a simulated acceptance length
 
 
 @dataclass(frozen=True)
@@ -233,6 +259,11 @@ def script_name(cell: Cell, point: Point) -> str:
     return f"launch-{cell.slug}-{_tab_slug(tab_title(cell, point), '-')}.sh"
 
 
+def sbatch_name(script: str) -> str:
+    """The Slurm job's file name beside a launch script's (`launch-X.sh` -> `sbatch-X.sh`)."""
+    return "sbatch-" + script.removeprefix("launch-")
+
+
 def variant_tab(cell: Cell, variant: Variant) -> str:
     point = _variant_point(cell, variant)
     return tab_title(cell, point) if point else variant.point.replace("/", " ")
@@ -282,6 +313,18 @@ def launch_script(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment,
                   derived: str | None = None) -> str:
     """The copy-all script of `dep`, headed by `# ...` lines saying what it is and where it came from
     (`render.shell.copy_all` keeps each on its comment line)."""
+    return copy_all(list(dep.blocks), script_heading(cookbook, cell, point, dep, generated_on, derived), tables().describe_placeholder)
+
+
+def sbatch_job(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment, generated_on: dt.date,
+               derived: str | None = None) -> str:
+    """The one-job Slurm script of `dep` (`render.slurm`), with the launch script's heading."""
+    return sbatch_script(dep, script_heading(cookbook, cell, point, dep, generated_on, derived), tables().describe_placeholder)
+
+
+def script_heading(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment, generated_on: dt.date,
+                   derived: str | None = None) -> list[str]:
+    """What a script of `dep` is and where it came from, one comment line each."""
     prov = cell.provenance
     run = f"run {prov.run} attempt {prov.attempt}" if prov.run else "no pinned run"
     lines = [f"{cell.config_key} {point.id}: {dep.model}, {dep.gpus} GPUs on {dep.nodes} node(s)",
@@ -292,7 +335,7 @@ def launch_script(cookbook: Cookbook, cell: Cell, point: Point, dep: Deployment,
              f"{cookbook.title}, generated {generated_on.isoformat()} by cookbookgen"]
     if derived:
         lines.insert(0, f"DERIVED, NOT BENCHMARKED: {derived}")
-    return copy_all(list(dep.blocks), lines, tables().describe_placeholder)
+    return lines
 
 
 def _blocks(dep: Deployment, anchor: str, data: Mapping[str, str]) -> tuple[BlockView, ...]:
@@ -302,8 +345,18 @@ def _blocks(dep: Deployment, anchor: str, data: Mapping[str, str]) -> tuple[Bloc
 
 
 def _metric_summary(point: Point) -> str:
+    """The point's headline numbers, each with the caveat that qualifies it right beside it."""
     keys = [k for k in SUMMARY if k in point.metrics][:3]
-    return " · ".join(f"{_metric(k)[0]} {_format_metric(k, point.metrics[k])} {_metric(k)[1]}" for k in keys)
+    return " · ".join(f"{_metric(k)[0]} {_format_metric(k, point.metrics[k])} {_metric(k)[1]}{caveat(point, k)}" for k in keys)
+
+
+def caveat(point: Point, key: str) -> str:
+    """What qualifies metric `key` of `point`, to print beside the number: a throughput measured with a
+    simulated speculative-decoding acceptance length (`SGLANG_SIMULATE_ACC_LEN`) is not what real
+    traffic gets."""
+    if key == THROUGHPUT and point.golden_al:
+        return f" (with a simulated acceptance length of {point.golden_al}, SGLANG_SIMULATE_ACC_LEN: real traffic differs)"
+    return ""
 
 
 def _run_view(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.date, earlier: dict[str, str]) -> RunView:
@@ -312,6 +365,7 @@ def _run_view(cookbook: Cookbook, cell: Cell, point: Point, generated_on: dt.dat
     same = earlier.setdefault("\n\n".join(b.text for b in blocks), tab_title(cell, point))
     return RunView(tab=tab_title(cell, point), anchor=anchor, script=script_name(cell, point),
                    blocks=blocks, copy_all=launch_script(cookbook, cell, point, point.deployment, generated_on),
+                   sbatch=sbatch_name(script_name(cell, point)), sbatch_text=sbatch_job(cookbook, cell, point, point.deployment, generated_on),
                    point=point, summary=_metric_summary(point), same_as=same if same != tab_title(cell, point) else None)
 
 
@@ -321,7 +375,8 @@ def _variant_view(cookbook: Cookbook, cell: Cell, variant: Variant, generated_on
     what = f"{variant.router} router, {variant.kv} KV tier, from measured point {variant.point}"
     script = launch_script(cookbook, cell, point, variant.deployment, generated_on, derived=what)
     return RunView(tab=variant_tab(cell, variant), anchor=anchor, script=f"launch-{anchor}.sh",
-                   blocks=_blocks(variant.deployment, anchor, {}), copy_all=script,
+                   blocks=_blocks(variant.deployment, anchor, {}), copy_all=script, sbatch=f"sbatch-{anchor}.sh",
+                   sbatch_text=sbatch_job(cookbook, cell, point, variant.deployment, generated_on, derived=what),
                    point=point, summary=f"{variant.router} router with KV tier {variant.kv}, derived from point {variant.point}",
                    same_as=None)
 
@@ -361,13 +416,14 @@ XMetric = tuple[str, str, Axis]   # an entry of X_METRICS
 
 
 def chart_groups(cells: tuple[Cell, ...]) -> dict[XMetric, list[tuple[Cell, Point]]]:
-    """Measured points with a throughput and an x metric, grouped by their x metric (the first one present)."""
+    """Per x metric (one chart each, in `X_METRICS` order), every measured point with a throughput and
+    that metric: all deployments of a hardware on the same axes, so they can be compared (a point with
+    both metrics is on both charts)."""
     groups: dict[XMetric, list[tuple[Cell, Point]]] = {}
-    for cell in cells:
-        for point in cell.points:
-            x = next((x for x in X_METRICS if x[0] in point.metrics), None)
-            if x and THROUGHPUT in point.metrics:
-                groups.setdefault(x, []).append((cell, point))
+    for x in X_METRICS:
+        members = [(cell, point) for cell in cells for point in cell.points if x[0] in point.metrics and THROUGHPUT in point.metrics]
+        if members:
+            groups[x] = members
     return groups
 
 
@@ -394,6 +450,16 @@ def cell_title(cell: Cell, name: str) -> str:
     return f"{hardware_title(cell.hw)} · {name}"
 
 
+def _simulated(members: list[tuple[Cell, Point]], names: dict[str, str]) -> tuple[str, ...]:
+    """The chart's deployments whose throughput ran with a simulated acceptance length, with it; one
+    entry "every deployment (AL)" when all of them did, with one length."""
+    found = dict.fromkeys(f"{names[c.id]} ({p.golden_al})" for c, p in members if p.golden_al)
+    lengths = {p.golden_al for _, p in members}
+    if found and len(lengths) == 1 and all(p.golden_al for _, p in members):
+        return (f"every deployment on it ({lengths.pop()})",)
+    return tuple(found)
+
+
 def chart(page: Page, hw: str, x: XMetric, members: list[tuple[Cell, Point]],
           names: dict[str, str]) -> tuple[ChartView, str, set[tuple[str, str]]]:
     """The chart's view, its SVG text and the (cell id, point id) pairs on its frontier."""
@@ -412,7 +478,8 @@ def chart(page: Page, hw: str, x: XMetric, members: list[tuple[Cell, Point]],
 
 def _metric_rows(cell: Cell, keys: list[str], on_front: set[tuple[str, str]]) -> tuple[MetricRow, ...]:
     return tuple(MetricRow(tab_title(cell, p), point_anchor(cell, p), ", ".join(str(c) for c in p.concs),
-                           tuple(_format_metric(k, p.metrics[k]) if k in p.metrics else "—" for k in keys),
+                           tuple(_format_metric(k, p.metrics[k]) + (f" (simulated AL {p.golden_al})" if caveat(p, k) else "")
+                                 if k in p.metrics else "—" for k in keys),
                            (cell.id, p.id) in on_front)
                  for p in cell.points)
 
@@ -454,7 +521,10 @@ def page_view(cookbook: Cookbook, page: Page, generated_on: dt.date) -> tuple[Pa
         charts, on_front = [], set()
         for x, members in chart_groups(cells).items():
             view, svg, on = chart(page, hw, x, members, names)
-            charts.append(view)
+            shown = {c.id for c, _ in members}
+            missing = tuple(names[c.id] for c in cells if c.id not in shown and any(THROUGHPUT in p.metrics for p in c.points))
+            simulated = _simulated(members, names)
+            charts.append(replace(view, missing=missing, simulated=simulated))
             svgs[view.file] = svg
             on_front |= on
         views = tuple(cell_view(cookbook, c, names[c.id], generated_on, on_front) for c in cells)
@@ -575,7 +645,7 @@ def environment(templates: Mapping[str, str]) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.DictLoader(dict(templates)), autoescape=True, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     env.filters.update(md=md, code=code, badge=badge, command=command, safe_title=lambda t: Markup(json.dumps(safe_title(one_line(t)))))
-    env.globals.update(link=link, STATUS_TEXT=site_table("statuses"), hardware_title=hardware_title,
+    env.globals.update(link=link, recipe_link=recipe_link, STATUS_TEXT=site_table("statuses"), hardware_title=hardware_title,
                        hardware_anchor=hardware_anchor, page_path=page_path)
     return env
 
@@ -610,6 +680,7 @@ def page_files(cookbook: Cookbook, page: Page, env: jinja2.Environment, generate
             files[cell_path(page, cell.cell)] = render_template(env, "cell.md.j2", view=view, c=cell)
             derived = tuple(r for g in cell.variants for r in g.runs)
             files.update({f"{page.slug}/{r.script}": r.copy_all for r in cell.runs + derived})
+            files.update({f"{page.slug}/{r.sbatch}": r.sbatch_text for r in cell.runs + derived})
     return PageFiles(files, page_json(view), page_flags(page))
 
 

@@ -151,7 +151,7 @@ def read_text_file(path: Path, name: str, max_bytes: int = MAX_BYTES) -> str:
     try:
         status = path.stat()
     except FileNotFoundError:
-        raise CookbookError.at(name, 0, "", "file not found") from None
+        raise CookbookError.at(name, 0, "", "the file does not exist") from None
     except OSError as exc:
         raise CookbookError.at(name, 0, "", f"cannot read: {exc.strerror}") from None
     if not stat.S_ISREG(status.st_mode):

@@ -106,7 +106,11 @@ class Workspace:
         found: dict[str, ConfigEntry] = {}
         files = self.checkout.master_files()
         if not files:
-            raise CookbookError.at(self.checkout.name, 0, "", "no master config: expected configs/*-master.yaml (or inferencex-e2e/configs/)")
+            view = self.checkout.view
+            if isinstance(view, FolderView) and not view.root.exists():
+                raise CookbookError.usage(f"--source {view.root}", "the folder does not exist; give an InferenceX checkout (a folder with configs/*-master.yaml)")
+            raise CookbookError.usage(f"--source {self.checkout.name}", "no master config in this folder: expected configs/*-master.yaml "
+                                                                       "(or inferencex-e2e/configs/); give an InferenceX checkout")
         for path in files:
             self._masters.add(path)
             doc = self.document(path)
@@ -125,7 +129,7 @@ class Workspace:
     def entry(self, key: str) -> ConfigEntry:
         entries = self.entries()
         if key not in entries:
-            raise CookbookError.at(self.checkout.shown(self.checkout.master_files()[0]), 0, key, unknown("config key", key, entries))
+            raise CookbookError.usage("--config", unknown("config key", key, entries) + f" (in the master configs of {self.checkout.name})")
         return entries[key]
 
     def selected(self, path: PurePosixPath, selector: str | None) -> EffectiveRecipe:

@@ -269,13 +269,15 @@ def _worker_where(layout: RoleLayout, slot: Slot, pins: str | None) -> str:
         return f"on the {layout.shares_nodes_with} node, GPUs {pins}"
     if pins and layout.nodes == 1:
         return f"on the {role} node, GPUs {pins}"
-    if pins and slot.workers < layout.nodes:     # packed node by node: the last node holds fewer workers
-        return f"on the first {slot.workers} of the {layout.nodes} {role} nodes, GPUs {pins} ({slot.workers} in all)"
+    if pins and slot.workers == layout.nodes:
+        return f"on each of the {layout.nodes} {role} nodes, GPUs {pins}"
+    if pins and slot.workers < layout.nodes:     # the last nodes hold fewer workers
+        return f"on the first {slot.workers} of the {layout.nodes} {role} nodes, GPUs {pins}"
     if pins:
-        return f"on each of the {layout.nodes} {role} nodes, GPUs {pins} ({slot.workers} in all)"
+        return f"on {slot.workers} of the {layout.nodes} {role} nodes, GPUs {pins}"
     if slot.workers > 1:
         return f"one per node, on {slot.workers} {role} nodes"
-    return f"on one node ({layout.gpus_per_worker} GPUs)"
+    return f"on one node ({layout.gpus_per_worker} GPU{'s' if layout.gpus_per_worker != 1 else ''})"
 
 
 # --- frontends -----------------------------------------------------------------------------------
@@ -328,7 +330,7 @@ def router_blocks(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, la
         args.append(("--worker-urls", *(url for url, _ in _worker_urls(layouts["agg"]))))
     env = kept_env(ctx.policy, ("frontend", "env"), typed.frontend.env, ctx.memo.env)
     local = any("127.0.0.1" in " ".join(a) for a in args)
-    where = ("on the worker's node (it reaches the worker at 127.0.0.1)" if local
+    where = ("on the node of the worker (it reaches the worker at 127.0.0.1)" if local
              else f"on {count} worker nodes other than the head node, one each" if behind_nginx
              else "on the head node (the first worker node)" if srtctl_v1(typed) else "on a CPU node (or any node)")
     blocks = [Block(kind="sglang-router", title=tables().title("sglang-router"), cmd=tables().command("sglang-router"),

@@ -140,11 +140,26 @@ def processes(blocks: list[Block]) -> list[tuple[str, int, int | None, str]]:
         for copy in range(n):
             i = seen[base] = seen.get(base, -1) + 1
             name = f"{base}-{i}" if block.kind == "worker" or total[base] > 1 else base
-            where = one_line(block.where) + (f" ({copy + 1} of {n})" if n > 1 else "")
             npw = block.nodes_per_worker or 1
-            out += [(name + (f"-node{r}" if r else ""), index, r if npw > 1 else None,
-                     where + (f", NODE_RANK={r}" if npw > 1 else "")) for r in range(npw)]
+            out += [(name + (f"-node{r}" if r else ""), index, r if npw > 1 else None, copy_where(block, copy, n, r if npw > 1 else None))
+                    for r in range(npw)]
     return out
+
+
+def copy_where(block: Block, copy: int, copies: int, rank: int | None) -> str:
+    """Where one process of `block` runs: copy `copy` of `copies`, NODE_RANK `rank` of a multi-node worker.
+    The block's own sentence says where all its copies run; this one names this copy's node."""
+    pins = block.env.get("CUDA_VISIBLE_DEVICES")
+    gpus = f", GPUs {pins}" if pins else ""
+    if rank is not None:
+        npw = block.nodes_per_worker or 1
+        head = f" (its head node, {block.role.upper()}_HEAD_IP)" if rank == 0 and block.role else ""
+        return f"node {rank + 1} of the {npw} nodes of this {block.role or block.kind} worker{head}, NODE_RANK={rank}"
+    if block.kind == "worker" and (copies > 1 or pins) and not block.where.startswith("on the "):
+        return f"on {block.role} node {copy + 1}{gpus}"
+    if copies == 1:
+        return one_line(block.where)
+    return f"instance {copy + 1} of {copies}: {one_line(block.where)}"
 
 
 def copy_all(blocks: list[Block], heading: list[str], describe: Callable[[str], str | None]) -> str:
@@ -159,7 +174,7 @@ def copy_all(blocks: list[Block], heading: list[str], describe: Callable[[str], 
              *(comment_line(u) for u in _USAGE.format(script="./launch.sh").splitlines()),
              *(comment_line(f"Placeholders: {n} is {describe(n)}") for n in placeholders_in("\n".join(
                  line for body in bodies for line in body)) if describe(n)),
-             "", "_list() {", "  cat <<'COOKBOOK_LIST'", *(f"{n:<{width}}  {_safe(w)}" for n, _, _, w in procs),
+             "", "_list() {", "  cat <<'COOKBOOK_LIST'", *(f"{n:<{width}}  {safe_text(w)}" for n, _, _, w in procs),
              "COOKBOOK_LIST", "}", "", "_wait() {", '  local end=$((SECONDS + ${WAIT_TIMEOUT:-600})) target',
              '  for target in "$@"; do', '    until (exec 3<>"/dev/tcp/${target%:*}/${target##*:}") 2>/dev/null; do',
              '      if ((SECONDS >= end)); then echo "timed out waiting for $target" >&2; exit 1; fi',
@@ -167,7 +182,7 @@ def copy_all(blocks: list[Block], heading: list[str], describe: Callable[[str], 
     for index, (block, body) in enumerate(zip(blocks, bodies)):
         names = [n for n in placeholders_in("\n".join(body)) if describe(n)]
         lines += ["", block_comment(block), f"_block_{index}() {{",
-                  *(f'  : "${{{n}:?{_safe(describe(n) or n)}}}"' for n in names), *body, "}"]
+                  *(f'  : "${{{n}:?{safe_text(describe(n) or n)}}}"' for n in names), *body, "}"]
     lines += ["", 'case "${1:-}" in', "  '') cat >&2 <<'COOKBOOK_USAGE'", *_USAGE.format(script="./launch.sh").splitlines(),
               "COOKBOOK_USAGE", f"    {_LEAVE} ;;", "  --list) _list ;;",
               '  --wait) shift; _wait "$@" ;;']
@@ -186,5 +201,7 @@ def block_comment(block: Block) -> str:
     return comment_line(block.title + (f" -- {block.where}" if block.where else ""))
 
 
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9 ,.:;()/+=_-]", "", text)
+def safe_text(text: str) -> str:
+    """`text` for a quoted heredoc or a `${NAME:?text}` message: an apostrophe (which would end the
+    message's quoting) as a typographic one, anything else outside plain words and punctuation dropped."""
+    return re.sub(r"[^A-Za-z0-9 ,.:;()/+=_’-]", "", text.replace("'", "’"))
