@@ -79,7 +79,7 @@ CASES = {
     "fractional-tp": (dump(minimal_recipe(roles={"agg": {"args": {"tensor-parallel-size": 1.5}}})), 0,
                       "roles.agg.args.tensor-parallel-size", "must be a positive whole number (received 1.5)"),
     "idle-nodes": (dump(minimal_recipe(roles={"agg": {"nodes": 2, "workers": 1, "gpus": 2}})), 0, "roles.agg.nodes",
-                   "1 worker(s) of 2 GPUs, packed 4 per node of 8 GPUs as srtctl packs them, fill 1 node(s), not 2"),
+                   "1 worker(s) of 2 GPUs, 1 per node, fill 1 node(s), not 2"),
     "decode-without-prefill": (dump({**minimal_recipe(), "roles": {"decode": minimal_recipe()["roles"]["agg"]}}), 0, "roles",
                                "worker roles decode: expected roles.agg, or roles.prefill and roles.decode"),
     # an env name the shell does not take as an assignment runs as a command when pasted (`$(id)=1 \` ran `id`)

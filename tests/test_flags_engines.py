@@ -192,7 +192,7 @@ def test_corpus_modules_are_checked_against_their_nightlies_releases(capsys: pyt
     """The published modules: every cell is checked exactly or against the releases around its nightly, except
     those no source dates (an undated tag, a Dynamo built from a commit), which say so."""
     for name in ("deepseek-ai/deepseek-v4.jsx", "zai-org/glm-5.2.jsx", "deepseek-ai/deepseek-v4_1.gb200-excerpt.jsx"):
-        doc = run_json(capsys, str(CORPUS / "sglang-cookbook" / "agentx" / name))
+        doc = run_json(capsys, "--cookbook", str(CORPUS / "sglang-cookbook" / "agentx" / name))
         for cell in doc["cells"]:
             notes = [b["note"] for b in cell["bases"] if b["kind"] not in ("exact", "bracket")]
             if cell["coverage"] == "unchecked":
