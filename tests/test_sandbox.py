@@ -20,7 +20,7 @@ import pytest
 from cookbookgen.recipes import script
 from cookbookgen.recipes.view import FolderView, script_files
 from cookbookgen.recipes.script import ScriptFiles, run_script
-from test_bad_input import one_problem, run_cli
+from test_bad_input import run_cli
 from test_scripts import HOSTILE, MASTER, SHOWN
 
 HEADER = '#!/usr/bin/env bash\nsource "$(dirname "$0")/../../benchmark_lib.sh"\n'
