@@ -162,8 +162,9 @@ class Basis:
 
 
 def basis(engine: str, version: str | None, date: dt.date | None, note: str) -> Basis:
-    """The catalogs that check `engine` at `version` (exact or between releases) or at a nightly's `date`."""
-    shipped = history(engine)
+    """The catalogs that check `engine` at `version` (exact or between releases) or at a nightly's `date`.
+    Only the catalogs chosen are read (`shipped_versions` names them all without reading one)."""
+    shipped = shipped_versions().get(engine, ())
     if not shipped:
         return Basis(engine, "unknown", (), f"no {engine} flag catalog is shipped; {note}")
     if version is not None:
@@ -173,41 +174,48 @@ def basis(engine: str, version: str | None, date: dt.date | None, note: str) -> 
         return _by_order(engine, version, shipped, note)
     if date is not None:
         return _by_date(engine, date, shipped, note)
-    return Basis(engine, "approximate", (shipped[-1],), f"{note}; checked against the newest catalog, {engine} {shipped[-1].version}")
+    return Basis(engine, "approximate", (_read(engine, shipped[-1]),), f"{note}; checked against the newest catalog, {engine} {shipped[-1]}")
 
 
-def _by_order(engine: str, version: str, shipped: list[Catalog], note: str) -> Basis:
+def _read(engine: str, version: str) -> Catalog:
+    found = catalog(engine, version)
+    assert found is not None        # a shipped version
+    return found
+
+
+def _by_order(engine: str, version: str, shipped: tuple[str, ...], note: str) -> Basis:
     key = version_key(version)
-    known = sorted({r.version for r in releases(engine)} | {c.version for c in shipped}, key=version_key)
+    known = sorted({r.version for r in releases(engine)} | set(shipped), key=version_key)
     before = [v for v in known if version_key(v) < key]
     after = [v for v in known if version_key(v) > key]
-    if not after and before and before[-1] == shipped[-1].version:
-        return Basis(engine, "newer-than-catalogs", (shipped[-1],), f"{note}; {version} is newer than every catalog")
+    if not after and before and before[-1] == shipped[-1]:
+        return Basis(engine, "newer-than-catalogs", (_read(engine, shipped[-1]),), f"{note}; {version} is newer than every catalog")
     pair = (catalog(engine, before[-1]) if before else None, catalog(engine, after[0]) if after else None)
     if pair[0] is not None and pair[1] is not None:
         return Basis(engine, "bracket", (pair[0], pair[1]), f"{note}; {version} lies between the releases {before[-1]} and {after[0]}")
-    return Basis(engine, "approximate", _nearest(shipped, key), f"{note}; no catalog for {version} or the releases around it")
+    return Basis(engine, "approximate", _nearest(engine, shipped, key), f"{note}; no catalog for {version} or the releases around it")
 
 
-def _by_date(engine: str, date: dt.date, shipped: list[Catalog], note: str) -> Basis:
+def _by_date(engine: str, date: dt.date, shipped: tuple[str, ...], note: str) -> Basis:
     rows = releases(engine)
     before = [r for r in rows if r.date <= date]
     after = [r for r in rows if r.date > date]
     if not after:
-        if before and before[-1].version == shipped[-1].version:
-            return Basis(engine, "newer-than-catalogs", (shipped[-1],), f"{note}; {date} is after the newest release with a catalog, {before[-1].version}")
-        return Basis(engine, "approximate", (shipped[-1],), f"{note}; no catalog of a release around {date}")
+        if before and before[-1].version == shipped[-1]:
+            return Basis(engine, "newer-than-catalogs", (_read(engine, shipped[-1]),),
+                         f"{note}; {date} is after the newest release with a catalog, {before[-1].version}")
+        return Basis(engine, "approximate", (_read(engine, shipped[-1]),), f"{note}; no catalog of a release around {date}")
     pair = (catalog(engine, before[-1].version) if before else None, catalog(engine, after[0].version))
     if pair[0] is not None and pair[1] is not None:
         return Basis(engine, "bracket", (pair[0], pair[1]),
                      f"{note}; {date} lies between the releases {before[-1].version} ({before[-1].date}) and {after[0].version} ({after[0].date})")
-    return Basis(engine, "approximate", _nearest(shipped, version_key(after[0].version)), f"{note}; no catalog of a release around {date}")
+    return Basis(engine, "approximate", _nearest(engine, shipped, version_key(after[0].version)), f"{note}; no catalog of a release around {date}")
 
 
-def _nearest(shipped: list[Catalog], key: tuple[int, ...]) -> tuple[Catalog, ...]:
-    older = [c for c in shipped if version_key(c.version) <= key]
-    newer = [c for c in shipped if version_key(c.version) > key]
-    return tuple(c for c in (older[-1] if older else None, newer[0] if newer else None) if c is not None)
+def _nearest(engine: str, shipped: tuple[str, ...], key: tuple[int, ...]) -> tuple[Catalog, ...]:
+    older = [v for v in shipped if version_key(v) <= key]
+    newer = [v for v in shipped if version_key(v) > key]
+    return tuple(_read(engine, v) for v in (older[-1] if older else None, newer[0] if newer else None) if v is not None)
 
 
 @dataclass(frozen=True)
