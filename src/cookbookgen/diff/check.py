@@ -188,7 +188,7 @@ def _cell_state(state: CellState, pairs: list[Pair], unknown_overrides: set[str 
 
 def flag_mismatches(key: str, points: list[PublishedPoint]) -> list[Finding]:
     """A mismatch per flag the engine version a cell pins would refuse (`flags.check`), once per cell and role."""
-    checks = check_points((p.cell, p.image, p.blocks, p.install or ()) for p in points)
+    checks = check_points(((p.cell, p.image, p.blocks, p.install or ()) for p in points), only_certain=True)
     return [Finding(key, check.cell, f.block, "flag", f.flag, "mismatch", detail=f"{f.cls}: {f.detail}", reason=f"checked against {f.version}")
             for check in checks for f in check.findings if f.cls in FAILING and f.certain]
 

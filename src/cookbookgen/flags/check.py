@@ -112,10 +112,12 @@ class CellCheck:
 
 
 def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_version: str | None = None,
-               install: Sequence[str] = ()) -> CellCheck:
+               install: Sequence[str] = (), only_certain: bool = False) -> CellCheck:
     """Every flag of the cell's worker blocks, against the catalogs of the versions its image and install
     steps pin, or of the releases around its build (`engine_version` replaces the engine's: the last
-    parser of a block's command)."""
+    parser of a block's command). `only_certain` (for `diff`, which reports only the flags known to stop
+    the server): a block whose engine version is not known exactly or by its releases is counted, not
+    read, so its uncertain findings are left out."""
     table = engines()
     blocks = list(blocks)
     steps = tuple(install) + tuple(line for b in blocks for line in b.preamble)
@@ -152,6 +154,8 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
             continue
         for arg in block.args:
             checked += 1
+            if only_certain and not chain[-1].certain:     # no finding of this block could be certain
+                continue
             certain += _certain(arg, chain)
             for found in _check_bracketed(arg, chain):
                 findings.setdefault((name, found[0], found[1], found[2]), FlagFinding(cell, name, *found))
@@ -164,14 +168,14 @@ def check_cell(cell: str, image: str | None, blocks: Iterable[Block], engine_ver
 
 
 def check_points(points: Iterable[tuple[str, str | None, Iterable[Block]]] | Iterable[tuple[str, str | None, Iterable[Block], Sequence[str]]],
-                 engine_version: str | None = None) -> list[CellCheck]:
+                 engine_version: str | None = None, only_certain: bool = False) -> list[CellCheck]:
     """`check_cell` per cell of (cell id, image, blocks[, install steps]) points, cells in order of first appearance."""
     cells: dict[str, tuple[str | None, list[Block], list[str]]] = {}
     for cell, image, blocks, *install in points:
         entry = cells.setdefault(cell, (image, [], []))
         entry[1].extend(blocks)
         entry[2].extend(s for s in (install[0] if install else ()) or () if s not in entry[2])
-    return [check_cell(cell, image, blocks, engine_version, install) for cell, (image, blocks, install) in cells.items()]
+    return [check_cell(cell, image, blocks, engine_version, install, only_certain) for cell, (image, blocks, install) in cells.items()]
 
 
 def failing(checks: Sequence[CellCheck]) -> bool:
