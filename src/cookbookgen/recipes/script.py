@@ -47,7 +47,7 @@ from typing import Mapping
 
 from ..errors import CookbookError
 
-LIMIT_SECONDS = 10              # wall-clock time of a script; also the CPU seconds of each of its processes
+LIMIT_SECONDS = 10              # wall-clock time of a script (each process also gets LIMIT_SECONDS + 2 s of CPU)
 LIMIT_ADDRESS_SPACE = 1 << 30   # bytes of address space of each process
 LIMIT_PROCESSES = 64            # processes at once in the sandbox
 LIMIT_BYTES = 1 << 20           # one file the script writes, its stdout and stderr included
@@ -249,7 +249,9 @@ def _reachable_copy(bwrap: str) -> str:
 
 def _limits() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (LIMIT_ADDRESS_SPACE, LIMIT_ADDRESS_SPACE))
-    resource.setrlimit(resource.RLIMIT_CPU, (LIMIT_SECONDS, LIMIT_SECONDS))
+    # A backstop only: 2 s past the wall-clock limit, so that a busy loop is always stopped by the
+    # runner's timer (and reported as the time limit), never by a CPU kill racing it to the same second.
+    resource.setrlimit(resource.RLIMIT_CPU, (LIMIT_SECONDS + 2, LIMIT_SECONDS + 2))
     resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT_BYTES, LIMIT_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
