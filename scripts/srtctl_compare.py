@@ -5,7 +5,8 @@
 
 Equal means equal after these documented exclusions, and nothing else:
 - placeholders: the model (srtctl names `hf:org/model` here; the cookbook the Hugging Face id), host
-  addresses (`IP(node)` vs `$..._IP`), node ranks, the options-file path (the files are compared);
+  addresses (`IP(node)` vs `$..._IP`, in flags and env values), node ranks, the options-file path and
+  MOONCAKE_CONFIG_PATH's folder (srtctl's `/logs`; the files are compared);
 - the port table: HTTP, bootstrap, NCCL, KV-event, NIXL, DP-RPC and system ports and their env variables;
 - srtctl plumbing a reader never types: `--dump-config-to`, `HEAD_NODE_IP`, `DYN_SYSTEM_PORT`, the default
   `DYN_LOG`, `DYN_SKIP_SGLANG_LOG_FORMATTING`, `numactl`, `TRTLLM_EPLB_SHM_NAME`, srtctl's head-node setup script,
@@ -15,7 +16,8 @@ Equal means equal after these documented exclusions, and nothing else:
   the env srtctl derives from such sections (`DYNAMO_VERSION`/`DYNAMO_WHEEL_NAME` from `dynamo.wheel`,
   `DYN_LOG`, `DYN_LOGGING_*` and `OTEL_*` from `observability`).
 Workers are compared as a multiset per role (one entry per launched process); frontends as a multiset of
-commands; router worker URLs by their count and bootstrap ports.
+commands; router worker URLs by their count and bootstrap ports; the Mooncake master by the value each of
+its flags runs with (gflags takes a repeated flag's last).
 """
 
 from __future__ import annotations
@@ -104,7 +106,16 @@ def _normal_argv(argv: list[str], model_words: set[str]) -> tuple[str, tuple[tup
     return cmd, tuple(sorted(set(out)))     # a flag passed twice with the same value (srtctl's and the recipe's) is one
 
 
+_ADDRESS = re.compile(r"IP\(node\d+\)|\$[A-Z][A-Z0-9_]*_IP\b")
+
+
+def _address_free(text: str) -> str:
+    """A value with each host address (srtctl's `IP(nodeNN)`, the cookbook's `$..._IP`) as `ADDR`."""
+    return _ADDRESS.sub("ADDR", text)
+
+
 def _normal_env(env: dict[str, str], dynamo: bool = True) -> tuple[tuple[str, str], ...]:
+    env = {k: (Path(v).name if k == "MOONCAKE_CONFIG_PATH" else _address_free(str(v))) for k, v in env.items()}
     return tuple(sorted((k, str(v)) for k, v in env.items()
                         if k not in PLUMBING_ENV and not (k == "DYN_LOG" and v == DEFAULT_DYN_LOG)
                         and not k.startswith(DERIVED_ENV_PREFIXES) and not (k == "DYN_REQUEST_PLANE" and not dynamo)))
@@ -118,6 +129,7 @@ def _role_of(cmd_flags: tuple[str, tuple[tuple[str, ...], ...]]) -> str:
 def srtctl_side(golden: dict[str, Any]) -> dict[str, Any]:
     workers: dict[str, Counter[Any]] = {}
     fronts: Counter[Any] = Counter()
+    services: dict[str, dict[str, str]] = {}
     for proc in golden["processes"]:
         argv = proc["argv"]
         text = " ".join(argv)
@@ -125,6 +137,9 @@ def srtctl_side(golden: dict[str, Any]) -> dict[str, Any]:
             continue
         if "nginx" in text and argv[0] == "bash":
             fronts[("nginx",)] += 1
+            continue
+        if argv[0] == "mooncake_master":
+            services[argv[0]] = _last_wins(argv)
             continue
         norm = _normal_argv(argv, {"org/model", "model"})
         if "dynamo.frontend" in norm[0] or "sglang_router" in norm[0] or "vllm-router" in norm[0]:
@@ -134,8 +149,33 @@ def srtctl_side(golden: dict[str, Any]) -> dict[str, Any]:
         role = _role_of(norm)
         env = {k: v for k, v in proc["env"].items() if not (k == "DYN_LOG" and golden.get("observability"))}
         workers.setdefault(role, Counter())[(norm, _normal_env(env, "dynamo." in norm[0]))] += 1
-    files = {name: yaml.safe_load(text) for name, text in golden.get("files", {}).items() if name.startswith("trtllm_config_")}
-    return {"workers": workers, "frontends": fronts, "files": files}
+    files = {name: _file(name, text) for name, text in golden.get("files", {}).items()
+             if name.startswith("trtllm_config_") or name == MOONCAKE_FILE}
+    return {"workers": workers, "frontends": fronts, "files": files, "services": services}
+
+
+MOONCAKE_FILE = "mooncake_store_config.json"
+
+
+def _file(name: str, text: str) -> Any:
+    """A launch file's data: an options file's YAML, or the Mooncake store JSON (its master's address as ADDR)."""
+    return json.loads(_address_free(text)) if name == MOONCAKE_FILE else yaml.safe_load(text)
+
+
+def _last_wins(argv: list[str]) -> dict[str, str]:
+    """A gflags command's flags, each with the value it runs with (a repeated flag's last)."""
+    return {f[0]: " ".join(f[1:]) for f in _flags_in_order(argv[1:])}
+
+
+def _flags_in_order(words: list[str]) -> list[list[str]]:
+    flags: list[list[str]] = []
+    for word in words:
+        if word.startswith("--"):
+            name, eq, value = word.partition("=")
+            flags.append([name] + ([value] if eq else []))
+        elif flags:
+            flags[-1].append(word)
+    return flags
 
 
 def _front_key(norm: tuple[str, tuple[tuple[str, ...], ...]], env: tuple[tuple[str, str], ...]) -> tuple[Any, ...]:
@@ -156,20 +196,24 @@ def cookbook_side(blocks: list[Block], sglang_direct: bool = False) -> dict[str,
     workers: dict[str, Counter[Any]] = {}
     fronts: Counter[Any] = Counter()
     files: dict[str, Any] = {}
+    services: dict[str, dict[str, str]] = {}
     for block in blocks:
         argv = block.cmd.split() + [w for arg in block.args for w in arg]
+        if block.kind == "mooncake-master":
+            services[argv[0]] = _last_wins(argv)
+            continue
         norm = _normal_argv(argv, {MODEL})
         env = _normal_env(block.env, "dynamo." in norm[0])
         if block.kind == "worker":
             per_worker = 1 if "trtllm" in block.cmd else (block.nodes_per_worker or 1)
             role = block.role or "agg"
             workers.setdefault(role, Counter())[(norm, env)] += (block.workers or 1) * per_worker
-            files.update({name: yaml.safe_load(text) for name, text in block.files.items()})
+            files.update({name: _file(name, text) for name, text in block.files.items()})
         elif block.kind == "nginx":
             fronts[("nginx",)] += block.count or 1
         elif block.kind in ("dynamo-frontend", "sglang-router", "vllm-router", "smg"):
             fronts[_front_key(norm, env)] += block.count or 1
-    return {"workers": workers, "frontends": fronts, "files": files}
+    return {"workers": workers, "frontends": fronts, "files": files, "services": services}
 
 
 def differences(golden: dict[str, Any], checkout: Path) -> list[str]:
@@ -193,8 +237,10 @@ def differences(golden: dict[str, Any], checkout: Path) -> list[str]:
             out.append(f"{role} workers: " + _describe(a - b, b - a))
     if mine["frontends"] != theirs["frontends"]:
         out.append("frontends: " + _describe(mine["frontends"] - theirs["frontends"], theirs["frontends"] - mine["frontends"]))
+    if mine["services"] != theirs["services"]:
+        out.append(f"services differ: {mine['services']} vs {theirs['services']}")
     theirs_files = {k: v for k, v in theirs["files"].items() if k.replace("trtllm_config_", "").replace(".yaml", "") in
-                    set(theirs["workers"])}
+                    set(theirs["workers"]) or k == MOONCAKE_FILE}
     if mine["files"] != theirs_files:
         out.append(f"options files differ: {sorted(mine['files'])} vs {sorted(theirs_files)}")
     return out

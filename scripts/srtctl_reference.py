@@ -140,6 +140,8 @@ def record(path: Path, selector: str | None, workdir: Path) -> dict[str, Any]:
         registry = ProcessRegistry(job_id="1234")
         if config.frontend.type not in {"trtllm_serve", "vllm"}:
             orchestrator.start_head_infrastructure(registry)
+            if hasattr(orchestrator, "start_mooncake_master"):      # srtctl with backend.mooncake_kv_store
+                orchestrator.start_mooncake_master(registry)
         orchestrator.start_all_workers()
         orchestrator.start_frontend(registry, threading.Event())
         files = {p.name: p.read_text() for p in sorted(runtime.log_dir.iterdir())

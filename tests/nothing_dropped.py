@@ -10,6 +10,9 @@ Every leaf of it must then be found in the rendered deployment as srtctl v1.0.68
   those workers (with the mapping's keys);
 - `backend.<mode>_environment.NAME` and top-level `environment.NAME`: an env entry of that mode's workers;
 - `frontend.args.KEY` / `frontend.env.NAME`: a flag / env entry of the frontend or router;
+- `backend.mooncake_kv_store`: its `env.NAME` an env entry of every worker, its `store_config.KEY` that key
+  in a JSON file of every worker, each of its `master_extra_args` (`--flag=value`) a flag of the one
+  Mooncake master;
 - a `null` env/args section: empty, nothing to pass;
 - any other leaf: a policy class with a reason (the shipped policy, asked about the leaf's own path or
   its v2 name).
@@ -138,6 +141,13 @@ def unmapped(recipe: dict[str, Any], deployment: Deployment) -> list[str]:
             found = value is False or all(_kv_events(b.args, path[3:], value) for b in workers if b.role in modes)
         elif path[:1] == ("environment",) and len(path) == 2:
             found = bool(workers) and all(_same(b.env.get(path[1], "\0"), value) for b in workers)
+        elif path[:3] == ("backend", "mooncake_kv_store", "env") and len(path) == 4:
+            found = bool(workers) and all(_same(b.env.get(path[3], "\0"), value) for b in workers)
+        elif path[:3] == ("backend", "mooncake_kv_store", "store_config") and len(path) == 4:
+            found = bool(workers) and all(_in_json_file(b.files, path[3], value) for b in workers)
+        elif path == ("backend", "mooncake_kv_store", "master_extra_args"):
+            masters = [b for b in deployment.blocks if b.kind == "mooncake-master"]
+            found = len(masters) == 1 and all(_has_word_flag(masters[0].args, word) for word in value)
         elif path[:2] == ("frontend", "args") and len(path) == 3:
             found = any(_has_flag(b.args, path[2], value) for b in fronts)
         elif path[:2] == ("frontend", "env") and len(path) == 3:
@@ -150,6 +160,15 @@ def unmapped(recipe: dict[str, Any], deployment: Deployment) -> list[str]:
         if not found and not _classified(policy, path, value, command=True):
             problems.append(f"{dotted} = {value!r}: in no command, and no policy class holds it back")
     return problems
+
+
+def _in_json_file(files: dict[str, str], key: str, value: Any) -> bool:
+    return any(json.loads(text).get(key) == value for name, text in files.items() if name.endswith(".json"))
+
+
+def _has_word_flag(args: Any, word: str) -> bool:
+    name, eq, value = word.partition("=")
+    return any(a[0] == name and (not eq or (len(a) > 1 and a[1] == value)) for a in args)
 
 
 def _in_worker(workers: list[Any], role: str, key: tuple[str, ...], value: Any, engine: str) -> bool:

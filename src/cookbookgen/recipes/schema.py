@@ -4,7 +4,9 @@ v1 -> v2 mapping (paths in the settings report use the v2 names):
 - `backend.type` -> `engine`;
 - `backend.sglang_config.{prefill,decode,aggregated}` -> `roles.{prefill,decode,agg}.args`;
 - `backend.{prefill,decode,aggregated}_environment` -> `roles.{...}.env`;
-- `resources.{prefill,decode,agg}_{nodes,workers}` -> `roles.{...}.{nodes,workers}`.
+- `resources.{prefill,decode,agg}_{nodes,workers}` -> `roles.{...}.{nodes,workers}`;
+- `backend.publish_events_and_metrics` -> `engine.*` (srt-slurm's mapping form), and so do the parts of
+  `backend.mooncake_kv_store` the renderer reads (its other keys stay where they are, to be reported).
 Role args (of every engine but TRT-LLM, whose args are options) are named as srtctl passes them: each
 `_` of a key becomes `-` (`max_running_requests` -> `max-running-requests`).
 Type errors are reported at the line of the value that set them (`EffectiveRecipe.origins`).
@@ -72,6 +74,7 @@ PARALLEL_SIZE_ARGS = ("tensor-parallel-size", "tp-size", "tp", "pipeline-paralle
 
 # v1 `backend` keys that are engine settings in the v2 shape (`engine.<key>`), where the renderer reads them.
 _V1_ENGINE_KEYS = ("publish_events_and_metrics",)
+_V1_MOONCAKE_KEYS = ("env", "store_config", "master_extra_args")     # of backend.mooncake_kv_store, which render.deploy reads
 _V1_ROLES = {"prefill": "prefill", "decode": "decode", "aggregated": "agg", "agg": "agg"}
 
 
@@ -391,11 +394,20 @@ def _from_v1(data: dict[str, RawYaml], origins: Origins) -> tuple[dict[str, RawY
         out["engine"] = rest.pop("type")
         moved.append((("backend", "type"), ("engine",)))
     switches = {key: rest.pop(key) for key in _V1_ENGINE_KEYS if key in rest}
+    store = rest.get("mooncake_kv_store")
+    if isinstance(store, dict) and any(key in store for key in _V1_MOONCAKE_KEYS):
+        switches["mooncake_kv_store"] = {key: store[key] for key in _V1_MOONCAKE_KEYS if key in store}
+        moved += [(("backend", "mooncake_kv_store", key), ("engine", "mooncake_kv_store", key)) for key in switches["mooncake_kv_store"]]
+        left = {key: value for key, value in store.items() if key not in _V1_MOONCAKE_KEYS}
+        if left:
+            rest["mooncake_kv_store"] = left
+        else:
+            del rest["mooncake_kv_store"]
     if out.get("engine") == "vllm":     # srtctl v1.0.68 pins a vLLM worker's GPUs with --device-ids unless this is set
         switches["set_cuda_visible_devices"] = rest.pop("set_cuda_visible_devices", False)
     if switches:        # engine keys the renderer reads from srt-slurm's mapping form `engine: {type: ..., <key>: ...}`
         out["engine"] = {"type": out.get("engine", "sglang"), **switches}
-        moved += [(("backend", key), ("engine", key)) for key in switches]
+        moved += [(("backend", key), ("engine", key)) for key in switches if key in _V1_ENGINE_KEYS]
         moved.append((("backend", "type"), ("engine", "type")))
     engine = _engine_type(out)
     section = f"{engine}_config" if isinstance(engine, str) else "sglang_config"

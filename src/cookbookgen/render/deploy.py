@@ -14,7 +14,7 @@ from ..policy.classify import PathMemo, SettingsMemo, classify, may_prohibit
 from ..errors import CookbookError, Problem
 from ..policy.rules import Policy, Setting, glob_matches
 from ..recipes.bundle import EffectiveRecipe
-from ..recipes.schema import FrontendSpec, Recipe, RoleSpec, ServiceSpec
+from ..recipes.schema import EngineSpec, FrontendSpec, Recipe, RoleSpec, ServiceSpec
 from .layout import RoleLayout, Slot, plan
 from .model import Block, Deployment
 from .nginx import nginx_conf
@@ -92,15 +92,16 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
     roles = tuple(layouts.items())
     if kind == "dynamo":
         blocks.extend(_shared(ctx, ("dynamo-infra",), (data.get("services"),), lambda: dynamo_infra_blocks(recipe, typed, ctx)))
-    blocks.extend(_shared(ctx, ("mooncake", kind, roles), (data.get("services"), data.get("dynamo")),
-                          lambda: _mooncake(recipe, typed, ctx, layouts, kind)))
+    blocks.extend(_shared(ctx, ("mooncake", kind, roles), (data.get("services"), data.get("dynamo"), data.get("engine")),
+                          lambda: _mooncake(recipe, typed, ctx, layouts, kind) + _v1_mooncake_master(typed, ctx)))
     blocks.extend(_shared(ctx, ("frontend", kind, roles), (data.get("frontend"), data.get("dynamo")),
                           lambda: FRONTENDS[kind](recipe, typed, ctx, layouts)))
     for role, layout in layouts.items():
         spec = typed.roles[role]  # type: ignore[index]
         raw = (recipe.data.get("roles") or {}).get(role)
         for slot in layout.slots:
-            blocks.append(ENGINE_WORKERS[typed.engine_type](raw, typed, ctx, kind, layout, slot, spec, cluster_env))
+            blocks.append(_with_mooncake_store(ENGINE_WORKERS[typed.engine_type](raw, typed, ctx, kind, layout, slot, spec, cluster_env),
+                                               typed, ctx))
     order = tables().launch_order
     blocks.sort(key=lambda b: order[b.kind])
     gpus = sum(lay.workers * lay.gpus_per_worker for lay in layouts.values())
@@ -410,6 +411,49 @@ def _with_service(block: Block, declared: tuple[int, ServiceSpec] | None, ctx: R
     return block.model_copy(update={"args": tuple(replace_args(list(block.args), args)),
                                     "env": dict(sorted({**block.env, **env}.items())),
                                     "preamble": preamble or block.preamble})
+
+
+def _v1_mooncake_kv_store(typed: Recipe) -> dict[str, RawYaml] | None:
+    """A v1 recipe's `backend.mooncake_kv_store` (normalised to `engine.mooncake_kv_store`), or None."""
+    store = (typed.engine.model_extra or {}).get("mooncake_kv_store") if isinstance(typed.engine, EngineSpec) else None
+    return store if isinstance(store, dict) else None
+
+
+def _v1_mooncake_master(typed: Recipe, ctx: RenderContext) -> list[Block]:
+    """The Mooncake master srtctl v1.0.68 starts on its infra node (the etcd/NATS node) for
+    `mooncake_kv_store` (`do_sweep.start_mooncake_master`): its own flags, then `master_extra_args`
+    (a flag given again takes the recipe's value, as the last of a repeated flag does)."""
+    store = _v1_mooncake_kv_store(typed)
+    if store is None:
+        return []
+    table = tables().raw
+    own = args_from_words(store.get("master_extra_args") or [])
+    return [Block(kind="mooncake-master", title=tables().title("mooncake-master"), cmd=tables().command("mooncake-master"),
+                  args=tuple(replace_args([tuple(a) for a in table["mooncake_master_args_v1"]], own)), env={},
+                  count_nodes=1, ports=tuple(str(tables().ports[p]) for p in ("mooncake_master", "mooncake_metadata", "mooncake_metrics")),
+                  where="on one node (MOONCAKE_MASTER_IP; srtctl uses its etcd and NATS node)")]
+
+
+def _with_mooncake_store(block: Block, typed: Recipe, ctx: RenderContext) -> Block:
+    """A worker of a v1 recipe with `mooncake_kv_store`, as srtctl v1.0.68 starts it
+    (`get_mooncake_worker_env`, applied after every other env): MOONCAKE_LOCAL_HOSTNAME (the store's
+    `env` may replace it), the store's `env`, and the master's addresses; a vLLM worker also reads
+    the store's `store_config` from the JSON file MOONCAKE_CONFIG_PATH names (`master_server_address`
+    set to the master's), which srtctl writes to /logs and the command writes beside itself."""
+    store = _v1_mooncake_kv_store(typed)
+    if store is None:
+        return block
+    table = tables().raw["mooncake_kv_store_env"]
+    own = kept_env(ctx.policy, ("engine", "mooncake_kv_store", "env"), store.get("env") or {}, ctx.memo.env)
+    env = {**block.env, "MOONCAKE_LOCAL_HOSTNAME": table["MOONCAKE_LOCAL_HOSTNAME"], **own,
+           **{k: v for k, v in table.items() if k != "MOONCAKE_LOCAL_HOSTNAME"}}
+    files = dict(block.files)
+    if typed.engine_type == "vllm":
+        name = tables().raw["mooncake_store_config_file"]
+        config = {**(store.get("store_config") or {}), "master_server_address": table["MOONCAKE_MASTER"]}
+        files[name] = json.dumps(config, indent=2) + "\n"
+        env["MOONCAKE_CONFIG_PATH"] = name
+    return block.model_copy(update={"env": dict(sorted(env.items())), "files": files})
 
 
 def _mooncake(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout], kind: str) -> list[Block]:
