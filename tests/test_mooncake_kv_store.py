@@ -2,8 +2,9 @@
 843c6254 use it; they were refused as "cookbookgen does not use this setting"): a Mooncake master on
 the infra node with srtctl's flags then the recipe's `master_extra_args`; on every worker the
 MOONCAKE_* addresses and the store's `env`; on a vLLM worker also the `store_config` JSON file its
-connector reads. Checked against srtctl's own launch of four real recipes
-(golden/srtctl-v1.0.68-mooncake.jsonl.gz), and by the independent leaf check."""
+connector reads. Checked against srtctl's own launch of five real recipes
+(golden/srtctl-v1.0.68-mooncake.jsonl.gz), and by the independent leaf check. One of them also spreads
+its partial-node workers (`resources.spread_workers: true`), which v1 layouts now follow."""
 
 from __future__ import annotations
 
@@ -119,3 +120,14 @@ def test_an_sglang_worker_gets_the_addresses_and_no_file(tmp_path: Path) -> None
         "MOONCAKE_LOCAL_HOSTNAME": "10.1.1.1", "MOONCAKE_MASTER": "$MOONCAKE_MASTER_IP:8700", "MOONCAKE_PROTOCOL": "rdma",
         "MOONCAKE_TE_META_DATA_SERVER": "http://$MOONCAKE_MASTER_IP:8701/metadata"}
     assert [b.kind for b in deployment.blocks].count("mooncake-master") == 1
+
+
+def test_spread_workers_give_each_partial_node_worker_a_node_of_its_own() -> None:
+    """srtctl v1.0.68 (`allocate_endpoints`, spread_workers): three TP2 decode workers on three 4-GPU nodes,
+    each on GPUs 0,1, where packing would put two on one node; srtctl launched exactly this."""
+    golden = next(g for g in GOLDENS if g["recipe"].endswith("1p3d-tp2-tp2-c48-agentic.yaml"))
+    assert srtctl_compare.differences(golden, CHECKOUT) == []
+    deployment = _render(CHECKOUT / golden["recipe"])
+    decode = [b for b in deployment.blocks if b.kind == "worker" and b.role == "decode"]
+    assert [(b.workers, b.where, next(a[1] for a in b.args if a[0] == "--device-ids")) for b in decode] == [(3, "on each of the 3 decode nodes, GPUs 0,1", "0,1")]
+    assert deployment.nodes == 4

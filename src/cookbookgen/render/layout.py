@@ -94,10 +94,11 @@ def _plan_role(recipe: EffectiveRecipe, role: Role, spec: RoleSpec, gpn: int, pr
         return RoleLayout(role, workers, gpus, per, need, (Slot(0, workers, None),), dp)
     if spec.nodes in (0, "colocate"):
         return _share_nodes(recipe, role, workers, gpus, gpn, dp, previous, across)
-    if v1:      # srtctl v1.0.68 packs partial-node workers contiguously: a node fills before the next
-        per_node = gpn // gpus
+    if v1:      # srtctl v1.0.68 packs partial-node workers contiguously: a node fills before the next ...
+        spread = (recipe.data.get("resources") or {}).get("spread_workers") is True     # ... or puts each on its own
+        per_node = 1 if spread else gpn // gpus
         nodes = spec.nodes if isinstance(spec.nodes, int) else math.ceil(workers / per_node)
-        how = f"packed {per_node} per node of {gpn} GPUs as srtctl packs them"
+        how = "one per node (spread_workers)" if spread else f"packed {per_node} per node of {gpn} GPUs as srtctl packs them"
     else:       # schema 2: the role's workers spread over the nodes it names, as evenly as they go
         nodes = spec.nodes if isinstance(spec.nodes, int) else math.ceil(workers * gpus / gpn)
         per_node = math.ceil(workers / nodes)
