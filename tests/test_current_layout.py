@@ -9,15 +9,16 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from cookbookgen.cli import main
-from cookbookgen.errors import CookbookError
 from cookbookgen.pipeline import render_point
 from cookbookgen.policy.rules import load_policy
 from cookbookgen.recipes.master import check_framework
 from cookbookgen.recipes.workspace import Workspace
 from cookbookgen.render.deploy import RunMemo
 from cookbookgen.render.model import Block
+from cookbookgen.render.shell import format_block
 
 from conftest import CORPUS
 
@@ -68,13 +69,55 @@ def test_every_point_renders_and_the_harness_values_are_placeholders(ws: Workspa
     assert ("--hicache-size", "77") in next(b for b in hicache.blocks if b.kind == "worker").args
 
 
-def test_a_recipe_the_schema_refuses_is_one_located_reason(ws: Workspace) -> None:
+SERVE = ("SemiAnalysisAI/srt-slurm@05a3cec4 src/srtctl/backends/trtllm.py TRTLLMProtocol.build_worker_command, its direct "
+         "(trtllm_serve) launch: the model, host, the public port, the three parallel sizes the options set, --config, extra_args")
+
+
+def test_trtllm_serve_is_the_one_aggregated_worker_as_srtctl_launches_it(ws: Workspace) -> None:
+    """`frontend.type: trtllm_serve` (every `trt` config of the current layout) was refused as an unknown
+    frontend type. Golden: the whole command, derived by hand from srtctl 2.x (SERVE); the options file
+    is the role's merged args (base + zip_override_tp4_ep1, item 0), as srtctl's yaml.safe_dump writes it."""
     entry = ws.entry("dsr1-fp4-b200-trt")
     row = entry.rows[0]
-    with pytest.raises(CookbookError) as exc:
-        ws.point(entry, row, row.concs[0])
-    problem = exc.value.problems[0]
-    assert problem.file.endswith("dsr1/trtllm/b200-fp4/8k1k.yaml") and problem.line > 0 and problem.key_path == "frontend.type"
+    deployment = render_point(ws.point(entry, row, 4), load_policy(None), False, RunMemo())
+    (worker,) = deployment.blocks
+    assert format_block(worker, with_files=False) == (
+        "trtllm-llmapi-launch trtllm-serve nvidia/DeepSeek-R1-0528-FP4-V2 \\\n  --host 0.0.0.0 \\\n  --port 8000 \\\n"
+        "  --tensor_parallel_size 4 \\\n  --moe_expert_parallel_size 1 \\\n  --pipeline_parallel_size 1 \\\n"
+        "  --config trtllm_config_agg.yaml"), SERVE
+    options = yaml.safe_load(worker.files["trtllm_config_agg.yaml"])
+    recipe = yaml.safe_load((SLICE / "inferencex-e2e/benchmarks/single_node/srt-slurm-recipes/dsr1/trtllm/b200-fp4/8k1k.yaml").read_text())
+    expected = {**recipe["base"]["roles"]["agg"]["args"], **recipe["zip_override_tp4_ep1"]["roles"]["agg"]["args"]}
+    expected["cuda_graph_config"] = {"enable_padding": True, "max_batch_size": 4}
+    assert options == expected
+    assert deployment.gpus == 4 and deployment.nodes == 1
+
+
+def test_extra_args_follow_the_config_flag_and_are_refused_where_srtctl_ignores_them(tmp_path, capsys) -> None:
+    """`roles.agg.extra_args` (a trtllm-serve server flag no options key can set) come last, verbatim; with a
+    Dynamo frontend srtctl would not pass them, so the recipe is refused at their line, not rendered without them."""
+    path = SLICE / "inferencex-e2e/benchmarks/single_node/srt-slurm-recipes/minimaxm3/trtllm/b200-fp4-mtp/agentic.yaml"
+    assert main(["render", "--recipe", f"{path}:override_tp8_c1", "--format", "json"]) == 0
+    worker = json.loads(capsys.readouterr().out)["blocks"][-1]
+    assert worker["args"][-2:] == [["--config", "trtllm_config_agg.yaml"], ["--chat_template", "/model/chat_template.jinja"]], SERVE
+    text = path.read_text()
+    dynamo = tmp_path / "dynamo.yaml"
+    dynamo.write_text(text.replace("type: trtllm_serve", "type: dynamo", 1))
+    assert main(["render", "--recipe", f"{dynamo}:override_tp8_c1"]) == 2
+    line = text.splitlines().index("      extra_args: [--chat_template, /model/chat_template.jinja]") + 1
+    assert capsys.readouterr().err.startswith(f"cookbookgen: error: {dynamo}:{line}: roles.agg.extra_args: srtctl passes extra_args "
+                                              "to trtllm-serve only")
+
+
+def test_trtllm_serve_with_prefill_and_decode_is_refused_at_the_frontend_type(tmp_path, capsys) -> None:
+    """Disaggregated trtllm_serve runs srtctl's orchestrator from a ser.yaml it writes: not rendered yet, so refused."""
+    recipe = tmp_path / "disagg.yaml"
+    recipe.write_text("schema: 2\nname: d\nmodel: {path: \"hf:org/m\"}\nresources: {gpu_type: b200, gpus_per_node: 8}\n"
+                      "frontend:\n  type: trtllm_serve\n"
+                      "engine: trtllm\nroles:\n  prefill: {nodes: 1, workers: 1, gpus: 8, args: {tensor_parallel_size: 8}}\n"
+                      "  decode: {nodes: 1, workers: 1, gpus: 8, args: {tensor_parallel_size: 8}}\n")
+    assert main(["render", "--recipe", str(recipe)]) == 2
+    assert capsys.readouterr().err.startswith(f"cookbookgen: error: {recipe}:6: frontend.type: trtllm_serve with prefill and decode workers")
 
 
 def test_list_of_the_slice_is_complete(capsys: pytest.CaptureFixture[str]) -> None:

@@ -93,6 +93,7 @@ class RoleSpec(_Closed):
     env: Env = Field(default_factory=dict)
     args: dict[str, ArgValue] = Field(default_factory=dict)
     kv_events: bool | dict[str, RawYaml] | None = None
+    extra_args: list[Scalar] = Field(default_factory=list)     # srtctl passes these to trtllm-serve only (render.trtllm)
 
 
 class OptionsRoleSpec(RoleSpec):
@@ -106,7 +107,7 @@ class Placement(_Open):
 
 
 class FrontendSpec(_Open):
-    type: Literal["dynamo", "sglang", "sglang-router", "vllm", "vllm-router", "smg"] = "dynamo"
+    type: Literal["dynamo", "sglang", "sglang-router", "vllm", "vllm-router", "smg", "trtllm_serve"] = "dynamo"
     # srtctl's defaults (FrontendConfig, NVIDIA/srt-slurm since 2025-11); see `render.deploy.frontend_layout`
     enable_multiple_frontends: bool = True
     num_additional_frontends: int = Field(default=9, ge=0)

@@ -68,6 +68,8 @@ def frontend_kind(typed: Recipe, layouts: dict[str, RoleLayout]) -> str:
     single = list(layouts) == ["agg"] and layouts["agg"].workers == 1
     if typed.frontend.type == "sglang" and srtctl_v1(typed):
         return "sglang-router"      # srtctl v1.0.68 starts sglang_router.launch_router even for one worker
+    if typed.frontend.type == "trtllm_serve":     # srtctl: the one aggregated trtllm-serve is the public endpoint
+        return "direct"
     return "direct" if typed.frontend.type in ("sglang", "vllm") and single else "sglang-router"
 
 
@@ -86,6 +88,7 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
         raise CookbookError(unconsumed)
     layouts = plan(recipe, typed)
     kind = frontend_kind(typed, layouts)
+    _check_extra_args(recipe, typed, kind)
     cluster_env, cluster_settings = _cluster_env(ctx, typed)
     blocks: list[Block] = []
     data = recipe.data
@@ -111,6 +114,17 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
     report = tuple(settings + cluster_settings) if ctx.settings else ()
     return Deployment(blocks=tuple(blocks), settings=report, model=ctx.model_id,
                       image=image, gpus=gpus, nodes=nodes, cpu_nodes=cpu_nodes)
+
+
+def _check_extra_args(recipe: EffectiveRecipe, typed: Recipe, kind: str) -> None:
+    """`roles.<role>.extra_args` reach a command only as srtctl passes them: to trtllm-serve (frontend
+    type trtllm_serve); srtctl ignores them anywhere else, so a recipe that has them there is refused."""
+    if typed.engine_type == "trtllm" and kind == "direct":
+        return
+    for role, spec in typed.roles.items():
+        if spec.extra_args:
+            raise recipe.error(("roles", role, "extra_args"), "srtctl passes extra_args to trtllm-serve only (engine trtllm with "
+                                                              "frontend.type: trtllm_serve); this launch would not use them")
 
 
 def unconsumed_settings(recipe: EffectiveRecipe, policy: Policy) -> list[Problem]:
@@ -225,7 +239,10 @@ def _vllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, lay
 
 def _trtllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
                    slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
-    cmd, args, env, files = trtllm.worker_parts(typed, ctx.policy, ctx.model_id, layout, slot, spec)
+    if kind == "direct":
+        cmd, args, env, files = trtllm.serve_parts(typed, ctx.policy, ctx.model_id, layout, spec, tables().ports["frontend"])
+    else:
+        cmd, args, env, files = trtllm.worker_parts(typed, ctx.policy, ctx.model_id, layout, slot, spec)
     return _worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env, files)
 
 
@@ -353,10 +370,13 @@ def _worker_urls(layout: RoleLayout) -> list[tuple[str, int]]:
 def _direct(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout]) -> list[Block]:
     """No frontend process: the one worker serves clients itself, so frontend args and env have
     nowhere to go (never dropped silently)."""
+    if typed.frontend.type == "trtllm_serve" and list(layouts) != ["agg"] or any(lay.workers != 1 for lay in layouts.values()):
+        raise recipe.error(("frontend", "type"), "trtllm_serve with prefill and decode workers (srtctl's orchestrator and its "
+                                                 "ser.yaml) is not rendered yet; only one aggregated trtllm-serve is")
     for section in ("args", "env"):
         if getattr(typed.frontend, section):
-            raise recipe.error(("frontend", section), "frontend type sglang with a single worker starts no router, so nothing "
-                                                      "would use these; set frontend.type: sglang-router to run one")
+            raise recipe.error(("frontend", section), f"frontend type {typed.frontend.type} with a single worker starts no router, "
+                                                      "so nothing would use these; set frontend.type: sglang-router to run one")
     return []
 
 

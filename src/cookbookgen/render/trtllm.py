@@ -19,7 +19,7 @@ from ..policy.rules import Policy
 from ..recipes.schema import EngineSpec, OptionsRoleSpec, Recipe, RoleSpec
 from .layout import RoleLayout, Slot
 from .tables import order_worker_args
-from .values import kept, kept_env, word
+from .values import args_from_words, kept, kept_env, word
 from .vllm import engine_tables
 
 RawYaml = Any
@@ -43,6 +43,25 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, layout: RoleLayou
     options = {key: value for key, value in own.items() if kept(policy, ("roles", role, "options", key), value)[0]}
     env = {**kept_env(policy, ("roles", role, "env"), spec.env), "DYN_SYSTEM_PORT": str(table["system_port"] + slot.index)}
     return table["command"], ordered, env, {name: options_yaml(options)}
+
+
+def serve_parts(typed: Recipe, policy: Policy, model_id: str, layout: RoleLayout, spec: RoleSpec,
+                public_port: int) -> tuple[str, tuple[tuple[str, ...], ...], dict[str, str], dict[str, str]]:
+    """The one aggregated `trtllm-serve` of `frontend.type: trtllm_serve`, which serves clients itself, as
+    srtctl launches it (`TRTLLMProtocol.build_worker_command`, direct launch): the model, host and public
+    port, the parallel sizes repeated from the options as flags, `--config` naming the options file, then
+    the role's `extra_args` verbatim."""
+    table = engine_tables()["trtllm"]
+    role = layout.role
+    own = spec.options if isinstance(spec, OptionsRoleSpec) else {}
+    options = {key: value for key, value in own.items() if kept(policy, ("roles", role, "options", key), value)[0]}
+    name = table["options_file"].format(role=role)
+    args: list[tuple[str, ...]] = [("--host", "0.0.0.0"), ("--port", str(public_port))]
+    args += [(flag, word(options[key])) for flag, key in table["serve_parallel_flags"].items() if options.get(key) is not None]
+    args.append(("--config", name))
+    args += args_from_words(spec.extra_args)
+    env = kept_env(policy, ("roles", role, "env"), spec.env)
+    return f"{table['serve_command']} {shlex.quote(model_id)}", tuple(args), env, {name: options_yaml(options)}
 
 
 def options_yaml(options: dict[str, RawYaml]) -> str:
