@@ -196,18 +196,24 @@ def _without_model(launch: Launch, shown: str, variables: dict[str, str]) -> Lau
 
 
 def _args(launch: Launch, shown: str) -> dict[str, RawYaml]:
-    """A launch's flags as recipe args: `--x=y` and `--x y` are `x: y`, `--x y z` a list, `--x` true."""
+    """A launch's flags as recipe args: `--x=y` and `--x y` are `x: y`, `--x y z` a list, `--x` true.
+    A flag given again with the same value is one setting (`--served-model-name=M ... --served-model-name M`);
+    given again with another value, the point is refused (which one the engine keeps is its parser's)."""
     out: dict[str, RawYaml] = {}
+    firsts: list[tuple[str, RawYaml]] = []      # a flag given again: its name and first value
     name = None
     for word in launch.argv:
         if word.startswith("--"):
             name, eq, value = word[2:].partition("=")
             if name in out:
-                raise CookbookError.at(shown, launch.line, "script", f"passes --{name} twice to {launch.kind}")
+                firsts.append((name, out[name]))
             out[name] = value if eq else True
         elif name is None:
             raise CookbookError.at(shown, launch.line, "script", f"passes {word!r} to {launch.kind} before any flag")
         else:
             value = out[name]
             out[name] = word if value is True else [*value, word] if isinstance(value, list) else [value, word]
+    for name, first in firsts:
+        if first != out[name]:
+            raise CookbookError.at(shown, launch.line, "script", f"passes --{name} twice to {launch.kind}, with different values")
     return out

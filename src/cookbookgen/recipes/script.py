@@ -56,8 +56,8 @@ LIMIT_WORK = 32 << 20           # the sandbox's work folder (tmpfs): the script'
 LIMIT_MESSAGES = 64 << 10       # bubblewrap's own messages kept
 LIMIT_FILES = 256               # files of the checkout given to the sandbox (ScriptFiles) at most ...
 LIMIT_FILES_BYTES = 8 << 20     # ... and their bytes in all
-ALLOWED = ("basename", "cat", "cut", "date", "dirname", "env", "grep", "head", "id", "mkdir", "seq",
-           "sort", "tail", "tee", "touch", "tr", "uname", "wc")
+ALLOWED = ("awk", "basename", "cat", "cut", "date", "dirname", "env", "grep", "head", "id", "mkdir", "paste",
+           "sed", "seq", "sort", "tail", "tee", "touch", "tr", "uname", "wc")
 NOBODY = 65534
 WORK = "/sandbox"            # the work folder inside the sandbox (HOME); not a prefix of /workspace, which the stubs give back
 _RECORDS = re.compile(r"capture\.\d+|status|status\.launched|denied|failed|stdout|stderr|timeout")     # status.launched: the stubs mark a recorded launch (later commands end the run)

@@ -33,7 +33,12 @@ trap '_cbg_stop 125' XFSZ   # the size limit: a write went over it
 
 _cbg_stop() { exit "$1"; }
 command mkdir -p "$HOME/workspace"
-_cbg_failed() { printf '%s %s\n' "$?" "${CBG_LINE:-0}" >> "$CBG_FAILED"; }
+_cbg_failed() {
+    local rc=$?
+    # bash's `command not found` for a capitalised name (command_not_found_handle): the runner goes on as well
+    [[ $rc == 127 && "${BASH_COMMAND%% *}" =~ ^[A-Z][A-Z0-9_]*$ ]] && return
+    printf '%s %s\n' "$rc" "${CBG_LINE:-0}" >> "$CBG_FAILED"
+}
 _cbg_exit() {
     CBG_RC=$?
     builtin trap - ERR      # the status is recorded here; what the script's own EXIT handler runs next is not the run
@@ -74,6 +79,10 @@ _cbg_refused() {
 }
 
 command_not_found_handle() {
+    if [[ "$1" =~ ^[A-Z][A-Z0-9_]*$ ]]; then     # no image ships such a program: a variable's name left as a command
+        printf '%s: line %s: %s: command not found\n' "$0" "${BASH_LINENO[0]}" "$1" >&2     # (a line continuation's slip):
+        return 127                                                                       # bash's answer, as on the runner
+    fi
     printf '%s %s\n' "${BASH_LINENO[0]}" "$1" >> "$CBG_DENIED"
     kill -USR2 "$$"
     return 0
@@ -93,7 +102,7 @@ source() {
 # these stubs (nohup, exec, mpirun, pip3... add frames).
 _cbg_where() {
     local depth=1
-    while [[ "${FUNCNAME[depth]:-}" == @(_cbg_*|python3|python|vllm|sglang|sglang_router|trtllm-serve|mpirun|nohup|setsid|timeout|exec|env|numactl|pip|pip3|agentic_pip_install) ]] \
+    while [[ "${FUNCNAME[depth]:-}" == @(_cbg_*|python3|python|vllm|sglang|sglang_router|trtllm-serve|mpirun|nohup|setsid|timeout|exec|env|numactl|pip|pip3|agentic_pip_install|bash|sed) ]] \
           && (( depth + 1 < ${#FUNCNAME[@]} )); do
         depth=$((depth + 1))
     done
@@ -147,12 +156,7 @@ python3() {
         "-m atom.entrypoints.openai_server") shift 2; _cbg_launch atom "$@" ;;
         "-m pip") _cbg_pip python3 "$@" ;;
         "-c "*snapshot_download*) printf '%s\n' "$3" ;;           # the Hugging Face id as the local path
-        *)
-            if [[ "$1" == *.py && "$(dirname "$1")" == "$(dirname "$0")" ]]; then
-                printf '%s\0' SETUP "${BASH_LINENO[0]}" "$#" "$@" >> "$CBG_CAPTURE.$BASHPID"
-            else
-                _cbg_deny "python3 $1"
-            fi ;;
+        *) _cbg_python "$@" ;;
     esac
 }
 python() { python3 "$@"; }
@@ -206,7 +210,19 @@ env() {
 hf() { [[ "$1" == download ]] || _cbg_deny "hf $1"; }
 huggingface-cli() { [[ "$1" == download ]] || _cbg_deny "huggingface-cli $1"; }
 nvidia-smi() { :; }
-rocm-smi() { :; }      # GPU inventory, as nvidia-smi
+# GPU inventory, as nvidia-smi; the two probes scripts read (`rocm-smi ... | grep | awk`) answer as
+# the node the run needs: its GPUs idle (VRAM 0 %, what the scripts wait for); the MEC firmware
+# version, which cookbookgen cannot know, is 0: the scripts' test `-lt 177` takes the older-firmware
+# branch (the workaround HSA_NO_SCRATCH_RECLAIM=1, harmless on newer firmware), as when it is empty.
+rocm-smi() {
+    local gpu
+    for gpu in 0 1 2 3 4 5 6 7; do
+        case " $* " in
+            *" --showmemuse "*) printf 'GPU[%s]\t\t: GPU Memory Allocated (VRAM%%): 0\n' "$gpu" ;;
+            *" --showfw "*) printf 'GPU[%s]\t\t: MEC firmware version: \t\t0\n' "$gpu" ;;
+        esac
+    done
+}
 amd-smi() { :; }
 
 # --- benchmark_lib.sh, as stubs (same names and checks, no side effects) -------------------------
@@ -268,3 +284,69 @@ start_gpu_monitor() { :; }
 stop_gpu_monitor() { :; }
 stop_background_process_tree() { :; }
 wait_for_amd_gpu_clean() { :; }
+
+# --- programs of the image the scripts use around their launch ----------------------------------
+# python3 other than an engine launch: `python3 <script folder>/*.py` (a kernel-config install) is a
+# setup step; `python3 -m venv` makes the benchmark client's environment (AIPerf: the server is
+# launched with the image's interpreter, named before it) and changes nothing launched; `python3 -c`
+# of import statements only checks that the image and the packages the script installed import,
+# which they do on the runner; anything else is refused.
+_cbg_python() {
+    if [[ "$1" == *.py && "$(dirname "$1")" == "$(dirname "$0")" ]]; then
+        _cbg_where
+        printf '%s\0' SETUP "$CBG_WHERE" "$#" "$@" >> "$CBG_CAPTURE.$BASHPID"
+    elif [[ "$1 $2" == "-m venv" ]]; then
+        :
+    elif [[ "$1" == -c ]] && _cbg_imports_only "$2"; then
+        :
+    else
+        _cbg_deny "python3 $1"
+    fi
+}
+# Python code that is import statements only (`import a.b[ as c][, d]`, `from a.b import c[, d]`),
+# one to a line or separated by `;`.
+_cbg_imports_only() {
+    local code="${1//;/$'\n'}" statement name='[A-Za-z_][A-Za-z0-9_]*' dotted any=
+    dotted="$name(\.$name)*"
+    while IFS= read -r statement; do
+        statement="${statement#"${statement%%[![:space:]]*}"}"
+        statement="${statement%"${statement##*[![:space:]]}"}"
+        [[ -z "$statement" ]] && continue
+        [[ "$statement" =~ ^import\ +$dotted(\ +as\ +$name)?(\ *,\ *$dotted(\ +as\ +$name)?)*$ ||
+           "$statement" =~ ^from\ +$dotted\ +import\ +$name(\ +as\ +$name)?(\ *,\ *$name(\ +as\ +$name)?)*$ ]] || return 1
+        any=1
+    done <<< "$code"
+    [[ -n "$any" ]]
+}
+
+# Image patches before the launch, setup steps the cookbook lists: `bash <script folder>/*.sh` (a
+# patch script of the checkout, as `python3 <script folder>/*.py`) and `sed -i` of a file outside
+# the sandbox's folder (a file of the image: the engine's sources). Any other sed or bash runs.
+bash() {
+    if [[ "${1:-}" == *.sh && "$(dirname "$1")" == "$(dirname "$0")" ]]; then
+        _cbg_setup bash "$@"
+    else
+        command bash "$@"
+    fi
+}
+sed() {
+    local words=("$@") script= inplace= outside=
+    while (( $# )); do
+        case "$1" in
+            -e | -f | --expression | --file) script=1; shift ;;
+            -e* | -f* | --expression=* | --file=*) script=1 ;;
+            -i* | --in-place*) inplace=1 ;;
+            -l | --line-length) shift ;;
+            --) shift; break ;;
+            -?*) [[ "$1" == -[!-]*i* ]] && inplace=1 ;;
+            *) if [[ -z "$script" ]]; then script=1; elif [[ "$1" == /* && "$1" != "$HOME"/* ]]; then outside=1; fi ;;
+        esac
+        shift
+    done
+    for script; do [[ "$script" == /* && "$script" != "$HOME"/* ]] && outside=1; done
+    if [[ -n "$inplace" && -n "$outside" ]]; then
+        _cbg_setup sed "${words[@]}"
+    else
+        command sed "${words[@]}"
+    fi
+}
