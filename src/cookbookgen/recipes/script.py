@@ -415,7 +415,8 @@ def _problem(text: dict[str, str], files: dict[str, bytes], returncode: int | No
     said = [m for m in map(_BASH_SAYS.search, text["stderr"].splitlines()) if m]
     if said:
         return int(said[0].group(1)), "script", f"bash: {said[0].group(2)}"
-    last = [x.strip() for x in text["stderr"].splitlines() if x.strip()][-1:]
+    # the script's last message, not the trace `set -x` writes of the stubs' own handlers after it
+    last = [x.strip() for x in text["stderr"].splitlines() if x.strip() and not x.startswith("+")][-1:]
     why = f"a command fails with exit status {failed[0]}" if failed else f"fails with exit status {returncode}"
     return (_number(failed[1:2]) if failed else line), "script", ": ".join([why, *last])
 

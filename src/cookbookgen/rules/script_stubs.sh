@@ -319,11 +319,13 @@ _cbg_imports_only() {
     [[ -n "$any" ]]
 }
 
-# Image patches before the launch, setup steps the cookbook lists: `bash <script folder>/*.sh` (a
-# patch script of the checkout, as `python3 <script folder>/*.py`) and `sed -i` of a file outside
+# Image patches before the launch, setup steps the cookbook lists: `bash <script folder>/*.sh` of a
+# script that launches no engine itself (a patch script of the checkout, as `python3 <script
+# folder>/*.py`; a benchmark script handing over to its sibling runs) and `sed -i` of a file outside
 # the sandbox's folder (a file of the image: the engine's sources). Any other sed or bash runs.
 bash() {
-    if [[ "${1:-}" == *.sh && "$(dirname "$1")" == "$(dirname "$0")" ]]; then
+    if [[ "${1:-}" == *.sh && "$(dirname "$1")" == "$(dirname "$0")" && -f "$1" ]] &&
+       ! command grep -qE 'sglang[._]launch_|sglang serve|vllm serve|trtllm-serve|-m (dynamo|atom)\.' "$1"; then
         _cbg_setup bash "$@"
     else
         command bash "$@"
