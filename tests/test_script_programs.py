@@ -113,3 +113,20 @@ def test_a_flag_repeated_with_the_same_value_is_one_setting_and_with_another_is_
     other = _run('python3 -m sglang.launch_server --served-model-name=a --served-model-name b\n')
     with pytest.raises(CookbookError, match=r"s\.sh:4: script: passes --served-model-name twice to sglang, with different values"):
         recipe_from_capture(other, MAIN, VARIABLES)
+
+
+def test_a_service_refused_in_the_background_before_the_launch_is_refused_whichever_runs_first() -> None:
+    """`mooncake_master ... &` above the launch: the launch the service is for would be published
+    without it. Here the background process waits until the launch is recorded, the order the
+    scheduler sometimes chose on real scripts (a refusal that came and went)."""
+    body = ('( until [[ -e "$CBG_STATUS.launched" ]]; do :; done; mooncake_master --port 20888 ) &\n'
+            'python3 -m sglang.launch_server --tp "$TP" &\n'
+            "wait\n")
+    with pytest.raises(CookbookError, match=r"s\.sh:4: script: runs `mooncake_master`, which the sandbox refuses"):
+        _run(body)
+
+
+def test_a_command_refused_after_the_launch_ends_the_run() -> None:
+    """What the benchmark does after its launch (its client, health checks), in the background or not."""
+    body = 'python3 -m sglang.launch_server --tp "$TP" &\n( monitor_gpus --every 1 ) &\ncurl -fsS localhost:8888/health\n'
+    assert _argv(body) == ("--tp", "8")

@@ -60,7 +60,9 @@ ALLOWED = ("awk", "basename", "cat", "cut", "date", "dirname", "env", "grep", "h
            "sed", "seq", "sort", "tail", "tee", "touch", "tr", "uname", "wc")
 NOBODY = 65534
 WORK = "/sandbox"            # the work folder inside the sandbox (HOME); not a prefix of /workspace, which the stubs give back
-_RECORDS = re.compile(r"capture\.\d+|status|status\.launched|denied|failed|stdout|stderr|timeout")     # status.launched: the stubs mark a recorded launch (later commands end the run)
+# status.launched: the lines of the recorded launches (later commands end the run); status.background: the lines of
+# commands refused in background processes
+_RECORDS = re.compile(r"capture\.\d+|status|status\.launched|status\.background|denied|failed|stdout|stderr|timeout")
 _BASH_SAYS = re.compile(r"line (\d+): (.*)$")
 _trusted = False
 

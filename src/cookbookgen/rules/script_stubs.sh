@@ -67,15 +67,30 @@ trap() {
 }
 
 # A refused command: recorded, then the script's own shell stops (USR2) once the launches of its
-# background subshells are written; with a launch recorded before it, the run ends there instead.
+# background subshells are written; with a launch recorded before it, the run ends there instead,
+# unless the command ran in a background process started before the launch (a line above the first
+# launch's: a service the launch needs, such as `mooncake_master ... &`, whose refusal would otherwise
+# depend on which process the scheduler ran first).
 trap '_cbg_refused' USR2
 _cbg_refused() {
     wait
-    if [[ -e "$CBG_STATUS.launched" ]]; then
+    if [[ -e "$CBG_STATUS.launched" ]] && ! _cbg_background_before_launch; then
         : > "$CBG_DENIED"
         exit 0
     fi
     exit 126
+}
+_cbg_background_before_launch() {
+    local line first=
+    while read -r line; do [[ -z "$first" || $line -lt $first ]] && first=$line; done < "$CBG_STATUS.launched"
+    [[ -e "$CBG_STATUS.background" ]] || return 1
+    while read -r line; do (( line < first )) && return 0; done < "$CBG_STATUS.background"
+    return 1
+}
+_cbg_denied() {   # line, command
+    printf '%s %s\n' "$1" "$2" >> "$CBG_DENIED"
+    (( BASH_SUBSHELL == 0 )) || printf '%s\n' "$1" >> "$CBG_STATUS.background"
+    kill -USR2 "$$"
 }
 
 command_not_found_handle() {
@@ -83,8 +98,7 @@ command_not_found_handle() {
         printf '%s: line %s: %s: command not found\n' "$0" "${BASH_LINENO[0]}" "$1" >&2     # (a line continuation's slip):
         return 127                                                                       # bash's answer, as on the runner
     fi
-    printf '%s %s\n' "${BASH_LINENO[0]}" "$1" >> "$CBG_DENIED"
-    kill -USR2 "$$"
+    _cbg_denied "${BASH_LINENO[0]}" "$1"
     return 0
 }
 
@@ -129,7 +143,7 @@ _cbg_launch() {   # kind, then the launch's argv (without the program that start
         done
         printf 'END\0'
     } >> "$CBG_CAPTURE.$BASHPID"
-    : > "$CBG_STATUS.launched"
+    printf '%s\n' "$CBG_WHERE" >> "$CBG_STATUS.launched"
 }
 
 # A setup step (argv) before the launch; after a recorded launch, the run has ended.
@@ -144,8 +158,7 @@ _cbg_setup() {
 
 _cbg_deny() {
     _cbg_where
-    printf '%s %s\n' "$CBG_WHERE" "$*" >> "$CBG_DENIED"
-    kill -USR2 "$$"
+    _cbg_denied "$CBG_WHERE" "$*"
 }
 
 python3() {
