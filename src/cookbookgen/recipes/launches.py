@@ -41,7 +41,7 @@ RawYaml = Any
 RENDERED = ("sglang", "sglang-router", "vllm")
 WORKERS = ("sglang", "vllm")
 LAUNCHED_BY = {"sglang": "SGLang", "vllm": "vLLM", "sglang-router": "the SGLang router", "trtllm": "trtllm-serve", "atom": "ATOM",
-               "dynamo": "Dynamo"}
+               "dynamo": "Dynamo", "vllm-router": "the vLLM router (vllm-router)"}
 _WORKSPACE = re.compile(r"(?<![\w./$-])/workspace(?=[/\"'\s};:)]|$)", re.M)
 _COMPARED = re.compile(r"(?:[!=]=|\s=|-(?:eq|ne))\s*[\"']?$")     # `[[ $X != /workspace ]]`: a comparison, not a path written
 MAX_AVAILABLE_CPU_DRAM_MIB = 2_861_022      # generate_sweep_configs.py MAX_AGENTIC_AVAILABLE_CPU_DRAM_MIB

@@ -116,7 +116,7 @@ source() {
 # these stubs (nohup, exec, mpirun, pip3... add frames).
 _cbg_where() {
     local depth=1
-    while [[ "${FUNCNAME[depth]:-}" == @(_cbg_*|python3|python|vllm|sglang|sglang_router|trtllm-serve|mpirun|nohup|setsid|timeout|exec|env|numactl|pip|pip3|agentic_pip_install|bash|sed) ]] \
+    while [[ "${FUNCNAME[depth]:-}" == @(_cbg_*|python3|python|vllm|sglang|sglang_router|trtllm-serve|mpirun|nohup|setsid|timeout|exec|env|numactl|pip|pip3|agentic_pip_install|bash|sed|vllm-router) ]] \
           && (( depth + 1 < ${#FUNCNAME[@]} )); do
         depth=$((depth + 1))
     done
@@ -176,6 +176,9 @@ python() { python3 "$@"; }
 vllm() { if [[ "$1" == serve ]]; then shift; _cbg_launch vllm "$@"; else _cbg_deny "vllm $1"; fi; }
 sglang() { if [[ "$1" == serve ]]; then shift; _cbg_launch sglang "$@"; else _cbg_deny "sglang $1"; fi; }
 sglang_router() { _cbg_launch sglang-router "$@"; }
+# the vLLM router the DP-attention arms start in front of the worker, after it is ready: a launch
+# (recorded although it follows the worker's), so the point is never published without it
+vllm-router() { _cbg_launch vllm-router "$@"; }
 trtllm-serve() { if [[ "$1" == serve ]]; then shift; fi; _cbg_launch trtllm "$@"; }
 # mpirun's own options up to the program it starts (InferenceX runs `mpirun -n 1 ... trtllm-serve`).
 mpirun() {
