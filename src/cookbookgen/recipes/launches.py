@@ -15,7 +15,9 @@ I/O: through `recipes.script` only (the script's files arrive as bytes, `script.
   inherits the engine settings too, and the SGLang cookbook shows them on its block); without one,
   `frontend.type: sglang` (the worker serves clients);
 - `resources.gpus_per_node` is the worker's GPUs (TP x PP: the script runs on one node);
-- setup steps (`python3 <script folder>/*.py`, `agentic_pip_install`) are listed under `script.setup`;
+- setup steps (`python3 <script folder>/*.py`, `bash <script folder>/*.sh` patch scripts, package installs,
+  `sed -i` of the image's files) are listed under `script.setup`;
+- a launch of the vLLM router (`vllm-router`, which DP-attention arms start after the worker) refuses the point;
 - every setting is located at the script line of its launch.
 """
 

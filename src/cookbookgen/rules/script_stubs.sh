@@ -11,11 +11,14 @@
 # - any other command that is not a builtin or a command of the sandbox's PATH is recorded in
 #   "$CBG_DENIED" (line and name) and ends the script; once an engine launch is recorded, such a
 #   command ends the run instead (status 0, nothing denied): what the benchmark does after its
-#   launch (health checks, pip, curl, rocm-smi, the client) does not change what was launched;
+#   launch (health checks, pip, curl, rocm-smi, the client) does not change what was launched (a
+#   background process started above the launch is not after it: see _cbg_refused);
 # - the launch forms the scripts use: `python3 -m sglang.launch_server`, `sglang serve`,
 #   `python3 -m sglang_router.launch_router`, `vllm serve`, `trtllm-serve` (alone or under `mpirun`),
 #   `python3 -m atom.entrypoints.openai_server`, `python3 -m dynamo.*`, each also behind `nohup`,
-#   `timeout`, `exec`, `env NAME=VALUE ...` or `numactl`.
+#   `timeout`, `exec`, `env NAME=VALUE ...` or `numactl`; `vllm-router` (recorded to refuse the point);
+# - the image's programs around the launch (end of this file): awk, sed, paste run for real (allowed
+#   programs); python3 checks, rocm-smi probes and image patches as described there.
 # Ports are fixed: PORT is InferenceX's default 8888 (benchmark-tmpl.yml), never probed.
 # The script's `/workspace` paths point at "$HOME/workspace" (cookbookgen.recipes.launches), made here.
 # Nothing here opens a file outside the sandbox's folder or a socket.
