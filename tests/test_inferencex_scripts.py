@@ -2,11 +2,11 @@
 renders or its config alone is refused with a located reason.
 
 - `script_points.json` (tests/data/corpus/inferencex-843c6254-golden/, checked by reading each script:
-  see its README) pins what 32 points of 9 scripts launch: the runners' script lookup with its fallback
+  see its README) pins what 44 points of 15 scripts launch: the runners' script lookup with its fallback
   name, ISL/OSL/MAX_MODEL_LEN of the scenario group, TOTAL_CPU_DRAM_GB from runners.yaml, `/workspace`
   paths, setup steps before the launch only, and the launch forms (`sglang serve`, `vllm serve`,
   `mpirun ... trtllm-serve`, ATOM, a script with its own EXIT trap);
-- the excerpt as a whole: `list` lists all 11 configs, the three frameworks cookbookgen does not render
+- the excerpt as a whole: `list` lists all 18 configs, the three frameworks cookbookgen does not render
   are refused with their reasons, every point of the others renders;
 - with INFERENCEX_TREE naming a whole checkout (843c6254), every point of every config renders or is
   refused with a located reason (`file:line: key: reason`), and `list` exits 0.
@@ -64,7 +64,7 @@ def test_no_path_of_this_machine_reaches_a_launch() -> None:
 def test_the_excerpt_lists_every_config_and_refuses_the_frameworks_it_does_not_render(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "--source", str(EXCERPT), "--format", "json"]) == 0
     configs = {c["key"]: c for c in json.loads(capsys.readouterr().out)["configs"]}
-    assert len(configs) == 11
+    assert len(configs) == 18
     refused = {k: c["problem"] for k, c in configs.items() if c["problem"]}
     assert sorted(refused) == ["dsr1-fp4-b200-trt", "dsr1-fp4-mi355x-atom", "dsr1-fp8-mi355x-sglang-disagg"]
     assert all(LOCATED.match(p) for p in refused.values())
@@ -118,3 +118,24 @@ def test_every_point_of_a_whole_checkout_renders_or_is_refused_with_its_location
                     refused += 1
         ws.release_points()
     assert len(ws.entries()) == 208 and rendered > 1000
+
+
+# A point the runner starts with more than cookbookgen renders is refused at the line that starts it,
+# never published without it (points of the excerpt's configs added for the image's programs).
+REFUSED_POINTS = {
+    # the DP-attention arm starts vllm-router in front of the worker once it is ready
+    ("dsv4-fp4-b200-vllm-agentic-mtp", "dep8/c32"): "benchmarks/single_node/agentic/dsv4_fp4_b200_vllm_mtp.sh:324: script: launches the vLLM "
+                                                    "router (vllm-router), which cookbookgen does not render from a benchmark script yet",
+    # the Mooncake master, started in the background above the launch (its refusal raced the launch's record)
+    ("minimaxm3-fp8-h100-vllm-agentic-mtp", "tp8/c6"): "benchmarks/single_node/agentic/minimaxm3_fp8_h100_mtp.sh:90: script: runs "
+                                                       "`mooncake_master`, which the sandbox refuses",
+}
+
+
+@pytest.mark.parametrize("key,point", sorted(REFUSED_POINTS))
+def test_a_point_needing_a_process_cookbookgen_does_not_render_is_refused_at_its_line(ws: Workspace, key: str, point: str) -> None:
+    entry = ws.entry(key)
+    row, conc = next((r, c) for r in entry.rows for c in r.concs if f"{r.slug}/c{c}" == point)
+    with pytest.raises(CookbookError) as refused:
+        render_point(ws.point(entry, row, conc), load_policy(None), False, RunMemo())
+    assert str(refused.value.problems[0]).startswith(REFUSED_POINTS[key, point])

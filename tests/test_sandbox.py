@@ -94,6 +94,18 @@ CONTAINED = {
     "proc": ("cat /proc/1/environ\n" + LAUNCH, 3, "a command fails with exit status 1: cat: /proc/1/environ: No such file"),
     "kills the runner": ("kill -KILL -1\n" + LAUNCH, 0, "ends the sandbox before it reports its launches"),
     "user namespace": ("unshare -r true\n" + LAUNCH, 3, "runs `unshare`, which the sandbox refuses"),
+    # awk and sed run for real: their ways out (a shell for system(), `e`, pipes; files outside the
+    # work folder) find no shell and a read-only root
+    "awk system": ("awk 'BEGIN { exit system(\"echo x > /x\") }'\n" + LAUNCH, 3, "a command fails with exit status 127"),
+    "awk writes": ("awk 'BEGIN { print \"x\" > \"/x\" }'\n" + LAUNCH, 3, "a command fails with exit status 2: awk: "),
+    "awk reads": ("awk 1 /etc/shadow\n" + LAUNCH, 3, "a command fails with exit status 2: awk: "),
+    "sed e": ("echo x | sed 'e touch /x'\n" + LAUNCH, 3, "a command fails with exit status 4: sed: error in subprocess"),
+    "sed w": ("echo x | sed 'w /x'\n" + LAUNCH, 3, "a command fails with exit status 4: sed: couldn't open file /x: Read-only file system"),
+    # python3 does not run: only import checks pass, as no-ops, and code hidden among them is refused
+    "python3 code": ("python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 80))'\n" + LAUNCH, 3,
+                     "runs `python3 -c`, which the sandbox refuses"),
+    "python3 stdin": ("python3 - <<'PY'\nprint(open('/etc/shadow').read())\nPY\n" + LAUNCH, 3, "runs `python3 -`, which the sandbox refuses"),
+    "python3 after imports": ("python3 -c 'import os\nos.system(\"touch /x\")'\n" + LAUNCH, 3, "runs `python3 -c`, which the sandbox refuses"),
 }
 
 
@@ -105,6 +117,7 @@ def test_hostile_script_is_contained_with_one_line(capsys, tmp_path: Path, case:
     said_line, said = _refused(capsys, root)
     assert said_line == line and said.startswith(message), said
     assert _files_under(tmp_path) == before          # nothing written next to the checkout
+    assert not Path("/x").exists()
 
 
 def test_the_script_writes_in_its_own_copy_never_in_the_checkout(capsys, tmp_path: Path) -> None:

@@ -15,7 +15,9 @@ I/O: through `recipes.script` only (the script's files arrive as bytes, `script.
   inherits the engine settings too, and the SGLang cookbook shows them on its block); without one,
   `frontend.type: sglang` (the worker serves clients);
 - `resources.gpus_per_node` is the worker's GPUs (TP x PP: the script runs on one node);
-- setup steps (`python3 <script folder>/*.py`, `agentic_pip_install`) are listed under `script.setup`;
+- setup steps (`python3 <script folder>/*.py`, `bash <script folder>/*.sh` patch scripts, package installs,
+  `sed -i` of the image's files) are listed under `script.setup`;
+- a launch of the vLLM router (`vllm-router`, which DP-attention arms start after the worker) refuses the point;
 - every setting is located at the script line of its launch.
 """
 
@@ -41,7 +43,7 @@ RawYaml = Any
 RENDERED = ("sglang", "sglang-router", "vllm")
 WORKERS = ("sglang", "vllm")
 LAUNCHED_BY = {"sglang": "SGLang", "vllm": "vLLM", "sglang-router": "the SGLang router", "trtllm": "trtllm-serve", "atom": "ATOM",
-               "dynamo": "Dynamo"}
+               "dynamo": "Dynamo", "vllm-router": "the vLLM router (vllm-router)"}
 _WORKSPACE = re.compile(r"(?<![\w./$-])/workspace(?=[/\"'\s};:)]|$)", re.M)
 _COMPARED = re.compile(r"(?:[!=]=|\s=|-(?:eq|ne))\s*[\"']?$")     # `[[ $X != /workspace ]]`: a comparison, not a path written
 MAX_AVAILABLE_CPU_DRAM_MIB = 2_861_022      # generate_sweep_configs.py MAX_AGENTIC_AVAILABLE_CPU_DRAM_MIB
@@ -196,18 +198,24 @@ def _without_model(launch: Launch, shown: str, variables: dict[str, str]) -> Lau
 
 
 def _args(launch: Launch, shown: str) -> dict[str, RawYaml]:
-    """A launch's flags as recipe args: `--x=y` and `--x y` are `x: y`, `--x y z` a list, `--x` true."""
+    """A launch's flags as recipe args: `--x=y` and `--x y` are `x: y`, `--x y z` a list, `--x` true.
+    A flag given again with the same value is one setting (`--served-model-name=M ... --served-model-name M`);
+    given again with another value, the point is refused (which one the engine keeps is its parser's)."""
     out: dict[str, RawYaml] = {}
+    firsts: list[tuple[str, RawYaml]] = []      # a flag given again: its name and first value
     name = None
     for word in launch.argv:
         if word.startswith("--"):
             name, eq, value = word[2:].partition("=")
             if name in out:
-                raise CookbookError.at(shown, launch.line, "script", f"passes --{name} twice to {launch.kind}")
+                firsts.append((name, out[name]))
             out[name] = value if eq else True
         elif name is None:
             raise CookbookError.at(shown, launch.line, "script", f"passes {word!r} to {launch.kind} before any flag")
         else:
             value = out[name]
             out[name] = word if value is True else [*value, word] if isinstance(value, list) else [value, word]
+    for name, first in firsts:
+        if first != out[name]:
+            raise CookbookError.at(shown, launch.line, "script", f"passes --{name} twice to {launch.kind}, with different values")
     return out

@@ -56,11 +56,13 @@ LIMIT_WORK = 32 << 20           # the sandbox's work folder (tmpfs): the script'
 LIMIT_MESSAGES = 64 << 10       # bubblewrap's own messages kept
 LIMIT_FILES = 256               # files of the checkout given to the sandbox (ScriptFiles) at most ...
 LIMIT_FILES_BYTES = 8 << 20     # ... and their bytes in all
-ALLOWED = ("basename", "cat", "cut", "date", "dirname", "env", "grep", "head", "id", "mkdir", "seq",
-           "sort", "tail", "tee", "touch", "tr", "uname", "wc")
+ALLOWED = ("awk", "basename", "cat", "cut", "date", "dirname", "env", "grep", "head", "id", "mkdir", "paste",
+           "sed", "seq", "sort", "tail", "tee", "touch", "tr", "uname", "wc")
 NOBODY = 65534
 WORK = "/sandbox"            # the work folder inside the sandbox (HOME); not a prefix of /workspace, which the stubs give back
-_RECORDS = re.compile(r"capture\.\d+|status|status\.launched|denied|failed|stdout|stderr|timeout")     # status.launched: the stubs mark a recorded launch (later commands end the run)
+# status.launched: the lines of the recorded launches (later commands end the run); status.background: the lines of
+# commands refused in background processes
+_RECORDS = re.compile(r"capture\.\d+|status|status\.launched|status\.background|denied|failed|stdout|stderr|timeout")
 _BASH_SAYS = re.compile(r"line (\d+): (.*)$")
 _trusted = False
 
@@ -415,7 +417,8 @@ def _problem(text: dict[str, str], files: dict[str, bytes], returncode: int | No
     said = [m for m in map(_BASH_SAYS.search, text["stderr"].splitlines()) if m]
     if said:
         return int(said[0].group(1)), "script", f"bash: {said[0].group(2)}"
-    last = [x.strip() for x in text["stderr"].splitlines() if x.strip()][-1:]
+    # the script's last message, not the trace `set -x` writes of the stubs' own handlers after it
+    last = [x.strip() for x in text["stderr"].splitlines() if x.strip() and not x.startswith("+")][-1:]
     why = f"a command fails with exit status {failed[0]}" if failed else f"fails with exit status {returncode}"
     return (_number(failed[1:2]) if failed else line), "script", ": ".join([why, *last])
 

@@ -11,11 +11,14 @@
 # - any other command that is not a builtin or a command of the sandbox's PATH is recorded in
 #   "$CBG_DENIED" (line and name) and ends the script; once an engine launch is recorded, such a
 #   command ends the run instead (status 0, nothing denied): what the benchmark does after its
-#   launch (health checks, pip, curl, rocm-smi, the client) does not change what was launched;
+#   launch (health checks, pip, curl, rocm-smi, the client) does not change what was launched (a
+#   background process started above the launch is not after it: see _cbg_refused);
 # - the launch forms the scripts use: `python3 -m sglang.launch_server`, `sglang serve`,
 #   `python3 -m sglang_router.launch_router`, `vllm serve`, `trtllm-serve` (alone or under `mpirun`),
 #   `python3 -m atom.entrypoints.openai_server`, `python3 -m dynamo.*`, each also behind `nohup`,
-#   `timeout`, `exec`, `env NAME=VALUE ...` or `numactl`.
+#   `timeout`, `exec`, `env NAME=VALUE ...` or `numactl`; `vllm-router` (recorded to refuse the point);
+# - the image's programs around the launch (end of this file): awk, sed, paste run for real (allowed
+#   programs); python3 checks, rocm-smi probes and image patches as described there.
 # Ports are fixed: PORT is InferenceX's default 8888 (benchmark-tmpl.yml), never probed.
 # The script's `/workspace` paths point at "$HOME/workspace" (cookbookgen.recipes.launches), made here.
 # Nothing here opens a file outside the sandbox's folder or a socket.
@@ -33,7 +36,12 @@ trap '_cbg_stop 125' XFSZ   # the size limit: a write went over it
 
 _cbg_stop() { exit "$1"; }
 command mkdir -p "$HOME/workspace"
-_cbg_failed() { printf '%s %s\n' "$?" "${CBG_LINE:-0}" >> "$CBG_FAILED"; }
+_cbg_failed() {
+    local rc=$?
+    # bash's `command not found` for a capitalised name (command_not_found_handle): the runner goes on as well
+    [[ $rc == 127 && "${BASH_COMMAND%% *}" =~ ^[A-Z][A-Z0-9_]*$ ]] && return
+    printf '%s %s\n' "$rc" "${CBG_LINE:-0}" >> "$CBG_FAILED"
+}
 _cbg_exit() {
     CBG_RC=$?
     builtin trap - ERR      # the status is recorded here; what the script's own EXIT handler runs next is not the run
@@ -62,20 +70,38 @@ trap() {
 }
 
 # A refused command: recorded, then the script's own shell stops (USR2) once the launches of its
-# background subshells are written; with a launch recorded before it, the run ends there instead.
+# background subshells are written; with a launch recorded before it, the run ends there instead,
+# unless the command ran in a background process started before the launch (a line above the first
+# launch's: a service the launch needs, such as `mooncake_master ... &`, whose refusal would otherwise
+# depend on which process the scheduler ran first).
 trap '_cbg_refused' USR2
 _cbg_refused() {
     wait
-    if [[ -e "$CBG_STATUS.launched" ]]; then
+    if [[ -e "$CBG_STATUS.launched" ]] && ! _cbg_background_before_launch; then
         : > "$CBG_DENIED"
         exit 0
     fi
     exit 126
 }
+_cbg_background_before_launch() {
+    local line first=
+    while read -r line; do [[ -z "$first" || $line -lt $first ]] && first=$line; done < "$CBG_STATUS.launched"
+    [[ -e "$CBG_STATUS.background" ]] || return 1
+    while read -r line; do (( line < first )) && return 0; done < "$CBG_STATUS.background"
+    return 1
+}
+_cbg_denied() {   # line, command
+    printf '%s %s\n' "$1" "$2" >> "$CBG_DENIED"
+    (( BASH_SUBSHELL == 0 )) || printf '%s\n' "$1" >> "$CBG_STATUS.background"
+    kill -USR2 "$$"
+}
 
 command_not_found_handle() {
-    printf '%s %s\n' "${BASH_LINENO[0]}" "$1" >> "$CBG_DENIED"
-    kill -USR2 "$$"
+    if [[ "$1" =~ ^[A-Z][A-Z0-9_]*$ ]]; then     # no image ships such a program: a variable's name left as a command
+        printf '%s: line %s: %s: command not found\n' "$0" "${BASH_LINENO[0]}" "$1" >&2     # (a line continuation's slip):
+        return 127                                                                       # bash's answer, as on the runner
+    fi
+    _cbg_denied "${BASH_LINENO[0]}" "$1"
     return 0
 }
 
@@ -93,7 +119,7 @@ source() {
 # these stubs (nohup, exec, mpirun, pip3... add frames).
 _cbg_where() {
     local depth=1
-    while [[ "${FUNCNAME[depth]:-}" == @(_cbg_*|python3|python|vllm|sglang|sglang_router|trtllm-serve|mpirun|nohup|setsid|timeout|exec|env|numactl|pip|pip3|agentic_pip_install) ]] \
+    while [[ "${FUNCNAME[depth]:-}" == @(_cbg_*|python3|python|vllm|sglang|sglang_router|trtllm-serve|mpirun|nohup|setsid|timeout|exec|env|numactl|pip|pip3|agentic_pip_install|bash|sed|vllm-router) ]] \
           && (( depth + 1 < ${#FUNCNAME[@]} )); do
         depth=$((depth + 1))
     done
@@ -120,7 +146,7 @@ _cbg_launch() {   # kind, then the launch's argv (without the program that start
         done
         printf 'END\0'
     } >> "$CBG_CAPTURE.$BASHPID"
-    : > "$CBG_STATUS.launched"
+    printf '%s\n' "$CBG_WHERE" >> "$CBG_STATUS.launched"
 }
 
 # A setup step (argv) before the launch; after a recorded launch, the run has ended.
@@ -135,8 +161,7 @@ _cbg_setup() {
 
 _cbg_deny() {
     _cbg_where
-    printf '%s %s\n' "$CBG_WHERE" "$*" >> "$CBG_DENIED"
-    kill -USR2 "$$"
+    _cbg_denied "$CBG_WHERE" "$*"
 }
 
 python3() {
@@ -147,18 +172,16 @@ python3() {
         "-m atom.entrypoints.openai_server") shift 2; _cbg_launch atom "$@" ;;
         "-m pip") _cbg_pip python3 "$@" ;;
         "-c "*snapshot_download*) printf '%s\n' "$3" ;;           # the Hugging Face id as the local path
-        *)
-            if [[ "$1" == *.py && "$(dirname "$1")" == "$(dirname "$0")" ]]; then
-                printf '%s\0' SETUP "${BASH_LINENO[0]}" "$#" "$@" >> "$CBG_CAPTURE.$BASHPID"
-            else
-                _cbg_deny "python3 $1"
-            fi ;;
+        *) _cbg_python "$@" ;;
     esac
 }
 python() { python3 "$@"; }
 vllm() { if [[ "$1" == serve ]]; then shift; _cbg_launch vllm "$@"; else _cbg_deny "vllm $1"; fi; }
 sglang() { if [[ "$1" == serve ]]; then shift; _cbg_launch sglang "$@"; else _cbg_deny "sglang $1"; fi; }
 sglang_router() { _cbg_launch sglang-router "$@"; }
+# the vLLM router the DP-attention arms start in front of the worker, after it is ready: a launch
+# (recorded although it follows the worker's), so the point is never published without it
+vllm-router() { _cbg_launch vllm-router "$@"; }
 trtllm-serve() { if [[ "$1" == serve ]]; then shift; fi; _cbg_launch trtllm "$@"; }
 # mpirun's own options up to the program it starts (InferenceX runs `mpirun -n 1 ... trtllm-serve`).
 mpirun() {
@@ -206,7 +229,19 @@ env() {
 hf() { [[ "$1" == download ]] || _cbg_deny "hf $1"; }
 huggingface-cli() { [[ "$1" == download ]] || _cbg_deny "huggingface-cli $1"; }
 nvidia-smi() { :; }
-rocm-smi() { :; }      # GPU inventory, as nvidia-smi
+# GPU inventory, as nvidia-smi; the two probes scripts read (`rocm-smi ... | grep | awk`) answer as
+# the node the run needs: its GPUs idle (VRAM 0 %, what the scripts wait for); the MEC firmware
+# version, which cookbookgen cannot know, is 0: the scripts' test `-lt 177` takes the older-firmware
+# branch (the workaround HSA_NO_SCRATCH_RECLAIM=1, harmless on newer firmware), as when it is empty.
+rocm-smi() {
+    local gpu
+    for gpu in 0 1 2 3 4 5 6 7; do
+        case " $* " in
+            *" --showmemuse "*) printf 'GPU[%s]\t\t: GPU Memory Allocated (VRAM%%): 0\n' "$gpu" ;;
+            *" --showfw "*) printf 'GPU[%s]\t\t: MEC firmware version: \t\t0\n' "$gpu" ;;
+        esac
+    done
+}
 amd-smi() { :; }
 
 # --- benchmark_lib.sh, as stubs (same names and checks, no side effects) -------------------------
@@ -268,3 +303,71 @@ start_gpu_monitor() { :; }
 stop_gpu_monitor() { :; }
 stop_background_process_tree() { :; }
 wait_for_amd_gpu_clean() { :; }
+
+# --- programs of the image the scripts use around their launch ----------------------------------
+# python3 other than an engine launch: `python3 <script folder>/*.py` (a kernel-config install) is a
+# setup step; `python3 -m venv` makes the benchmark client's environment (AIPerf: the server is
+# launched with the image's interpreter, named before it) and changes nothing launched; `python3 -c`
+# of import statements only checks that the image and the packages the script installed import,
+# which they do on the runner; anything else is refused.
+_cbg_python() {
+    if [[ "$1" == *.py && "$(dirname "$1")" == "$(dirname "$0")" ]]; then
+        _cbg_where
+        printf '%s\0' SETUP "$CBG_WHERE" "$#" "$@" >> "$CBG_CAPTURE.$BASHPID"
+    elif [[ "$1 $2" == "-m venv" ]]; then
+        :
+    elif [[ "$1" == -c ]] && _cbg_imports_only "$2"; then
+        :
+    else
+        _cbg_deny "python3 $1"
+    fi
+}
+# Python code that is import statements only (`import a.b[ as c][, d]`, `from a.b import c[, d]`),
+# one to a line or separated by `;`.
+_cbg_imports_only() {
+    local code="${1//;/$'\n'}" statement name='[A-Za-z_][A-Za-z0-9_]*' dotted any=
+    dotted="$name(\.$name)*"
+    while IFS= read -r statement; do
+        statement="${statement#"${statement%%[![:space:]]*}"}"
+        statement="${statement%"${statement##*[![:space:]]}"}"
+        [[ -z "$statement" ]] && continue
+        [[ "$statement" =~ ^import\ +$dotted(\ +as\ +$name)?(\ *,\ *$dotted(\ +as\ +$name)?)*$ ||
+           "$statement" =~ ^from\ +$dotted\ +import\ +$name(\ +as\ +$name)?(\ *,\ *$name(\ +as\ +$name)?)*$ ]] || return 1
+        any=1
+    done <<< "$code"
+    [[ -n "$any" ]]
+}
+
+# Image patches before the launch, setup steps the cookbook lists: `bash <script folder>/*.sh` of a
+# script that launches no engine itself (a patch script of the checkout, as `python3 <script
+# folder>/*.py`; a benchmark script handing over to its sibling runs) and `sed -i` of a file outside
+# the sandbox's folder (a file of the image: the engine's sources). Any other sed or bash runs.
+bash() {
+    if [[ "${1:-}" == *.sh && "$(dirname "$1")" == "$(dirname "$0")" && -f "$1" ]] &&
+       ! command grep -qE 'sglang[._]launch_|sglang serve|vllm serve|trtllm-serve|-m (dynamo|atom)\.' "$1"; then
+        _cbg_setup bash "$@"
+    else
+        command bash "$@"
+    fi
+}
+sed() {
+    local words=("$@") script= inplace= outside=
+    while (( $# )); do
+        case "$1" in
+            -e | -f | --expression | --file) script=1; shift ;;
+            -e* | -f* | --expression=* | --file=*) script=1 ;;
+            -i* | --in-place*) inplace=1 ;;
+            -l | --line-length) shift ;;
+            --) shift; break ;;
+            -?*) [[ "$1" == -[!-]*i* ]] && inplace=1 ;;
+            *) if [[ -z "$script" ]]; then script=1; elif [[ "$1" == /* && "$1" != "$HOME"/* ]]; then outside=1; fi ;;
+        esac
+        shift
+    done
+    for script; do [[ "$script" == /* && "$script" != "$HOME"/* ]] && outside=1; done
+    if [[ -n "$inplace" && -n "$outside" ]]; then
+        _cbg_setup sed "${words[@]}"
+    else
+        command sed "${words[@]}"
+    fi
+}
