@@ -23,6 +23,7 @@ from .view import FileView, FolderView, script_files
 
 if TYPE_CHECKING:  # the typed schema (pydantic) loads when a point is first resolved
     from .schema import Recipe, Typed
+    from .srtslurm import SrtSlurm
 
 RawYaml = Any
 
@@ -51,10 +52,18 @@ class Workspace:
     """One checkout for one run. Documents, selected variants and resolved points are cached: a
     `build` or a `diff` resolves every point once, however many stages ask for it. The master
     configs and the changelog stay for the run; recipes and points can be released (`release_points`).
-    `source`: a folder (read as a working tree), or any file view (a git commit)."""
+    `source`: a folder (read as a working tree), or any file view (a git commit). `recipes`: an
+    srt-slurm repository (`--recipes`): rows naming `CONFIG_FILE=recipes/...` are read from the
+    checkout their runner makes of it (`srtslurm`), under their `srt-slurm@<commit>/` names."""
 
-    def __init__(self, source: Path | FileView) -> None:
+    def __init__(self, source: Path | FileView, recipes: Path | None = None) -> None:
         self.checkout = Checkout(FolderView(source) if isinstance(source, Path) else source)
+        self.srt: SrtSlurm | None = None
+        if recipes is not None:
+            from .srtslurm import SrtSlurm, ix_time
+
+            self.srt = SrtSlurm(recipes)
+            self._ix_time = ix_time(source if isinstance(source, Path) else None)
         self._docs: dict[PurePosixPath, Document] = {}
         self._entries: dict[str, ConfigEntry] | None = None
         self._selected: dict[tuple[PurePosixPath, str | None], EffectiveRecipe] = {}
@@ -71,7 +80,10 @@ class Workspace:
         return self._docs[path]
 
     def read_bytes(self, path: PurePosixPath) -> bytes:
-        """The bytes of a file of the checkout (at most `load.MAX_BYTES`)."""
+        """The bytes of a file of the checkout, or of the srt-slurm repository under its `srt-slurm@` name (at most `load.MAX_BYTES`)."""
+        mounted = self.srt.view(path.parts[0]) if self.srt is not None and path.parts else None
+        if mounted is not None:
+            return mounted.read(PurePosixPath(*path.parts[1:]), self.shown(path), MAX_BYTES)
         return self.checkout.view.read(path, self.shown(path), MAX_BYTES)
 
     def script_files(self, path: PurePosixPath) -> ScriptFiles:
@@ -141,6 +153,9 @@ class Workspace:
     def recipe_path(self, entry: ConfigEntry, row: Row) -> PurePosixPath:
         """The recipe file a row names (checked by `Checkout.recipe_path`; paths found are cached)."""
         ref = row.recipe.path
+        if self._from_runner(entry, row):
+            assert self.srt is not None
+            return self.srt.recipe(self.checkout.view, self._ix_time, entry, row, entry.doc.problem(row.recipe.where, ""))
         hit = self._recipe_paths.get(ref)
         if hit is None:
             where, layout = entry.doc.problem(row.recipe.where, ""), self.checkout.layout_dir(entry.doc.file)
@@ -156,6 +171,12 @@ class Workspace:
                                                                           f"{row.recipe.fallback}")]) from None
             self._recipe_paths[ref] = hit
         return hit
+
+    def _from_runner(self, entry: ConfigEntry, row: Row) -> bool:
+        """Whether the row's recipe is the CONFIG_FILE its runner reads from the srt-slurm checkout it makes
+        (with `--recipes`, for the root layout's master configs, whose runners clone srt-slurm)."""
+        return (self.srt is not None and "additional-settings" in row.recipe.where
+                and PurePosixPath(entry.doc.file).parts[:1] == ("configs",) and self.checkout.view.kind(PurePosixPath("runners")) == "dir")
 
     @staticmethod
     def shown(path: PurePosixPath) -> str:

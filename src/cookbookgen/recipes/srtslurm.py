@@ -1,0 +1,219 @@
+"""Recipes from an srt-slurm repository (`--recipes DIR`), found the way InferenceX's multi-node runners
+find them: a row's `CONFIG_FILE=recipes/...` is a path of the srt-slurm checkout its runner makes
+(`recipes.runners`: the repository, the ref, and the folders of the InferenceX tree copied over it).
+
+- A file under a copied folder is the InferenceX tree's own file (what the copy put there);
+- any other file is read from the srt-slurm repository at the commit the runner checks out, through
+  `gitrepo.GitRepo` (objects only: no git program, no repository config), and named
+  `srt-slurm@<commit, 12 digits>/<path>` in reports (`MOUNT`);
+- a runner that clones another repository (a fork) or a ref the repository does not hold is refused
+  with the ref named; a branch (which moves) is followed only where its tip in the repository is no
+  newer than the InferenceX checkout's commit (so the tip is what the runner checked out since).
+
+I/O: reads the InferenceX checkout's launchers and runner labels through its file view, and the
+srt-slurm repository's objects.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable
+
+from ..errors import CookbookError, Problem
+from .gitrepo import CommitView, GitRepo
+from .load import parse_yaml_bytes
+from .master import ConfigEntry, Row
+from .runners import RULES, Clone, Node, Unreadable, clone_step, follow
+from .view import FileView, is_git_repository
+
+MOUNT = "srt-slurm@"
+RUNNERS = PurePosixPath("runners")
+_GITHUB = re.compile(r"(?:https://github\.com/|git@github\.com:)([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?")
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
+
+
+@dataclass(frozen=True)
+class Pin:
+    """Where a point's recipe is read: the launcher line that picked the clone, the clone, and the commit."""
+
+    launcher: str
+    clone: Clone
+    commit: str
+
+    @property
+    def mount(self) -> str:
+        return MOUNT + self.commit[:12]
+
+
+class SrtSlurm:
+    """The srt-slurm repository given with `--recipes`, and what the runners of one InferenceX checkout make of it."""
+
+    def __init__(self, root: Path) -> None:
+        if not is_git_repository(root):
+            raise CookbookError.usage(f"--recipes {root}", "not a git repository: give a clone or mirror of "
+                                      f"{RULES['upstream']} (the runners check out the ref each config needs, and so does cookbookgen)")
+        self.root = root
+        self.repo = GitRepo(root)
+        self._steps: dict[str, tuple[list[Node], dict[str, str]] | Unreadable] = {}
+
+    def view(self, mount: str) -> CommitView | None:
+        """The files of the commit a mount name (`srt-slurm@<12 digits>`) names."""
+        return self.repo.view(mount[len(MOUNT):]) if mount.startswith(MOUNT) else None
+
+    def recipe(self, ix: FileView, ix_time: int | None, entry: ConfigEntry, row: Row, where: Problem) -> PurePosixPath:
+        """The path, in the InferenceX view or under a mount, of the file the row's runner reads as its
+        CONFIG_FILE; a `CookbookError` at `where` when the runner's checkout cannot be had here."""
+        ref = row.recipe.path
+        rel = PurePosixPath(ref)
+        if rel.is_absolute() or ".." in rel.parts or not ref.strip():
+            raise _at(where, f"recipe path {ref!r} must be relative and stay inside the checkout")
+        pin = self.pin(ix, ix_time, entry, row, where)
+        for dst, src in reversed(pin.clone.overlays):
+            inside = rel.relative_to(dst) if rel.is_relative_to(dst) else None
+            if inside is not None and ix.kind(PurePosixPath(src) / inside) == "file":
+                return PurePosixPath(src) / inside
+        view = self.repo.view(pin.commit)
+        if view is None or view.kind(rel) != "file":
+            copied = f" (nor in the tree's folders it copies over it: {', '.join(s for _, s in pin.clone.overlays)})" if pin.clone.overlays else ""
+            raise _at(where, f"recipe file not found: {ref} in {_described(pin)}{copied}")
+        return PurePosixPath(pin.mount) / rel
+
+    def pin(self, ix: FileView, ix_time: int | None, entry: ConfigEntry, row: Row, where: Problem) -> Pin:
+        pins = []
+        for launcher in launchers(ix, entry, where):
+            pins.append(self._pin(ix, ix_time, launcher, entry, row, where))
+        first = pins[0]
+        if any((p.clone.url, p.commit, p.clone.overlays) != (first.clone.url, first.commit, first.clone.overlays) for p in pins[1:]):
+            raise _at(where, f"runner {entry.data.get('runner')!r} may be any of {', '.join(p.launcher for p in pins)}, "
+                             f"whose srt-slurm checkouts differ ({'; '.join(_described(p) for p in pins)})")
+        return first
+
+    def _pin(self, ix: FileView, ix_time: int | None, launcher: str, entry: ConfigEntry, row: Row, where: Problem) -> Pin:
+        try:
+            nodes, assigned = self._step(ix, launcher)
+            clone = follow(nodes, {**assigned, **variables(ix, entry, row)})
+        except Unreadable as exc:
+            at = f"{launcher}:{exc.line}" if exc.line else launcher
+            raise _at(where, f"cannot tell which srt-slurm checkout the runner makes ({at}: {exc.reason})") from None
+        said = f"{launcher}:{clone.ref_line}"
+        m = _GITHUB.fullmatch(clone.url or "")
+        name = m.group(1) if m else clone.url
+        ref = clone.ref or "main"
+        if name != RULES["upstream"]:
+            raise _at(where, f"the runner clones {name} at {ref} ({said}), a fork of {RULES['upstream']}: "
+                             f"not readable from --recipes (which is {RULES['upstream']})")
+        commit, branch = self._commit(ref)
+        if commit is None:
+            raise _at(where, f"the runner checks out {RULES['upstream']} {ref} ({said}), which --recipes {self.root} does not hold: "
+                             "fetch that ref into it")
+        if branch:
+            tip = self.repo.committed(commit)
+            if ix_time is None or tip is None or tip > ix_time:
+                why = ("the InferenceX checkout is not a git repository, so its date is unknown" if ix_time is None else
+                       f"its tip in --recipes ({commit[:12]}, {_day(tip)}) is newer than the InferenceX commit ({_day(ix_time)})")
+                raise _at(where, f"the runner checks out the branch {ref} of {RULES['upstream']} ({said}), which moves: {why}; "
+                                 "the commit it ran is not known")
+        return Pin(said, clone, commit)
+
+    def _commit(self, ref: str) -> tuple[str | None, bool]:
+        """The commit `ref` names, and whether it is a branch."""
+        named = self.repo.named(ref)
+        if named is not None:
+            return named[1], named[0].startswith(("refs/heads/", "refs/remotes/"))
+        return (self.repo.commit(ref) if _COMMIT.fullmatch(ref) else None), False
+
+    def _step(self, ix: FileView, launcher: str) -> tuple[list[Node], dict[str, str]]:
+        hit = self._steps.get(launcher)
+        if hit is None:
+            try:
+                hit = clone_step(ix.read(PurePosixPath(launcher), launcher, 1 << 20).decode("utf-8", "replace"))
+            except Unreadable as exc:
+                hit = exc
+            self._steps[launcher] = hit
+        if isinstance(hit, Unreadable):
+            raise hit
+        return hit
+
+
+def launchers(ix: FileView, entry: ConfigEntry, where: Problem) -> list[str]:
+    """The launchers a config's runner label starts (`configs/runners.yaml`; the workflow runs
+    `runners/launch_${RUNNER_NAME%%_*}.sh`); a runner no label names is taken as a runner's own name."""
+    runner = str(entry.data.get("runner", ""))
+    names = [runner]
+    labels_file = PurePosixPath(entry.doc.file).parent / "runners.yaml"
+    if ix.kind(labels_file) == "file":
+        labels = parse_yaml_bytes(ix.read(labels_file, str(labels_file), 1 << 20), str(labels_file)).data
+        found = labels.get("labels", {}).get(runner) if isinstance(labels, dict) and isinstance(labels.get("labels"), dict) else None
+        if isinstance(found, list) and found:
+            names = [str(n) for n in found]
+    out = []
+    for name in dict.fromkeys(n.split("_", 1)[0] for n in names):
+        path = RUNNERS / f"launch_{name}.sh"
+        if re.fullmatch(r"[A-Za-z0-9.-]+", name) and ix.kind(path) == "file":
+            out.append(str(path))
+    if not out:
+        raise _at(where, f"runner {runner!r}: no launcher {RUNNERS}/launch_<runner>.sh for it (the srt-slurm checkout it makes is unknown)")
+    return out
+
+
+_FROM: dict[str, Callable[[ConfigEntry, Row], Any]] = {
+    "framework": lambda e, r: e.framework,
+    "model-prefix": lambda e, r: e.data.get("model-prefix", ""),
+    "precision": lambda e, r: e.data.get("precision", ""),
+    "config-file": lambda e, r: r.recipe.path + (f":{r.recipe.selector}" if r.recipe.selector else ""),
+    "spec-decoding": lambda e, r: r.data.get("spec-decoding", ""),
+    "agentic": lambda e, r: "1" if r.scenario == "agentic-coding" else "0",
+}
+
+
+def variables(ix: FileView, entry: ConfigEntry, row: Row) -> dict[str, str]:
+    """What the launcher is started with for one row (rules `variables`)."""
+    out = {}
+    for name, how in RULES["variables"].items():
+        source = how.get("from")
+        out[name] = str(how["value"]) if source is None else power(ix, row) if source == "power" else str(_FROM[source](entry, row) or "")
+    return out
+
+
+def power(ix: FileView, row: Row) -> str:
+    """"1" when the tree's copy of the row's recipe opts into the dcgm-power lane (rules `power`), else "0"."""
+    rel = PurePosixPath(row.recipe.path)
+    if rel.parts[:1] != ("recipes",) or ".." in rel.parts:
+        return "0"
+    path = PurePosixPath(RULES["power"]["tree_folder"]).joinpath(*rel.parts[1:])
+    if ix.kind(path) != "file":
+        return "0"
+    try:
+        data = parse_yaml_bytes(ix.read(path, str(path), 1 << 22), str(path), last_key_wins=True).data
+    except CookbookError:
+        return "0"
+    telemetry = data.get("telemetry") if isinstance(data, dict) else None
+    on = isinstance(telemetry, dict) and telemetry.get("provider") == RULES["power"]["provider"] and telemetry.get("enabled") is True
+    return "1" if on else "0"
+
+
+def ix_time(source: Path | None) -> int | None:
+    """The committer time of the InferenceX checkout's HEAD when it is a git work tree, else None."""
+    if source is None or not (source / ".git").is_dir():
+        return None
+    try:
+        repo = GitRepo(source)
+        head = repo.commit("HEAD")
+        return repo.committed(head) if head else None
+    except CookbookError:
+        return None
+
+
+def _described(pin: Pin) -> str:
+    return f"{RULES['upstream']} {pin.clone.ref or 'main'} ({pin.commit[:12]}, checked out by {pin.launcher})"
+
+
+def _day(seconds: int | None) -> str:
+    return "?" if seconds is None else dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%d")
+
+
+def _at(where: Problem, message: str) -> CookbookError:
+    return CookbookError([Problem(where.file, where.line, where.key_path, message)])
