@@ -57,7 +57,7 @@ class SrtSlurm:
                                       f"{RULES['upstream']} (the runners check out the ref each config needs, and so does cookbookgen)")
         self.root = root
         self.repo = GitRepo(root)
-        self._steps: dict[str, tuple[list[Node], dict[str, str]] | Unreadable] = {}
+        self._steps: dict[str, tuple[list[Node], dict[str, str], bool] | Unreadable] = {}
 
     def view(self, mount: str) -> CommitView | None:
         """The files of the commit a mount name (`srt-slurm@<12 digits>`) names."""
@@ -93,11 +93,14 @@ class SrtSlurm:
 
     def _pin(self, ix: FileView, ix_time: int | None, launcher: str, entry: ConfigEntry, row: Row, where: Problem) -> Pin:
         try:
-            nodes, assigned = self._step(ix, launcher)
+            nodes, assigned, copies = self._step(ix, launcher)
             clone = follow(nodes, {**assigned, **variables(ix, entry, row)})
         except Unreadable as exc:
             at = f"{launcher}:{exc.line}" if exc.line else launcher
             raise _at(where, f"cannot tell which srt-slurm checkout the runner makes ({at}: {exc.reason})") from None
+        rel = PurePosixPath(row.recipe.path)
+        if copies and rel.parts[:1] == ("recipes",):
+            clone.overlays.append((str(rel), str(PurePosixPath(RULES["config_copy"]["tree_folder"]).joinpath(*rel.parts[1:]))))
         said = f"{launcher}:{clone.ref_line}"
         m = _GITHUB.fullmatch(clone.url or "")
         name = m.group(1) if m else clone.url
@@ -125,11 +128,15 @@ class SrtSlurm:
             return named[1], named[0].startswith(("refs/heads/", "refs/remotes/"))
         return (self.repo.commit(ref) if _COMMIT.fullmatch(ref) else None), False
 
-    def _step(self, ix: FileView, launcher: str) -> tuple[list[Node], dict[str, str]]:
+    def _step(self, ix: FileView, launcher: str) -> tuple[list[Node], dict[str, str], bool]:
+        """The launcher's clone step, its assignments before it, and whether it copies the tree's copy
+        of the row's recipe over the checkout's afterwards (rules `config_copy`); read once."""
         hit = self._steps.get(launcher)
         if hit is None:
+            text = ix.read(PurePosixPath(launcher), launcher, 1 << 20).decode("utf-8", "replace")
+            lines = {line.strip() for line in text.splitlines()}
             try:
-                hit = clone_step(ix.read(PurePosixPath(launcher), launcher, 1 << 20).decode("utf-8", "replace"))
+                hit = (*clone_step(text), all(want in lines for want in RULES["config_copy"]["lines"]))
             except Unreadable as exc:
                 hit = exc
             self._steps[launcher] = hit
