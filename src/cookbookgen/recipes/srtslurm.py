@@ -16,13 +16,15 @@ srt-slurm repository's objects.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
 from ..errors import CookbookError, Problem
+from .bundle import EffectiveRecipe
 from .gitrepo import CommitView, GitRepo
 from .load import parse_yaml_bytes
 from .master import ConfigEntry, Row
@@ -58,14 +60,15 @@ class SrtSlurm:
         self.root = root
         self.repo = GitRepo(root)
         self._steps: dict[str, tuple[list[Node], dict[str, str], bool] | Unreadable] = {}
+        self._defaults: dict[tuple[str, str, str], tuple[str, int]] = {}
 
     def view(self, mount: str) -> CommitView | None:
         """The files of the commit a mount name (`srt-slurm@<12 digits>`) names."""
         return self.repo.view(mount[len(MOUNT):]) if mount.startswith(MOUNT) else None
 
-    def recipe(self, ix: FileView, ix_time: int | None, entry: ConfigEntry, row: Row, where: Problem) -> PurePosixPath:
+    def recipe(self, ix: FileView, ix_time: int | None, entry: ConfigEntry, row: Row, where: Problem) -> tuple[PurePosixPath, Pin]:
         """The path, in the InferenceX view or under a mount, of the file the row's runner reads as its
-        CONFIG_FILE; a `CookbookError` at `where` when the runner's checkout cannot be had here."""
+        CONFIG_FILE, and the runner's checkout; a `CookbookError` at `where` when it cannot be had here."""
         ref = row.recipe.path
         rel = PurePosixPath(ref)
         if rel.is_absolute() or ".." in rel.parts or not ref.strip():
@@ -74,12 +77,44 @@ class SrtSlurm:
         for dst, src in reversed(pin.clone.overlays):
             inside = rel.relative_to(dst) if rel.is_relative_to(dst) else None
             if inside is not None and ix.kind(PurePosixPath(src) / inside) == "file":
-                return PurePosixPath(src) / inside
+                return PurePosixPath(src) / inside, pin
         view = self.repo.view(pin.commit)
         if view is None or view.kind(rel) != "file":
             copied = f" (nor in the tree's folders it copies over it: {', '.join(s for _, s in pin.clone.overlays)})" if pin.clone.overlays else ""
             raise _at(where, f"recipe file not found: {ref} in {_described(pin)}{copied}")
-        return PurePosixPath(pin.mount) / rel
+        return PurePosixPath(pin.mount) / rel, pin
+
+    def with_defaults(self, pin: Pin, recipe: EffectiveRecipe) -> EffectiveRecipe:
+        """A v1 recipe with the srtctl defaults of the pinned commit that differ between refs (rules
+        `defaults`) written in where it leaves them unset, each with its srtctl source line as origin."""
+        data = recipe.data
+        if "backend" not in data or "roles" in data:
+            return recipe
+        out, origins = copy.deepcopy(data), dict(recipe.origins)
+        for rule in RULES["defaults"]:
+            path = tuple(rule["path"])
+            holder = out.get(path[0]) if len(path) == 2 else None
+            if len(path) != 2 or (holder is not None and not isinstance(holder, dict)) or (holder and path[1] in holder):
+                continue
+            value, line = self._default(pin, rule)
+            out[path[0]] = {**(holder or {}), path[1]: value}
+            origins[path] = (f"{pin.mount}/{rule['file']}", line)
+        return replace(recipe, data=out, origins=origins, parts=None)
+
+    def _default(self, pin: Pin, rule: dict[str, Any]) -> tuple[str, int]:
+        key = (pin.commit, rule["file"], rule["pattern"])
+        if key not in self._defaults:
+            view = self.repo.view(pin.commit)
+            text = view.read(PurePosixPath(rule["file"]), f"{pin.mount}/{rule['file']}", 1 << 22).decode("utf-8", "replace") if view else ""
+            lines = text.splitlines()
+            start = next((i for i, t in enumerate(lines) if rule["after"] in t), None)
+            found = next(((m.group(1), i + 1) for i in range(start or 0, len(lines)) if start is not None
+                          for m in [re.match(rule["pattern"], lines[i])] if m), None)
+            if found is None:
+                raise CookbookError.at(f"{pin.mount}/{rule['file']}", 0, ".".join(rule["path"]),
+                                       f"cannot read srtctl's default at {_described(pin)}: no line matching {rule['pattern']!r} after {rule['after']!r}")
+            self._defaults[key] = found
+        return self._defaults[key]
 
     def pin(self, ix: FileView, ix_time: int | None, entry: ConfigEntry, row: Row, where: Problem) -> Pin:
         pins = []

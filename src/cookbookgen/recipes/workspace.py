@@ -23,7 +23,7 @@ from .view import FileView, FolderView, script_files
 
 if TYPE_CHECKING:  # the typed schema (pydantic) loads when a point is first resolved
     from .schema import Recipe, Typed
-    from .srtslurm import SrtSlurm
+    from .srtslurm import Pin, SrtSlurm
 
 RawYaml = Any
 
@@ -60,10 +60,11 @@ class Workspace:
         self.checkout = Checkout(FolderView(source) if isinstance(source, Path) else source)
         self.srt: SrtSlurm | None = None
         if recipes is not None:
-            from .srtslurm import SrtSlurm, ix_time
+            from .srtslurm import Pin, SrtSlurm, ix_time
 
             self.srt = SrtSlurm(recipes)
             self._ix_time = ix_time(source if isinstance(source, Path) else None)
+        self._pins: dict[tuple[str, int], Pin] = {}
         self._docs: dict[PurePosixPath, Document] = {}
         self._entries: dict[str, ConfigEntry] | None = None
         self._selected: dict[tuple[PurePosixPath, str | None], EffectiveRecipe] = {}
@@ -155,7 +156,9 @@ class Workspace:
         ref = row.recipe.path
         if self._from_runner(entry, row):
             assert self.srt is not None
-            return self.srt.recipe(self.checkout.view, self._ix_time, entry, row, entry.doc.problem(row.recipe.where, ""))
+            found, self._pins[(entry.key, row.index)] = self.srt.recipe(self.checkout.view, self._ix_time, entry, row,
+                                                                        entry.doc.problem(row.recipe.where, ""))
+            return found
         hit = self._recipe_paths.get(ref)
         if hit is None:
             where, layout = entry.doc.problem(row.recipe.where, ""), self.checkout.layout_dir(entry.doc.file)
@@ -194,6 +197,10 @@ class Workspace:
             recipe = script_recipe(self.script_files(path), self.shown(path), entry, row, conc, self.runners(entry))
         else:
             recipe = self.selected(path, self.selector(entry, row, conc))
+            pin = self._pins.get((entry.key, row.index))
+            if pin is not None:            # the srtctl the runner's checkout pins
+                assert self.srt is not None
+                recipe = self.srt.with_defaults(pin, recipe)
         point = ResolvedPoint(entry, row, conc, *overridden(recipe, sets, unsets), self.shown(path))
         if memo:
             self._points[key] = point
