@@ -80,7 +80,7 @@ class SrtSlurm:
                 return PurePosixPath(src) / inside, pin
         view = self.repo.view(pin.commit)
         if view is None or view.kind(rel) != "file":
-            copied = f" (nor in the tree's folders it copies over it: {', '.join(s for _, s in pin.clone.overlays)})" if pin.clone.overlays else ""
+            copied = f" (nor in what it copies over it from the tree: {', '.join(s for _, s in pin.clone.overlays)})" if pin.clone.overlays else ""
             raise _at(where, f"recipe file not found: {ref} in {_described(pin)}{copied}")
         return PurePosixPath(pin.mount) / rel, pin
 
@@ -100,6 +100,21 @@ class SrtSlurm:
             out[path[0]] = {**(holder or {}), path[1]: value}
             origins[path] = (f"{pin.mount}/{rule['file']}", line)
         return replace(recipe, data=out, origins=origins, parts=None)
+
+    def note(self, pin: Pin) -> str:
+        """One line saying where the recipe came from and how the srtctl there differs from the one
+        cookbookgen renders (rules `defaults`, applied, and `differences`, not applied)."""
+        said = []
+        for rule in RULES["defaults"]:
+            value, line = self._default(pin, rule)
+            said.append(f"{'.'.join(rule['path'])} defaults to {value} ({rule['file']}:{line}; applied where the recipe leaves it unset)")
+        for rule in RULES["differences"]:
+            view = self.repo.view(pin.commit)
+            text = view.read(PurePosixPath(rule["file"]), rule["file"], 1 << 22).decode("utf-8", "replace") if view and view.kind(PurePosixPath(rule["file"])) == "file" else ""
+            hit = next(((m.group(1), i) for i, t in enumerate(text.splitlines(), 1) for m in [re.match(rule["pattern"], t)] if m), None)
+            if hit is not None:
+                said.append(f"{rule['what'].format(value=hit[0])} ({rule['file']}:{hit[1]}; not applied)")
+        return f"recipes read from {_described(pin)}; srtctl there: " + "; ".join(said)
 
     def _default(self, pin: Pin, rule: dict[str, Any]) -> tuple[str, int]:
         key = (pin.commit, rule["file"], rule["pattern"])

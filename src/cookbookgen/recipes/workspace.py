@@ -60,11 +60,12 @@ class Workspace:
         self.checkout = Checkout(FolderView(source) if isinstance(source, Path) else source)
         self.srt: SrtSlurm | None = None
         if recipes is not None:
-            from .srtslurm import Pin, SrtSlurm, ix_time
+            from .srtslurm import SrtSlurm, ix_time
 
             self.srt = SrtSlurm(recipes)
             self._ix_time = ix_time(source if isinstance(source, Path) else None)
-        self._pins: dict[tuple[str, int], Pin] = {}
+        self._pins: dict[tuple[str, int], Pin] = {}                   # by config key and row index
+        self._runner_paths: dict[tuple[str, int], PurePosixPath] = {}
         self._docs: dict[PurePosixPath, Document] = {}
         self._entries: dict[str, ConfigEntry] | None = None
         self._selected: dict[tuple[PurePosixPath, str | None], EffectiveRecipe] = {}
@@ -96,7 +97,11 @@ class Workspace:
 
     def findings(self) -> list[str]:
         """What the recipes read so far say twice (duplicate keys, the last value taken), one line each."""
-        return [line for doc in [*self._docs.values(), *self._bare] for line in doc.findings()]
+        lines = [line for doc in [*self._docs.values(), *self._bare] for line in doc.findings()]
+        if self.srt is not None:           # where each srt-slurm checkout's srtctl differs (once per checkout)
+            srt = self.srt
+            lines += list(dict.fromkeys(srt.note(pin) for pin in self._pins.values()))
+        return lines
 
     def release_points(self) -> None:
         """Forget the recipes read and the points resolved so far (the master configs stay): a caller
@@ -156,9 +161,11 @@ class Workspace:
         ref = row.recipe.path
         if self._from_runner(entry, row):
             assert self.srt is not None
-            found, self._pins[(entry.key, row.index)] = self.srt.recipe(self.checkout.view, self._ix_time, entry, row,
-                                                                        entry.doc.problem(row.recipe.where, ""))
-            return found
+            key = (entry.key, row.index)
+            if key not in self._runner_paths:
+                self._runner_paths[key], self._pins[key] = self.srt.recipe(self.checkout.view, self._ix_time, entry, row,
+                                                                           entry.doc.problem(row.recipe.where, ""))
+            return self._runner_paths[key]
         hit = self._recipe_paths.get(ref)
         if hit is None:
             where, layout = entry.doc.problem(row.recipe.where, ""), self.checkout.layout_dir(entry.doc.file)
