@@ -221,3 +221,30 @@ def test_the_late_copy_of_the_trees_recipe_wins(repos: dict[str, Path | str], tm
     point = _point(Workspace(ix, Path(repos["srt"])), H200, "c64")
     assert PurePosixPath(point.recipe_path) == PurePosixPath("benchmarks/multi_node/srt-slurm-recipes") / RECIPE[len("recipes/"):]
     assert point.recipe.origins[("dynamo", "request_plane")][0] == point.recipe_path     # the recipe's own line, not a default
+
+
+def test_a_launcher_cloning_the_version_files_ref(tmp_path: Path) -> None:
+    """InferenceX 8fa3b4a3c: every launcher calls runners/srt_slurm.sh's prepare_srt_slurm_checkout, which
+    clones NVIDIA/srt-slurm at configs/srt-slurm-version.txt's ref and copies the tree's recipe folders over it."""
+    from cookbookgen.recipes.srtslurm import helped
+    from cookbookgen.recipes.view import FolderView
+
+    tree = tmp_path / "ix"
+    shutil.copytree(DATA / "inferencex-8fa3b4a3", tree)
+    for folder in ("configs", "sglang", "trtllm/kimi-k2.5/disagg/trtllm_dynamo/b200-fp4"):
+        (tree / "benchmarks/multi_node/srt-slurm-recipes" / folder).mkdir(parents=True, exist_ok=True)
+        (tree / "benchmarks/multi_node/srt-slurm-recipes" / folder / "marker.yaml").write_text("{}\n")
+    nodes, assigned = clone_step((tree / "runners/launch_gb300-nv.sh").read_text())
+    values = {"FRAMEWORK": "dynamo-trt", "MODEL_PREFIX": "dsr1", "EVAL_ONLY": "false", "GITHUB_WORKSPACE": "$GITHUB_WORKSPACE",
+              "SRT_REPO_DIR": "$SRT_REPO_DIR"}
+    clone = follow(nodes, {**assigned, **values})
+    assert (clone.helper, clone.line, clone.url) == ("prepare_srt_slurm_checkout", 148, None)
+    helped(FolderView(tree), clone)
+    root = "benchmarks/multi_node/srt-slurm-recipes"
+    assert (clone.url, clone.ref) == ("https://github.com/NVIDIA/srt-slurm.git", "v1.0.36")
+    assert clone.overlays == [("configs", f"{root}/configs"), ("recipes/sglang", f"{root}/sglang"), ("recipes/trtllm", f"{root}/trtllm"),
+                              ("recipes/trtllm/kimi-k25-nvfp4/b200-fp4", f"{root}/trtllm/kimi-k2.5/disagg/trtllm_dynamo/b200-fp4")]
+    (tree / "runners/srt_slurm.sh").write_text((tree / "runners/srt_slurm.sh").read_text().replace('cp -R "$source_dir/."', 'rsync -a "$source_dir/."'))
+    with pytest.raises(Unreadable) as exc:
+        helped(FolderView(tree), follow(nodes, {**assigned, **values}))
+    assert exc.value.line == 148 and "runners/srt_slurm.sh has no line 'cp -R" in exc.value.reason

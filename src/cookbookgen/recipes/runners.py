@@ -64,6 +64,7 @@ class Clone:
     overlays: list[tuple[str, str]] = field(default_factory=list)
     line: int = 0             # the `git clone` line
     ref_line: int = 0         # the line that named the ref (the clone's, or the last checkout's)
+    helper: str | None = None  # a function of rules `functions` made the clone: its caller fills it in
 
 
 # --- reading the chain -----------------------------------------------------------------------------
@@ -170,7 +171,7 @@ def follow(nodes: list[Node], values: Mapping[str, str]) -> Clone:
     """The clone the step makes for a point whose variables are `values` (see rules `variables`)."""
     clone = Clone()
     _run(nodes, dict(values), clone)
-    if clone.url is None:
+    if clone.url is None and clone.helper is None:
         raise Unreadable(0, "the clone step clones no repository for this point")
     return clone
 
@@ -191,7 +192,8 @@ def _run(nodes: list[Node], values: dict[str, str], clone: Clone) -> None:
 def _acts(node: Node) -> bool:
     if isinstance(node, Command):
         words = node.text.split()
-        return bool(words) and (words[0] in ("cp", "sed", "find", "patch") or (words[0] == "git" and words[1:2] != ["rev-parse"]))
+        return bool(words) and (words[0] in ("cp", "sed", "find", "patch", *RULES["functions"])
+                                or (words[0] == "git" and words[1:2] != ["rev-parse"]))
     return any(_acts(n) for b in node.branches for n in b.body)
 
 
@@ -208,7 +210,10 @@ def _command(command: Command, values: dict[str, str], clone: Clone) -> None:
     if not words or words[0] in RULES["inert"] or words[:2] == ["git", "rev-parse"]:
         return
     words = [_expand(w, values, command.line) for w in words]
-    if words[:2] == ["git", "clone"]:
+    if words[0] in RULES["functions"]:
+        clone.url, clone.ref, clone.overlays, clone.helper = None, None, [], words[0]
+        clone.line = clone.ref_line = command.line
+    elif words[:2] == ["git", "clone"]:
         _clone(words[2:], command.line, clone)
     elif words[:2] == ["git", "checkout"] and len(words) == 3 and not words[2].startswith("-"):
         clone.ref, clone.ref_line, clone.overlays = words[2], command.line, []
@@ -246,7 +251,7 @@ def _clone(args: list[str], line: int, clone: Clone) -> None:
             i += 1
     if len(rest) != 2:
         raise Unreadable(line, "cannot tell the repository `git clone` clones")
-    clone.url, clone.ref, clone.line, clone.ref_line, clone.overlays = rest[0], ref, line, line, []
+    clone.url, clone.ref, clone.line, clone.ref_line, clone.overlays, clone.helper = rest[0], ref, line, line, [], None
 
 
 def _copy(args: list[str], line: int, clone: Clone) -> None:

@@ -145,13 +145,15 @@ class SrtSlurm:
         try:
             nodes, assigned, copies = self._step(ix, launcher)
             clone = follow(nodes, {**assigned, **variables(ix, entry, row)})
+            if clone.helper is not None:
+                helped(ix, clone)
         except Unreadable as exc:
             at = f"{launcher}:{exc.line}" if exc.line else launcher
             raise _at(where, f"cannot tell which srt-slurm checkout the runner makes ({at}: {exc.reason})") from None
         rel = PurePosixPath(row.recipe.path)
         if copies and rel.parts[:1] == ("recipes",):
             clone.overlays.append((str(rel), str(PurePosixPath(RULES["config_copy"]["tree_folder"]).joinpath(*rel.parts[1:]))))
-        said = f"{launcher}:{clone.ref_line}"
+        said = f"{launcher}:{clone.ref_line}" + (f" via {RULES['functions'][clone.helper]['version_file']}" if clone.helper else "")
         m = _GITHUB.fullmatch(clone.url or "")
         name = m.group(1) if m else clone.url
         ref = clone.ref or "main"
@@ -193,6 +195,27 @@ class SrtSlurm:
         if isinstance(hit, Unreadable):
             raise hit
         return hit
+
+
+def helped(ix: FileView, clone: Clone) -> None:
+    """Fill in the clone a function of rules `functions` makes: its repository, the ref its version file
+    names, the tree's folders it copies; `Unreadable` when the helper is not the one the rules describe."""
+    rule = RULES["functions"][clone.helper]
+    helper = PurePosixPath(rule["helper"])
+    text = ix.read(helper, str(helper), 1 << 20).decode("utf-8", "replace") if ix.kind(helper) == "file" else ""
+    lines = {line.strip() for line in text.splitlines()}
+    missing = next((want for want in rule["helper_lines"] if want not in lines), None)
+    if missing is not None:
+        raise Unreadable(clone.line, f"{clone.helper} is not the one cookbookgen follows: {helper} has no line {missing!r}")
+    version = PurePosixPath(rule["version_file"])
+    words = ix.read(version, str(version), 4096).decode("utf-8", "replace").split() if ix.kind(version) == "file" else []
+    if not words:
+        raise Unreadable(clone.line, f"{clone.helper} clones the ref {version} names, and it names none")
+    tree = PurePosixPath(rule["tree_folder"])
+    folders = [name for name in ix.names(tree) if ix.kind(tree / name) == "dir"]
+    clone.url, clone.ref, clone.ref_line = rule["repository"], words[0], clone.line
+    clone.overlays = [(rule["configs_folder"] if name == rule["configs_folder"] else f"recipes/{name}", str(tree / name)) for name in folders]
+    clone.overlays += [(dst, src) for dst, src in rule["extra"].items() if ix.kind(PurePosixPath(src)) == "dir"]
 
 
 def launchers(ix: FileView, entry: ConfigEntry, where: Problem) -> list[str]:
