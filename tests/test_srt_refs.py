@@ -248,3 +248,14 @@ def test_a_launcher_cloning_the_version_files_ref(tmp_path: Path) -> None:
     with pytest.raises(Unreadable) as exc:
         helped(FolderView(tree), follow(nodes, {**assigned, **values}))
     assert exc.value.line == 148 and "runners/srt_slurm.sh has no line 'cp -R" in exc.value.reason
+
+
+def test_list_cli_with_recipes(repos: dict[str, Path | str], capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert main(["list", "--source", str(repos["ix"]), "--recipes", str(repos["srt"]), "--format", "json"]) == 0
+    configs = {c["key"]: c for c in json.loads(capsys.readouterr().out)["configs"]}
+    c64, c128 = configs[H200]["points"]
+    assert (c64["recipe"], c64["problem"]) == (f"srt-slurm@{str(repos['sa'])[:12]}/{RECIPE}", None)
+    assert "recipe file not found: recipes/trtllm/h200/8k1k/mtp/c128" in c128["problem"]
+    assert all("a fork of NVIDIA/srt-slurm" in p["problem"] for p in configs[GB200]["points"])
