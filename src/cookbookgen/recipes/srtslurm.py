@@ -60,7 +60,7 @@ class SrtSlurm:
         self.root = root
         self.repo = GitRepo(root)
         self._steps: dict[str, tuple[list[Node], dict[str, str], bool] | Unreadable] = {}
-        self._defaults: dict[tuple[str, str, str], tuple[str, int]] = {}
+        self._defaults: dict[tuple[str, str], tuple[str, int, str] | None] = {}
 
     def view(self, mount: str) -> CommitView | None:
         """The files of the commit a mount name (`srt-slurm@<12 digits>`) names."""
@@ -96,9 +96,9 @@ class SrtSlurm:
             holder = out.get(path[0]) if len(path) == 2 else None
             if len(path) != 2 or (holder is not None and not isinstance(holder, dict)) or (holder and path[1] in holder):
                 continue
-            value, line = self._default(pin, rule)
+            value, line, file = self._default(pin, rule)
             out[path[0]] = {**(holder or {}), path[1]: value}
-            origins[path] = (f"{pin.mount}/{rule['file']}", line)
+            origins[path] = (f"{pin.mount}/{file}", line)
         return replace(recipe, data=out, origins=origins, parts=None)
 
     def note(self, pin: Pin) -> str:
@@ -106,8 +106,8 @@ class SrtSlurm:
         cookbookgen renders (rules `defaults`, applied, and `differences`, not applied)."""
         said = []
         for rule in RULES["defaults"]:
-            value, line = self._default(pin, rule)
-            said.append(f"{'.'.join(rule['path'])} defaults to {value} ({rule['file']}:{line}; applied where the recipe leaves it unset)")
+            value, line, file = self._default(pin, rule)
+            said.append(f"{'.'.join(rule['path'])} defaults to {value} ({file}:{line}; applied where the recipe leaves it unset)")
         for rule in RULES["differences"]:
             view = self.repo.view(pin.commit)
             text = view.read(PurePosixPath(rule["file"]), rule["file"], 1 << 22).decode("utf-8", "replace") if view and view.kind(PurePosixPath(rule["file"])) == "file" else ""
@@ -116,20 +116,27 @@ class SrtSlurm:
                 said.append(f"{rule['what'].format(value=hit[0])} ({rule['file']}:{hit[1]}; not applied)")
         return f"recipes read from {_described(pin)}; srtctl there: " + "; ".join(said)
 
-    def _default(self, pin: Pin, rule: dict[str, Any]) -> tuple[str, int]:
-        key = (pin.commit, rule["file"], rule["pattern"])
+    def _default(self, pin: Pin, rule: dict[str, Any]) -> tuple[str, int, str]:
+        """The value, line and file of the first of the rule's `sources` that matches at the pinned commit."""
+        key = (pin.commit, ".".join(rule["path"]))
         if key not in self._defaults:
-            view = self.repo.view(pin.commit)
-            text = view.read(PurePosixPath(rule["file"]), f"{pin.mount}/{rule['file']}", 1 << 22).decode("utf-8", "replace") if view else ""
-            lines = text.splitlines()
-            start = next((i for i, t in enumerate(lines) if rule["after"] in t), None)
-            found = next(((m.group(1), i + 1) for i in range(start or 0, len(lines)) if start is not None
-                          for m in [re.match(rule["pattern"], lines[i])] if m), None)
-            if found is None:
-                raise CookbookError.at(f"{pin.mount}/{rule['file']}", 0, ".".join(rule["path"]),
-                                       f"cannot read srtctl's default at {_described(pin)}: no line matching {rule['pattern']!r} after {rule['after']!r}")
-            self._defaults[key] = found
-        return self._defaults[key]
+            self._defaults[key] = next((hit for source in rule["sources"] for hit in [self._match(pin, source)] if hit), None)
+        found = self._defaults[key]
+        if found is None:
+            files = ", ".join(s["file"] for s in rule["sources"])
+            raise CookbookError.at(pin.mount, 0, ".".join(rule["path"]), f"cannot read srtctl's default at {_described(pin)} (from {files})")
+        return found
+
+    def _match(self, pin: Pin, source: dict[str, str]) -> tuple[str, int, str] | None:
+        view = self.repo.view(pin.commit)
+        rel = PurePosixPath(source["file"])
+        if view is None or view.kind(rel) != "file":
+            return None
+        lines = view.read(rel, f"{pin.mount}/{rel}", 1 << 22).decode("utf-8", "replace").splitlines()
+        start = next((i for i, t in enumerate(lines) if source["after"] in t), None) if "after" in source else 0
+        if start is None:
+            return None
+        return next(((m.group(1), i + 1, source["file"]) for i in range(start, len(lines)) for m in [re.match(source["pattern"], lines[i])] if m), None)
 
     def pin(self, ix: FileView, ix_time: int | None, entry: ConfigEntry, row: Row, where: Problem) -> Pin:
         pins = []
