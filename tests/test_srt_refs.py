@@ -259,3 +259,11 @@ def test_list_cli_with_recipes(repos: dict[str, Path | str], capsys: pytest.Capt
     assert (c64["recipe"], c64["problem"]) == (f"srt-slurm@{str(repos['sa'])[:12]}/{RECIPE}", None)
     assert "recipe file not found: recipes/trtllm/h200/8k1k/mtp/c128" in c128["problem"]
     assert all("a fork of NVIDIA/srt-slurm" in p["problem"] for p in configs[GB200]["points"])
+
+
+def test_a_copy_leaving_the_tree_is_unreadable() -> None:
+    text = ('SRT_REPO_DIR="srt-slurm"\ngit clone https://github.com/NVIDIA/srt-slurm.git "$SRT_REPO_DIR"\n'
+            'cp -rT "$GITHUB_WORKSPACE/../secrets" recipes/x\necho "Installing srtctl..."\n')
+    with pytest.raises(Unreadable) as exc:
+        follow(clone_step(text)[0], {"SRT_REPO_DIR": "$SRT_REPO_DIR", "GITHUB_WORKSPACE": "$GITHUB_WORKSPACE"})
+    assert exc.value.line == 3 and "leaving the tree" in exc.value.reason

@@ -265,8 +265,8 @@ def _copy(args: list[str], line: int, clone: Clone) -> None:
         dst = dst.rstrip("/") + "/" + src.rsplit("/", 1)[-1] if dst.endswith("/") else dst
     elif flags[0] not in ("-rT", "-Tr"):
         raise Unreadable(line, f"cannot follow `cp {' '.join(args)}` (where `cp -r` puts a folder depends on what exists; expected -rT)")
-    if dst.startswith(("/", "$")) or ".." in dst.split("/"):
-        raise Unreadable(line, f"copies to {dst!r}, outside the checkout")
+    if dst.startswith(("/", "$")) or ".." in dst.split("/") or ".." in src.split("/") or not src:
+        raise Unreadable(line, f"copies {src!r} to {dst!r}: a path leaving the tree or the checkout")
     clone.overlays.append((dst.strip("/"), src))
 
 
