@@ -174,7 +174,7 @@ class SrtSlurm:
         if branch:
             tip = self.repo.committed(commit)
             if ix_time is None or tip is None or tip > ix_time:
-                why = ("the InferenceX checkout is not a git repository, so its date is unknown" if ix_time is None else
+                why = ("the InferenceX checkout's commit date cannot be read (it is not a git work tree with its own objects)" if ix_time is None else
                        f"its tip in --recipes ({commit[:12]}, {_day(tip)}) is newer than the InferenceX commit ({_day(ix_time)})")
                 raise _at(where, f"the runner checks out the branch {ref} of {RULES['upstream']} ({said}), which moves: {why}; "
                                  "the commit it ran is not known")
