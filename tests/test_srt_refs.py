@@ -267,3 +267,35 @@ def test_a_copy_leaving_the_tree_is_unreadable() -> None:
     with pytest.raises(Unreadable) as exc:
         follow(clone_step(text)[0], {"SRT_REPO_DIR": "$SRT_REPO_DIR", "GITHUB_WORKSPACE": "$GITHUB_WORKSPACE"})
     assert exc.value.line == 3 and "leaving the tree" in exc.value.reason
+
+
+@pytest.mark.skipif(not (os.environ.get("INFERENCEX_TREE") and os.environ.get("SRT_SLURM_REPO")),
+                    reason="set INFERENCEX_TREE (InferenceX 843c6254, a git clone with its own objects) and SRT_SLURM_REPO "
+                           "(a clone or mirror of NVIDIA/srt-slurm with sa-submission-q2-2026) to read the real tree")
+def test_whole_tree_rows_resolve_at_their_runners_refs() -> None:
+    """On the real tree: every row naming a CONFIG_FILE renders from its runner's checkout or is refused
+    with a located reason; the h200 TRT-LLM rows read sa-submission-q2-2026, the gb200 dsr1 rows are the fork's."""
+    ws = Workspace(Path(os.environ["INFERENCEX_TREE"]), Path(os.environ["SRT_SLURM_REPO"]))
+    sa = ws.srt.repo.named("sa-submission-q2-2026") if ws.srt else None
+    assert sa is not None
+    point = _point(ws, H200, "1p1d-tp8-ep8-dep8/c64")
+    assert point.recipe_path == f"srt-slurm@{sa[1][:12]}/{RECIPE}"
+    with pytest.raises(CookbookError, match="a fork of NVIDIA/srt-slurm"):
+        _point(ws, GB200, "c4")
+    checked = 0
+    for key, entry in ws.entries().items():
+        try:
+            rows = entry.rows
+        except CookbookError:               # refused at config level, as without --recipes
+            continue
+        for row in rows:
+            if "additional-settings" not in row.recipe.where:
+                continue
+            try:
+                ws.recipe_path(entry, row)
+            except CookbookError as exc:
+                problem = exc.problems[0]
+                assert problem.file == "configs/nvidia-master.yaml" or problem.file == "configs/amd-master.yaml", (key, problem)
+                assert problem.line > 0, (key, problem)
+            checked += 1
+    assert checked > 100
