@@ -1,6 +1,6 @@
 """Walk a whole InferenceX checkout as `list` and `build` do and count what renders.
 
-    python benchmarks/measure_tree.py ROOT [--json OUT] [--reasons N] [--only KEY,...] [--complete]
+    python benchmarks/measure_tree.py ROOT [--json OUT] [--reasons N] [--only KEY,...] [--complete] [--recipes SRT_SLURM_GIT]
 
 Reports: configs listed, configs refused at config level (with their located reason), points
 rendered, points refused (with their located reason), grouped by framework, and the most common
@@ -36,8 +36,8 @@ def _shape(reason: str) -> str:
     return re.sub(r"\d+", "N", text)[:160]
 
 
-def measure(root: Path, only: set[str] | None = None) -> dict[str, Any]:
-    ws = Workspace(root)
+def measure(root: Path, only: set[str] | None = None, recipes: Path | None = None) -> dict[str, Any]:
+    ws = Workspace(root, recipes)
     policy = load_policy(None)
     out: dict[str, Any] = {"root": str(root), "configs": []}
     for key, entry in ws.entries().items():
@@ -102,13 +102,15 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated config keys")
     parser.add_argument("--complete", action="store_true",
                         help="only the configs ROOT/SOURCES.md lists under 'Complete configs:' (the corpus slices)")
+    parser.add_argument("--recipes", type=Path, metavar="DIR",
+                        help="an srt-slurm git repository: recipes the runners read from their srt-slurm checkout come from it")
     args = parser.parse_args()
     start = time.monotonic()
     only = set(args.only.split(",")) if args.only else None
     if args.complete:
         text = (args.root / "SOURCES.md").read_text(encoding="utf-8").split("Complete configs:", 1)[1]
         only = set(re.findall(r"^- `([^`]+)`", text, re.M))
-    result = measure(args.root, only)
+    result = measure(args.root, only, args.recipes)
     print(summary(result, args.reasons))
     print(f"({time.monotonic() - start:.1f} s)", file=sys.stderr)
     if args.json:

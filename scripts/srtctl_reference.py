@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import inspect
 import json
 import os
 import re
@@ -79,7 +80,7 @@ def selectors(path: Path) -> list[str | None]:
 
 def _node_count(config: Any) -> int:
     res = config.resources
-    extra = 1 if (config.infra.etcd_nats_dedicated_node or config.frontend.dedicated_node) else 0
+    extra = 1 if (config.infra.etcd_nats_dedicated_node or getattr(config.frontend, "dedicated_node", False)) else 0   # older srtctl: no dedicated frontend node
     return res.total_nodes + extra
 
 
@@ -143,7 +144,10 @@ def record(path: Path, selector: str | None, workdir: Path) -> dict[str, Any]:
             if hasattr(orchestrator, "start_mooncake_master"):      # srtctl with backend.mooncake_kv_store
                 orchestrator.start_mooncake_master(registry)
         orchestrator.start_all_workers()
-        orchestrator.start_frontend(registry, threading.Event())
+        if "stop_event" in inspect.signature(orchestrator.start_frontend).parameters:
+            orchestrator.start_frontend(registry, threading.Event())
+        else:                                  # srtctl before the stop event (sa-submission-q2-2026 and older)
+            orchestrator.start_frontend(registry)
         files = {p.name: p.read_text() for p in sorted(runtime.log_dir.iterdir())
                  if p.is_file() and p.suffix in (".yaml", ".conf", ".json") and not p.name.startswith(("config", "fingerprint"))}
     return {"nodes": nodes, "processes": launched, "files": files}

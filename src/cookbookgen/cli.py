@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Resolve one point of an InferenceX config (or a bare recipe) into role-by-role launch commands.")
     r.add_argument("--source", type=Path, metavar="ROOT", help=f"InferenceX checkout (either layout); default: {shown_default(EXAMPLE_SOURCE)}")
     r.add_argument("--config", metavar="KEY", help="config key of the master config, e.g. dsv41flash-fp4-gb300-dynamo-sglang-agentic-agg")
+    r.add_argument("--recipes", type=Path, metavar="DIR", help=RECIPES_HELP)
     r.add_argument("--point", metavar="POINT", help="point label c<conc> (when unique in the config) or full id such as tp4/c16")
     r.add_argument("--recipe", help="render a bare recipe instead: FILE[:selector] (override_x, zip_override_x[i], sweep[i])")
     r.add_argument("--model", help="Hugging Face id for --recipe when the recipe does not name one")
@@ -69,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+RECIPES_HELP = ("an srt-slurm git repository (clone or mirror of NVIDIA/srt-slurm): a multi-node row's CONFIG_FILE is read from the "
+                "checkout its runner makes (runners/launch_*.sh: the ref it checks out, the tree's folders it copies over it)")
 TRUSTING = ("render", "list", "build", "serve", "diff", "export")    # the commands that may run benchmark scripts
 
 
@@ -109,7 +112,9 @@ def _cmd_render(args: argparse.Namespace) -> int:
     from .recipes.workspace import Workspace
 
     policy = load_policy(args.policy)
-    workspace = Workspace(Path(".") if args.recipe else args.source or bundled(EXAMPLE_SOURCE))
+    if args.recipes and args.recipe:
+        raise CookbookError.usage("--recipes", "only with --config: a bare --recipe names its file itself")
+    workspace = Workspace(Path(".") if args.recipe else args.source or bundled(EXAMPLE_SOURCE), args.recipes)
     if args.recipe:
         rendered = _render_bare(args, policy, workspace)
     else:

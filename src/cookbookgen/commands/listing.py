@@ -46,6 +46,8 @@ def register(subparsers: Any) -> None:
                    help="list the cells of this cookbook instead: a manifest (.yaml), a built site folder or an AgentX module (.jsx or .json)")
     p.add_argument("--format", choices=["text", "json"], default="text", help="text: aligned columns; json: stable keys for scripts")
     p.add_argument("--strict", action="store_true", help="exit 1 when any config or point of the checkout is refused (for CI)")
+    p.add_argument("--recipes", type=Path, metavar="DIR", help="with --source: an srt-slurm git repository; multi-node rows' "
+                                                                "CONFIG_FILE recipes are read from the checkout their runner makes of it")
     p.set_defaults(run=run_list)
 
 
@@ -58,20 +60,20 @@ def run_list(args: argparse.Namespace) -> int:
                       [[c["id"], c["model"], c["hardware"], c["topology"], " ".join(c["points"])] for c in cells])
     else:
         root = args.source or bundled(EXAMPLE_SOURCE)
-        doc = {"source": str(root), "configs": checkout_configs(root)}
+        doc = {"source": str(root), "configs": checkout_configs(root, args.recipes)}
         text = "\n\n".join(_config_text(c) for c in doc["configs"])
     print(json.dumps(doc, indent=1, ensure_ascii=False) if args.format == "json" else text)
     refused = [c for c in doc.get("configs", []) if c["problem"] or any(p["problem"] for p in c["points"])]
     return 1 if refused and getattr(args, "strict", False) else 0
 
 
-def checkout_configs(root: Path) -> list[Json]:
-    """Every config of the checkout, its points in master-config order."""
+def checkout_configs(root: Path, recipes: Path | None = None) -> list[Json]:
+    """Every config of the checkout, its points in master-config order (`recipes`: see `Workspace`)."""
     from ..recipes.workspace import Workspace
 
     from ..recipes.master import check_framework
 
-    ws = Workspace(root)
+    ws = Workspace(root, recipes)
     configs: list[Json] = []
     for key, entry in ws.entries().items():
         try:

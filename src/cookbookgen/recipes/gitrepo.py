@@ -143,6 +143,24 @@ class GitRepo:
             text = _small_file(self.git_dir.joinpath(*name.split("/")), 4096) or self._packed_refs().get(name)
         return None
 
+    def named(self, name: str) -> tuple[str, str] | None:
+        """The full ref and commit a tag or branch `name` names (refs/tags/, refs/heads/, then a clone's
+        refs/remotes/origin/; loose or packed; an annotated tag followed to its commit), or None."""
+        for full in (f"refs/tags/{name}", f"refs/heads/{name}", f"refs/remotes/origin/{name}"):
+            if not _REF.fullmatch(full) or "/." in full or full.endswith(".lock"):
+                return None
+            text = _small_file(self.git_dir.joinpath(*full.split("/")), 4096) or self._packed_refs().get(full)
+            sha = self.commit(text) if text is not None and _SHA.fullmatch(text) else None
+            if sha is not None:
+                return full, sha
+        return None
+
+    def committed(self, sha: str) -> int | None:
+        """The committer time (seconds since the epoch) of commit `sha`, or None."""
+        headers = self.object(sha)[1].split(b"\n\n", 1)[0].split(b"\n")
+        stamp = next((h.rsplit(b" ", 2) for h in headers if h.startswith(b"committer ")), None)
+        return int(stamp[-2]) if stamp is not None and stamp[-2].isdigit() else None
+
     def _packed_refs(self) -> dict[str, str]:
         if self._packed is None:
             lines = (_small_file(self.git_dir / "packed-refs", MAX_REF_BYTES) or "").splitlines()

@@ -23,6 +23,7 @@ from .view import FileView, FolderView, script_files
 
 if TYPE_CHECKING:  # the typed schema (pydantic) loads when a point is first resolved
     from .schema import Recipe, Typed
+    from .srtslurm import Pin, SrtSlurm
 
 RawYaml = Any
 
@@ -51,10 +52,20 @@ class Workspace:
     """One checkout for one run. Documents, selected variants and resolved points are cached: a
     `build` or a `diff` resolves every point once, however many stages ask for it. The master
     configs and the changelog stay for the run; recipes and points can be released (`release_points`).
-    `source`: a folder (read as a working tree), or any file view (a git commit)."""
+    `source`: a folder (read as a working tree), or any file view (a git commit). `recipes`: an
+    srt-slurm repository (`--recipes`): rows naming `CONFIG_FILE=recipes/...` are read from the
+    checkout their runner makes of it (`srtslurm`), under their `srt-slurm@<commit>/` names."""
 
-    def __init__(self, source: Path | FileView) -> None:
+    def __init__(self, source: Path | FileView, recipes: Path | None = None) -> None:
         self.checkout = Checkout(FolderView(source) if isinstance(source, Path) else source)
+        self.srt: SrtSlurm | None = None
+        if recipes is not None:
+            from .srtslurm import SrtSlurm, ix_time
+
+            self.srt = SrtSlurm(recipes)
+            self._ix_time = ix_time(source if isinstance(source, Path) else None)
+        self._pins: dict[tuple[str, int], Pin] = {}                   # by config key and row index
+        self._runner_paths: dict[tuple[str, int], PurePosixPath] = {}
         self._docs: dict[PurePosixPath, Document] = {}
         self._entries: dict[str, ConfigEntry] | None = None
         self._selected: dict[tuple[PurePosixPath, str | None], EffectiveRecipe] = {}
@@ -71,7 +82,10 @@ class Workspace:
         return self._docs[path]
 
     def read_bytes(self, path: PurePosixPath) -> bytes:
-        """The bytes of a file of the checkout (at most `load.MAX_BYTES`)."""
+        """The bytes of a file of the checkout, or of the srt-slurm repository under its `srt-slurm@` name (at most `load.MAX_BYTES`)."""
+        mounted = self.srt.view(path.parts[0]) if self.srt is not None and path.parts else None
+        if mounted is not None:
+            return mounted.read(PurePosixPath(*path.parts[1:]), self.shown(path), MAX_BYTES)
         return self.checkout.view.read(path, self.shown(path), MAX_BYTES)
 
     def script_files(self, path: PurePosixPath) -> ScriptFiles:
@@ -83,7 +97,11 @@ class Workspace:
 
     def findings(self) -> list[str]:
         """What the recipes read so far say twice (duplicate keys, the last value taken), one line each."""
-        return [line for doc in [*self._docs.values(), *self._bare] for line in doc.findings()]
+        lines = [line for doc in [*self._docs.values(), *self._bare] for line in doc.findings()]
+        if self.srt is not None:           # where each srt-slurm checkout's srtctl differs (once per checkout)
+            srt = self.srt
+            lines += list(dict.fromkeys(srt.note(pin) for pin in self._pins.values()))
+        return lines
 
     def release_points(self) -> None:
         """Forget the recipes read and the points resolved so far (the master configs stay): a caller
@@ -141,6 +159,13 @@ class Workspace:
     def recipe_path(self, entry: ConfigEntry, row: Row) -> PurePosixPath:
         """The recipe file a row names (checked by `Checkout.recipe_path`; paths found are cached)."""
         ref = row.recipe.path
+        if self._from_runner(entry, row):
+            assert self.srt is not None
+            key = (entry.key, row.index)
+            if key not in self._runner_paths:
+                self._runner_paths[key], self._pins[key] = self.srt.recipe(self.checkout.view, self._ix_time, entry, row,
+                                                                           entry.doc.problem(row.recipe.where, ""))
+            return self._runner_paths[key]
         hit = self._recipe_paths.get(ref)
         if hit is None:
             where, layout = entry.doc.problem(row.recipe.where, ""), self.checkout.layout_dir(entry.doc.file)
@@ -156,6 +181,12 @@ class Workspace:
                                                                           f"{row.recipe.fallback}")]) from None
             self._recipe_paths[ref] = hit
         return hit
+
+    def _from_runner(self, entry: ConfigEntry, row: Row) -> bool:
+        """Whether the row's recipe is the CONFIG_FILE its runner reads from the srt-slurm checkout it makes
+        (with `--recipes`, for the root layout's master configs, whose runners clone srt-slurm)."""
+        return (self.srt is not None and "additional-settings" in row.recipe.where
+                and PurePosixPath(entry.doc.file).parts[:1] == ("configs",) and self.checkout.view.kind(PurePosixPath("runners")) == "dir")
 
     @staticmethod
     def shown(path: PurePosixPath) -> str:
@@ -173,6 +204,10 @@ class Workspace:
             recipe = script_recipe(self.script_files(path), self.shown(path), entry, row, conc, self.runners(entry))
         else:
             recipe = self.selected(path, self.selector(entry, row, conc))
+            pin = self._pins.get((entry.key, row.index))
+            if pin is not None:            # the srtctl the runner's checkout pins
+                assert self.srt is not None
+                recipe = self.srt.with_defaults(pin, recipe)
         point = ResolvedPoint(entry, row, conc, *overridden(recipe, sets, unsets), self.shown(path))
         if memo:
             self._points[key] = point

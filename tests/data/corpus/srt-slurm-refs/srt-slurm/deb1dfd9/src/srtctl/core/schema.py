@@ -1,0 +1,2 @@
+class DynamoConfig:
+    request_plane: str = "nats"
