@@ -4,8 +4,9 @@ hand-judged list of `data/expected/qwen3_5.findings.yaml` (the module and the fi
 `data/corpus/inferencex-qwen35/SOURCES.md`).
 
 The repository is built here, one commit per folder of corpus/inferencex-qwen35, and the module's citations of
-those four commits are pointed at the new commits; the other eleven cited commits are not in it (nor in
-InferenceX's public history), so their 38 cells are unpaired naming the commit.
+those five commits are pointed at the new commits (582e19ab's folder holds the stored versions that stand in for
+it); the other ten cited commits are not in it (nor in InferenceX's public history, nor in the search tool's
+store), so their 31 cells are unpaired naming the commit.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ CORPUS = DATA / "corpus"
 MODULE = CORPUS / "sglang-cookbook" / "agentx" / "Qwen" / "qwen3.5.jsx"
 FILES = CORPUS / "inferencex-qwen35"
 EXPECTED = DATA / "expected" / "qwen3_5.findings.yaml"
-COMMITS = ("eb1e4107ac078fa736735066c90b2ef457babab0", "997e74f4d7131f7c8bd63513879d3b474399ec24",
+COMMITS = ("582e19ab0829eadb81104b36df154741ceec56b0", "eb1e4107ac078fa736735066c90b2ef457babab0", "997e74f4d7131f7c8bd63513879d3b474399ec24",
            "22265bb54f47ec520a7ca67078b9c5d1129ef48d", "5e3d34644ecd62b0fb87cd2f2b909a814b4f74d7")
 DISAGG = "qwen3.5-fp4-gb300-dynamo-sglang-agentic-disagg"
 NIGHTLY = "lmsysorg/sglang:nightly-dev-cu13-20260724-433429b1"     # the GB300 FP4 cells' image
@@ -86,9 +87,9 @@ def test_the_module_at_its_cited_commits_reports_exactly_the_judged_findings(sou
         cell.get("failing", []).sort(key=lambda f: (f["point"], f["finding"]))
     assert got == want
     assert all(f["why"] for e in expected.values() for f in e.get("failing", ()))     # every true finding is justified
-    assert code == 1 and doc["summary"]["cells"] == {"checked": 12, "unpaired": 38}
+    assert code == 1 and doc["summary"]["cells"] == {"checked": 16, "unpaired": 34}
     assert doc["summary"]["classes"]["mismatch"] == 7 and doc["summary"]["classes"]["prohibited"] == 7
-    assert doc["summary"]["unpaired"] == {"commit-missing": 38}
+    assert doc["summary"]["unpaired"] == {"commit-missing": 31, "recipe-missing": 3}
 
 
 def test_a_dedicated_etcd_nats_node_gets_no_frontend(source: tuple[Path, Path], capsys) -> None:
