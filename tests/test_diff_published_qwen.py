@@ -108,9 +108,10 @@ def _block(*flags: str) -> Block:
 
 
 def test_a_flag_a_later_release_has_is_not_known_to_stop_a_nightly() -> None:
-    """The 2026-07-24 nightly lies between sglang 0.5.15.post1 and 0.5.16, which both lack
+    """The 2026-07-24 nightly lies between sglang 0.5.15.post1 and 0.5.16 (on PyPI a day later), which both lack
     --mamba-max-states-per-path (first released in 0.5.17); the verified GB300 runs passed it, so the finding is
-    uncertain (diff leaves it out). A flag no release has stays a certain unknown flag."""
+    uncertain (diff leaves it out). A flag no release has stays a certain unknown flag, and so does a later
+    release's flag on a nightly days before its upper release (test_diff_mutations: the dsv4 08-29 nightly)."""
     check = check_cell("c", NIGHTLY, [_block("--mamba-max-states-per-path", "--no-such-flag-anywhere")], only_certain=True)
     found = {f.flag: (f.cls, f.certain) for f in check.findings if f.flag}
     assert found["--mamba-max-states-per-path"] == ("unknown-flag", False)
