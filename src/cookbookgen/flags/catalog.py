@@ -149,6 +149,7 @@ class Basis:
     kind: Kind
     catalogs: tuple[Catalog, ...]
     note: str   # how the version was found: the image rule's source, the date, the install pin
+    near_cut: bool = False  # a nightly of the days just before its upper release reached PyPI (RELEASE_CUT_DAYS)
 
     @property
     def label(self) -> str:
@@ -196,6 +197,12 @@ def _by_order(engine: str, version: str, shipped: tuple[str, ...], note: str) ->
     return Basis(engine, "approximate", _nearest(engine, shipped, key), f"{note}; no catalog for {version} or the releases around it")
 
 
+# A release reaches PyPI a day or two after the main-branch commit it is built from: a nightly of those days
+# may already carry flags that release lacks (the sglang 2026-07-24 nightly took --mamba-max-states-per-path,
+# first released in 0.5.17, though 0.5.16 reached PyPI on 07-25).
+RELEASE_CUT_DAYS = 2
+
+
 def _by_date(engine: str, date: dt.date, shipped: tuple[str, ...], note: str) -> Basis:
     rows = releases(engine)
     before = [r for r in rows if r.date <= date]
@@ -208,7 +215,8 @@ def _by_date(engine: str, date: dt.date, shipped: tuple[str, ...], note: str) ->
     pair = (catalog(engine, before[-1].version) if before else None, catalog(engine, after[0].version))
     if pair[0] is not None and pair[1] is not None:
         return Basis(engine, "bracket", (pair[0], pair[1]),
-                     f"{note}; {date} lies between the releases {before[-1].version} ({before[-1].date}) and {after[0].version} ({after[0].date})")
+                     f"{note}; {date} lies between the releases {before[-1].version} ({before[-1].date}) and {after[0].version} ({after[0].date})",
+                     (after[0].date - date).days <= RELEASE_CUT_DAYS)
     return Basis(engine, "approximate", _nearest(engine, shipped, version_key(after[0].version)), f"{note}; no catalog of a release around {date}")
 
 

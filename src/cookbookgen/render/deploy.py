@@ -303,7 +303,9 @@ def _worker_where(layout: RoleLayout, slot: Slot, pins: str | None) -> str:
 def frontend_layout(frontend: FrontendSpec, nodes: int) -> tuple[int, bool]:
     """(frontends, nginx in front) as srtctl starts them (its frontend stage, NVIDIA/srt-slurm): one
     frontend and no nginx on a single node or with `enable_multiple_frontends: false`; else nginx on the
-    head node (the first worker node) and a frontend on each other node, at most 1 + `num_additional_frontends`."""
+    head node (the first worker node) and a frontend on each other node, at most 1 + `num_additional_frontends`.
+    `nodes` are the worker nodes: a dedicated etcd/NATS node (`infra.etcd_nats_dedicated_node`) runs neither
+    (srtctl `Nodes.from_slurm`: infra is the first node, the head the second; checked v1.0.10 to v1.0.68)."""
     if not frontend.enable_multiple_frontends or nodes <= 1:
         return 1, False
     return min(1 + frontend.num_additional_frontends, nodes - 1), True
