@@ -6,6 +6,7 @@ command names. No I/O but reading the package table `rules/engines.yaml` once (r
   in the base stays `null` (it switches a TRT-LLM feature off); only an override's `null` deletes.
 - Co-located workers (slots) each get their own DYN_SYSTEM_PORT (srt-slurm's per-process system port).
 - The file is a block file: shown as a heredoc before the command, a `files` entry in JSON.
+- trtllm-serve serving clients itself (a benchmark script's launch): `serve_parts`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..policy.rules import Policy
 from ..recipes.schema import EngineSpec, OptionsRoleSpec, Recipe, RoleSpec
 from .layout import RoleLayout, Slot
 from .tables import order_worker_args
-from .values import kept, kept_env, word
+from .values import kept, kept_args, kept_env, word
 from .vllm import engine_tables
 
 RawYaml = Any
@@ -43,6 +44,27 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, layout: RoleLayou
     options = {key: value for key, value in own.items() if kept(policy, ("roles", role, "options", key), value)[0]}
     env = {**kept_env(policy, ("roles", role, "env"), spec.env), "DYN_SYSTEM_PORT": str(table["system_port"] + slot.index)}
     return table["command"], ordered, env, {name: options_yaml(options)}
+
+
+def serve_parts(policy: Policy, model_id: str, layout: RoleLayout, spec: RoleSpec,
+                port: int) -> tuple[str, tuple[tuple[str, ...], ...], dict[str, str], dict[str, str]]:
+    """The command, ordered args, env and options file of trtllm-serve serving clients itself (module
+    docstring of recipes/launches.py): `[launcher] trtllm-serve MODEL`, the role's flags, and the options
+    file as the benchmark script wrote it; from the role's `options` (safe_dump) only when the policy
+    or an override changed them (the written text would then say something else)."""
+    table = engine_tables()["trtllm_serve"]
+    role = layout.role
+    args: list[tuple[str, ...]] = [("--host", "0.0.0.0"), ("--port", str(port)), *kept_args(policy, ("roles", role, "args"), spec.args)]
+    files: dict[str, str] = {}
+    if isinstance(spec, OptionsRoleSpec) and spec.options_file is not None:
+        written = spec.options_file
+        decided = {key: kept(policy, ("roles", role, "options", key), value) for key, value in spec.options.items()}
+        shown = {key: value for key, (keep, value) in decided.items() if keep}
+        files[written.name] = written.text if shown == spec.options and yaml.safe_load(written.text) == shown else options_yaml(shown)
+        args.append((written.flag, written.name))
+    launcher = spec.launcher if isinstance(spec, OptionsRoleSpec) else []
+    cmd = shlex.join([*launcher, *shlex.split(table["command"]), model_id])
+    return cmd, order_worker_args(args, table["lead_flags"]), kept_env(policy, ("roles", role, "env"), spec.env), files
 
 
 def options_yaml(options: dict[str, RawYaml]) -> str:
