@@ -166,9 +166,14 @@ def allocated_gpus(hardware: str | None, nodes: int, fallback: int | None = None
     return nodes * per_node if per_node else fallback
 
 
+# The settings that make a benchmark accept draft tokens at a golden (simulated) acceptance length:
+# SGLang's env and ATOM's flag (benchmark scripts) state the length itself.
+_GOLDEN_AL = (".env.SGLANG_SIMULATE_ACC_LEN", ".args.spec-decode-acceptance-length")
+
+
 def golden_al(dep: Deployment) -> str | None:
     for s in dep.settings:
-        if s.path.endswith(".env.SGLANG_SIMULATE_ACC_LEN"):
+        if s.path.endswith(_GOLDEN_AL):
             return str(s.value)
     return None
 
