@@ -53,6 +53,7 @@ OPTIONS_FLAGS = ("extra_llm_api_options", "config")    # trtllm-serve's flags na
 LAUNCHED_BY = {"sglang": "SGLang", "vllm": "vLLM", "sglang-router": "the SGLang router", "trtllm": "trtllm-serve", "atom": "ATOM",
                "dynamo": "Dynamo"}
 _WORKSPACE = re.compile(r"(?<![\w./$-])/workspace(?=[/\"'\s};:)]|$)", re.M)
+_MODEL_DIR = "$MODEL_DIR"       # the placeholder of the model's local copy (rules/render.yaml placeholders)
 _SHORT_FLAG = re.compile(r"-[A-Za-z][\w-]*(=.*)?", re.S)      # `-tp 8` (ATOM): kept with its dash, as a flag name written as is
 _COMPARED = re.compile(r"(?:[!=]=|\s=|-(?:eq|ne))\s*[\"']?$")     # `[[ $X != /workspace ]]`: a comparison, not a path written
 MAX_AVAILABLE_CPU_DRAM_MIB = 2_861_022      # generate_sweep_configs.py MAX_AGENTIC_AVAILABLE_CPU_DRAM_MIB
@@ -179,6 +180,8 @@ def recipe_from_capture(capture: Capture, shown: str, variables: dict[str, str])
                                                              "cookbookgen renders for trtllm-serve only")
     if worker.kind in POSITIONAL_MODEL:
         worker = _without_model(worker, shown, variables)
+    if worker.kind in ("trtllm", "atom"):
+        worker = _model_folder_placeholder(worker, shown, variables)
     gpus = max(1, math.prod(int(v) for v in (variables.get("TP", ""), variables.get("PP_SIZE", "")) if v.isdigit()))
     frontend: dict[str, RawYaml] = {"type": worker.kind}
     origins: Origins = {}
@@ -192,7 +195,6 @@ def recipe_from_capture(capture: Capture, shown: str, variables: dict[str, str])
         _model_flag_is_the_configs(role["args"], MODEL_FLAG[worker.kind], worker, shown, variables)
     if worker.kind in ("trtllm", "atom"):
         role["gpus"] = gpus
-        _no_file_of_the_model(worker, shown, variables)
     if worker.kind == "trtllm":
         role.update(_options_file(role["args"], worker, shown))
         if worker.wrapper:
@@ -214,18 +216,21 @@ def _model_flag_is_the_configs(args: dict[str, RawYaml], name: str, launch: Laun
         raise CookbookError.at(shown, launch.line, "script", f"serves {model!r} (--{name}), not the config's model {variables.get('MODEL')!r}")
 
 
-def _no_file_of_the_model(launch: Launch, shown: str, variables: dict[str, str]) -> None:
-    """A path inside the model's local copy (`$MODEL_PATH/chat_template.jinja`, which the runner points at
-    its staged weights) names nothing where the cookbook serves the Hugging Face id: refused, never
-    published as a relative path that trtllm-serve or ATOM may take for something else."""
+def _model_folder_placeholder(launch: Launch, shown: str, variables: dict[str, str]) -> Launch:
+    """A file inside the model's local copy (`$MODEL_PATH/chat_template.jinja`, the runner's staged
+    weights; the sandbox's MODEL_PATH is the Hugging Face id) named with the placeholder $MODEL_DIR, the
+    reader's local copy of the model (`rules/render.yaml`), never as a relative path that names nothing.
+    Inside an options file, which is published as written, it is refused at the launch's line."""
     model = variables.get("MODEL", "")
-    words = [*launch.argv[1:], *(text for _, text in launch.files)]
-    inside = next((w for w in words if model and f"{model}/" in w), None)
-    if inside is not None:
-        found = next(line for line in inside.splitlines() if f"{model}/" in line).strip()
-        raise CookbookError.at(shown, launch.line, "script", f"names {found!r}, a file inside the model's local copy (MODEL_PATH, the "
-                                                             "runner's staged weights), which a command serving the Hugging Face id "
-                                                             f"{model!r} cannot name; cookbookgen does not publish it")
+    if not model:
+        return launch
+    written = next((line.strip() for _, text in launch.files for line in text.splitlines() if f"{model}/" in line), None)
+    if written is not None:
+        raise CookbookError.at(shown, launch.line, "script", f"writes {written!r} into its options file, a file inside the model's "
+                                                             "local copy (MODEL_PATH, the runner's staged weights), which a command "
+                                                             f"serving the Hugging Face id {model!r} cannot name as written")
+    argv = tuple(_MODEL_DIR + word[len(model):] if word.startswith(f"{model}/") else word for word in launch.argv)
+    return replace(launch, argv=argv)
 
 
 def _options_file(args: dict[str, RawYaml], launch: Launch, shown: str) -> dict[str, RawYaml]:
