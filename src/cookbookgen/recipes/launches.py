@@ -190,7 +190,7 @@ def recipe_from_capture(capture: Capture, shown: str, variables: dict[str, str])
         env = dict(sorted(router.env.items()))
         frontend = {"type": "sglang-router", "args": _args(router, shown), **({"env": env} if env else {})}
         origins.update({p: (shown, router.line) for p in node_paths(frontend, ("frontend",))})
-    role: dict[str, RawYaml] = {"args": _args(worker, shown), "env": dict(sorted(worker.env.items()))}
+    role: dict[str, RawYaml] = {"args": _args(worker, shown), **({"env": dict(sorted(worker.env.items()))} if worker.env else {})}
     if worker.kind in MODEL_FLAG:
         _model_flag_is_the_configs(role["args"], MODEL_FLAG[worker.kind], worker, shown, variables)
     if worker.kind in ("trtllm", "atom"):
