@@ -73,7 +73,8 @@ def test_the_excerpt_lists_every_config_and_refuses_the_frameworks_it_does_not_r
     refused = {k: c["problem"] for k, c in configs.items() if c["problem"]}
     assert sorted(refused) == ["dsr1-fp8-mi355x-sglang-disagg"]
     assert all(LOCATED.match(p) for p in refused.values())
-    assert "benchmarks/multi_node/" in refused["dsr1-fp8-mi355x-sglang-disagg"]
+    assert "starts it with its own multi-node script, benchmarks/multi_node/dsr1_fp8_mi355x_sglang-disagg.sh, which submits" \
+        in refused["dsr1-fp8-mi355x-sglang-disagg"]
     assert main(["list", "--source", str(EXCERPT), "--strict"]) == 1
     capsys.readouterr()
 
