@@ -674,7 +674,8 @@ def _options_file_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     if not blocks:
         return _without_blocks(ctx, leaf, role, "setting", leaf.dotted)
     spec = (ctx.recipe.data.get("roles") or {}).get(role) or {}
-    written = spec.get("options_file") if isinstance(spec.get("options_file"), dict) else {}
+    found = spec.get("options_file")
+    written: dict[str, RawYaml] = found if isinstance(found, dict) else {}
     out = []
     for block in blocks:
         named = [a[1] for a in block.args if a[0] == written.get("flag") and len(a) > 1]
