@@ -57,7 +57,8 @@ def _env_name(name: str) -> str:
 
 EnvName = Annotated[str, AfterValidator(_env_name)]
 Env = dict[EnvName, Scalar | None]
-SUPPORTED_ENGINES = ("sglang", "vllm", "trtllm", "atom")
+SUPPORTED_ENGINES = ("sglang", "vllm", "trtllm")
+SCRIPT_ONLY_ENGINES = ("atom",)     # rendered only as a benchmark script starts them, serving clients themselves
 # Engines whose recipe-wide `environment:` srt-slurm exports into every serving process (workers and
 # the front process); it is moved into `roles.*.env` and `frontend.env`, where a role's own entry wins.
 ENVIRONMENT_REACHES_PROCESSES = ("vllm",)
@@ -326,11 +327,11 @@ def _check_engine(recipe: EffectiveRecipe) -> None:
     """`engine: sglang`, or srt-slurm's mapping form `engine: {type: vllm, connector: nixl, ...}`."""
     engine = _engine_type(recipe.data)
     where: KeyPath = ("engine", "type") if isinstance(recipe.data.get("engine"), dict) else ("engine",)
-    if engine == "atom" and not served_directly(recipe.data):
-        raise recipe.error(where, "engine 'atom' is rendered only as a benchmark script starts it, serving clients itself "
-                                  "(frontend.type: atom)")
-    if engine in SUPPORTED_ENGINES:
+    if engine in SUPPORTED_ENGINES or (engine in SCRIPT_ONLY_ENGINES and served_directly(recipe.data)):
         return
+    if engine in SCRIPT_ONLY_ENGINES:
+        raise recipe.error(where, f"engine {engine!r} is rendered only as a benchmark script starts it, serving clients itself "
+                                  f"(frontend.type: {engine})")
     if isinstance(engine, str) and engine in KNOWN_ENGINES:
         raise recipe.error(where, f"engine {engine!r} is not supported yet (supported: {', '.join(SUPPORTED_ENGINES)})")
     raise recipe.error(where, unknown("engine", engine, KNOWN_ENGINES))
