@@ -89,13 +89,17 @@ def test_a_trtllm_serve_or_atom_point_publishes_what_its_script_launches(ws: Wor
 
 def test_the_options_file_is_published_as_the_script_wrote_it(ws: Workspace) -> None:
     """Byte for byte (the trailing blank of `enable_block_reuse: false `, the four-space indent) unless a
-    setting of it is changed: then the file is written from the options as they are, never stale."""
+    setting of it is changed: then the file is written from the options as they are, never stale; with
+    the file's record unset, the options still reach the command (a file of their own)."""
     policy = load_policy(None)
     block = render_config_point(ws, policy, "dsr1-fp4-b200-trt", "tp4/c4").deployment.blocks[0]
     assert "    enable_block_reuse: false \n" in block.files["dsr1-fp4.yml"]
     changed = render_config_point(ws, policy, "dsr1-fp4-b200-trt", "tp4/c4", sets=["roles.agg.options.stream_interval=20"])
     text = changed.deployment.blocks[0].files["dsr1-fp4.yml"]
     assert yaml.safe_load(text)["stream_interval"] == 20 and yaml.safe_load(text)["kv_cache_config"]["free_gpu_memory_fraction"] == 0.8
+    unset = render_config_point(ws, policy, "dsr1-fp4-b200-trt", "tp4/c4", unsets=["roles.agg.options_file"]).deployment.blocks[0]
+    assert ("--extra_llm_api_options", "extra_llm_api_options_agg.yaml") in unset.args
+    assert yaml.safe_load(unset.files["extra_llm_api_options_agg.yaml"]) == yaml.safe_load(block.files["dsr1-fp4.yml"])
 
 
 def test_the_recipe_configs_of_the_excerpt_are_refused_at_the_setting_they_would_drop(ws: Workspace) -> None:

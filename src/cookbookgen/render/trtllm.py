@@ -56,12 +56,17 @@ def serve_parts(policy: Policy, model_id: str, layout: RoleLayout, spec: RoleSpe
     role = layout.role
     args: list[tuple[str, ...]] = [("--host", "0.0.0.0"), ("--port", str(port)), *kept_args(policy, ("roles", role, "args"), spec.args)]
     files: dict[str, str] = {}
-    if isinstance(spec, OptionsRoleSpec) and spec.options_file is not None:
-        written = spec.options_file
+    if isinstance(spec, OptionsRoleSpec) and (spec.options_file is not None or spec.options):
         decided = {key: kept(policy, ("roles", role, "options", key), value) for key, value in spec.options.items()}
         shown = {key: value for key, (keep, value) in decided.items() if keep}
-        files[written.name] = written.text if shown == spec.options and yaml.safe_load(written.text) == shown else options_yaml(shown)
-        args.append((written.flag, written.name))
+        written = spec.options_file
+        if written is None:     # options without the script's file (an override removed it): written from the options
+            flag, name, text = table["options_flag"], table["options_file"].format(role=role), options_yaml(shown)
+        else:
+            flag, name = written.flag, written.name
+            text = written.text if shown == spec.options and yaml.safe_load(written.text) == shown else options_yaml(shown)
+        files[name] = text
+        args.append((flag, name))
     launcher = spec.launcher if isinstance(spec, OptionsRoleSpec) else []
     cmd = shlex.join([*launcher, *shlex.split(table["command"]), model_id])
     return cmd, order_worker_args(args, table["lead_flags"]), kept_env(policy, ("roles", role, "env"), spec.env), files
