@@ -276,8 +276,12 @@ def _check_keys(recipe: EffectiveRecipe) -> None:
     setting that silently does nothing."""
     table = package_yaml("rules/recipe_keys.yaml")
     shape = "v1" if "backend" in recipe.data and "roles" not in recipe.data else "v2"
+    allowed = table[shape]
+    if shape == "v2" and _engine_type(recipe.data) in OPTIONS_FILE_ENGINES and served_directly(recipe.data):
+        roles = allowed["roles"]
+        allowed = {**allowed, "roles": {**roles, "agg": {**roles["agg"], **table["served_directly_agg"]}}}
     problems: list[Problem] = []
-    _walk_keys(recipe, recipe.data, table[shape], (), problems)
+    _walk_keys(recipe, recipe.data, allowed, (), problems)
     if problems:
         raise CookbookError(problems)
 
