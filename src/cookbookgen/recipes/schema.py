@@ -334,8 +334,8 @@ def _check_engine(recipe: EffectiveRecipe) -> None:
     if engine in SUPPORTED_ENGINES or (engine in SCRIPT_ONLY_ENGINES and served_directly(recipe.data)):
         return
     if engine in SCRIPT_ONLY_ENGINES:
-        raise recipe.error(where, f"engine {engine!r} is rendered only as a benchmark script starts it, serving clients itself "
-                                  f"(frontend.type: {engine})")
+        raise recipe.error(where, f"engine {engine!r} is not supported yet (supported: {', '.join(SUPPORTED_ENGINES)}); it is rendered "
+                                  f"only as a benchmark script starts it, serving clients itself (frontend.type: {engine})")
     if isinstance(engine, str) and engine in KNOWN_ENGINES:
         raise recipe.error(where, f"engine {engine!r} is not supported yet (supported: {', '.join(SUPPORTED_ENGINES)})")
     raise recipe.error(where, unknown("engine", engine, KNOWN_ENGINES))
