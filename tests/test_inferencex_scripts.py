@@ -6,8 +6,10 @@ renders or its config alone is refused with a located reason.
   name, ISL/OSL/MAX_MODEL_LEN of the scenario group, TOTAL_CPU_DRAM_GB from runners.yaml, `/workspace`
   paths, setup steps before the launch only, and the launch forms (`sglang serve`, `vllm serve`,
   `mpirun ... trtllm-serve`, ATOM, a script with its own EXIT trap);
-- the excerpt as a whole: `list` lists all 18 configs, the three frameworks cookbookgen does not render
-  are refused with their reasons, every point of the others renders;
+- `rendered_points.json` (same folder, checked by reading each script) pins the published commands of
+  7 trtllm-serve and ATOM points, the options file the script writes included;
+- the excerpt as a whole: `list` lists all 19 configs, the framework cookbookgen does not render
+  (sglang-disagg) is refused with its reason, every point of the others renders;
 - with INFERENCEX_TREE naming a whole checkout (843c6254), every point of every config renders or is
   refused with a located reason (`file:line: key: reason`), and `list` exits 0.
 """
@@ -20,20 +22,23 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cookbookgen.cli import main
 from cookbookgen.errors import CookbookError
-from cookbookgen.pipeline import render_point
+from cookbookgen.pipeline import render_config_point, render_point
 from cookbookgen.policy.rules import load_policy
 from cookbookgen.recipes.launches import script_capture
 from cookbookgen.recipes.master import check_framework
 from cookbookgen.recipes.workspace import Workspace
 from cookbookgen.render.deploy import RunMemo
+from cookbookgen.render.shell import block_argv
 
 from conftest import CORPUS
 
 EXCERPT = CORPUS / "inferencex-843c6254"
 GOLDEN = json.loads((CORPUS / "inferencex-843c6254-golden" / "script_points.json").read_text(encoding="utf-8"))
+RENDERED = json.loads((CORPUS / "inferencex-843c6254-golden" / "rendered_points.json").read_text(encoding="utf-8"))
 SHOWN = ("TP", "EP_SIZE", "DP_ATTENTION", "CONC", "ISL", "OSL", "MAX_MODEL_LEN", "KV_OFFLOADING", "KV_OFFLOAD_BACKEND", "TOTAL_CPU_DRAM_GB")
 LOCATED = re.compile(r"^[^\s:][^:]*:\d+: \S+: .+")
 
@@ -64,14 +69,37 @@ def test_no_path_of_this_machine_reaches_a_launch() -> None:
 def test_the_excerpt_lists_every_config_and_refuses_the_frameworks_it_does_not_render(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "--source", str(EXCERPT), "--format", "json"]) == 0
     configs = {c["key"]: c for c in json.loads(capsys.readouterr().out)["configs"]}
-    assert len(configs) == 18
+    assert len(configs) == 19
     refused = {k: c["problem"] for k, c in configs.items() if c["problem"]}
-    assert sorted(refused) == ["dsr1-fp4-b200-trt", "dsr1-fp4-mi355x-atom", "dsr1-fp8-mi355x-sglang-disagg"]
+    assert sorted(refused) == ["dsr1-fp8-mi355x-sglang-disagg"]
     assert all(LOCATED.match(p) for p in refused.values())
-    assert "start trtllm-serve" in refused["dsr1-fp4-b200-trt"] and "start ATOM" in refused["dsr1-fp4-mi355x-atom"]
-    assert "benchmarks/multi_node/" in refused["dsr1-fp8-mi355x-sglang-disagg"]
+    assert "starts it with its own multi-node script, benchmarks/multi_node/dsr1_fp8_mi355x_sglang-disagg.sh, which submits" \
+        in refused["dsr1-fp8-mi355x-sglang-disagg"]
     assert main(["list", "--source", str(EXCERPT), "--strict"]) == 1
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("name", sorted(RENDERED))
+def test_a_trtllm_serve_or_atom_point_publishes_what_its_script_launches(ws: Workspace, name: str) -> None:
+    key, point = name.split(" ")
+    blocks = render_config_point(ws, load_policy(None), key, point).deployment.blocks
+    got = [{"kind": b.kind, "role": b.role, "argv": block_argv(b), "files": b.files} for b in blocks]
+    assert got == RENDERED[name]
+
+
+def test_the_options_file_is_published_as_the_script_wrote_it(ws: Workspace) -> None:
+    """Byte for byte (the trailing blank of `enable_block_reuse: false `, the four-space indent) unless a
+    setting of it is changed: then the file is written from the options as they are, never stale; with
+    the file's record unset, the options still reach the command (a file of their own)."""
+    policy = load_policy(None)
+    block = render_config_point(ws, policy, "dsr1-fp4-b200-trt", "tp4/c4").deployment.blocks[0]
+    assert "    enable_block_reuse: false \n" in block.files["dsr1-fp4.yml"]
+    changed = render_config_point(ws, policy, "dsr1-fp4-b200-trt", "tp4/c4", sets=["roles.agg.options.stream_interval=20"])
+    text = changed.deployment.blocks[0].files["dsr1-fp4.yml"]
+    assert yaml.safe_load(text)["stream_interval"] == 20 and yaml.safe_load(text)["kv_cache_config"]["free_gpu_memory_fraction"] == 0.8
+    unset = render_config_point(ws, policy, "dsr1-fp4-b200-trt", "tp4/c4", unsets=["roles.agg.options_file"]).deployment.blocks[0]
+    assert ("--extra_llm_api_options", "extra_llm_api_options_agg.yaml") in unset.args
+    assert yaml.safe_load(unset.files["extra_llm_api_options_agg.yaml"]) == yaml.safe_load(block.files["dsr1-fp4.yml"])
 
 
 def test_the_recipe_configs_of_the_excerpt_are_refused_at_the_setting_they_would_drop(ws: Workspace) -> None:

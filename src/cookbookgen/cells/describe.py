@@ -26,7 +26,11 @@ def flag_value(block: Block, *flags: str) -> str | None:
     return None
 
 
-_PARALLEL_FLAGS = {f"--{key}": size for size, keys in PARALLEL_KEYS.items() for key in keys}
+# Each spelling as a flag: `--tp-size`, trtllm-serve's `--tp_size`, and ATOM's (and vLLM's) `-tp`.
+_PARALLEL_FLAGS = {**{f"--{spelt}": size for size, keys in PARALLEL_KEYS.items() for key in keys for spelt in (key, key.replace("-", "_"))},
+                   "-tp": "tp"}
+_TRTLLM_SERVE_OPTIONS = ("--extra_llm_api_options", "--config")     # trtllm-serve's options file: its enable_attention_dp
+_ATOM = "atom.entrypoints"      # ATOM's attention DP and expert parallel span its TP ranks
 
 
 def _parallel_sizes(block: Block) -> tuple[dict[str, str], bool]:
@@ -47,6 +51,12 @@ def _parallel_sizes(block: Block) -> tuple[dict[str, str], bool]:
             sizes.setdefault("ep", "vllm")
         elif arg[0] == "--extra-engine-args" and len(arg) > 1 and arg[1] in block.files:
             return _trtllm_sizes(block.files[arg[1]], arg[1])
+        elif arg[0] in _TRTLLM_SERVE_OPTIONS and len(arg) > 1 and arg[1] in block.files:
+            dpa = _trtllm_sizes(block.files[arg[1]], arg[1])[1]
+    if dpa and "dp" not in sizes and (_ATOM in block.cmd or "trtllm-serve" in block.cmd):
+        sizes["dp"] = sizes.get("tp", "1")     # attention DP over every TP rank
+    if sizes.get("ep") == "vllm" and _ATOM in block.cmd:
+        sizes["ep"] = sizes.get("tp", "1")
     if sizes.get("ep") == "vllm":      # vLLM's expert parallel spans every TP x DP rank
         sizes["ep"] = str(int(sizes.get("tp") or 1) * int(sizes.get("dp") or 1))
     return sizes, dpa
@@ -73,16 +83,19 @@ def parallel_label(block: Block) -> str:
     return _label_of(*_parallel_sizes(block))
 
 
-def recipe_parallel_label(args: dict[str, object]) -> str:
-    """The label `parallel_label` gives a worker, from a recipe role's args instead of a command: SGLang
-    and vLLM flags, or TensorRT-LLM's LLM-API options (`tensor_parallel_size`, `enable_attention_dp`)."""
-    flat = {str(k).replace("_", "-"): v for k, v in args.items()}
+def recipe_parallel_label(args: dict[str, object], engine: str = "sglang") -> str:
+    """The label `parallel_label` gives a worker, from a recipe role's args instead of a command: SGLang,
+    vLLM and ATOM flags, trtllm-serve's (`tp_size`), or TensorRT-LLM's LLM-API options (`tensor_parallel_size`,
+    `enable_attention_dp`)."""
+    flat = {str(k).lstrip("-").replace("_", "-"): v for k, v in args.items()}
     sizes = {size: str(flat[key]) for size, keys in (*PARALLEL_KEYS.items(), ("ep", ("moe-expert-parallel-size",)))
              for key in keys if isinstance(flat.get(key), (int, str)) and not isinstance(flat.get(key), bool)}
     trtllm_dpa = flat.get("enable-attention-dp") is True
     dpa = flat.get("enable-dp-attention") is True or trtllm_dpa
-    if trtllm_dpa:
+    if trtllm_dpa or (dpa and engine == "atom" and "dp" not in sizes):
         sizes["dp"] = sizes.get("tp", "1")
+    if flat.get("enable-expert-parallel") is True and engine == "atom":
+        sizes.setdefault("ep", sizes.get("tp", "1"))
     if flat.get("enable-expert-parallel") is True:
         sizes.setdefault("ep", str(int(sizes.get("tp") or 1) * int(sizes.get("dp") or 1)))
     return _label_of(sizes, dpa)
@@ -166,9 +179,14 @@ def allocated_gpus(hardware: str | None, nodes: int, fallback: int | None = None
     return nodes * per_node if per_node else fallback
 
 
+# The settings that make a benchmark accept draft tokens at a golden (simulated) acceptance length:
+# SGLang's env and ATOM's flag (benchmark scripts) state the length itself.
+_GOLDEN_AL = (".env.SGLANG_SIMULATE_ACC_LEN", ".args.spec-decode-acceptance-length")
+
+
 def golden_al(dep: Deployment) -> str | None:
     for s in dep.settings:
-        if s.path.endswith(".env.SGLANG_SIMULATE_ACC_LEN"):
+        if s.path.endswith(_GOLDEN_AL):
             return str(s.value)
     return None
 

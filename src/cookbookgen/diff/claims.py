@@ -62,7 +62,9 @@ def _role_labels(title: str, roles: dict[str, RoleTopology], data: dict[str, Any
         topology = roles[role]
         spec = _mapping(_mapping(data.get("roles")).get(role))
         args = {**_mapping(spec.get("args")), **_mapping(spec.get("options"))}     # TensorRT-LLM: its LLM-API options
-        out.append((f"label {role}", found["label"], recipe_parallel_label(args), f"parallel sizes of the {role} role's args"))
+        engine = data.get("engine")
+        engine = engine.get("type") if isinstance(engine, dict) else engine
+        out.append((f"label {role}", found["label"], recipe_parallel_label(args, str(engine or "sglang")), f"parallel sizes of the {role} role's args"))
         out.append((f"label {role} GPUs", found["gpus"], topology.gpus, f"GPUs of one {role} worker"))
         if found["nodes"]:
             out.append((f"label {role} nodes", found["nodes"], topology.nodes_per_worker, f"nodes one {role} worker spans"))

@@ -17,6 +17,7 @@ recipe, so a renderer bug shows up as a mismatch.
 from __future__ import annotations
 
 import pickle
+import shlex
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import chain
@@ -654,8 +655,9 @@ def _options_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     if not blocks:
         return _without_blocks(ctx, leaf, role, "option", item)
     out = []
+    flags = check["flag"] if isinstance(check["flag"], list) else [check["flag"]]
     for block in blocks:
-        names = [a[1] for a in block.args if a[0] == check["flag"] and len(a) > 1]
+        names = [a[1] for a in block.args if a[0] in flags and len(a) > 1]
         name = names[-1] if names else ""      # argparse keeps the last of a repeated flag
         found, got = _option_in(_options_file(name, block.files.get(name)), leaf.path[3:])
         same = found and got == leaf.value and type(got) is type(leaf.value) or (isinstance(got, float) and got == leaf.value)
@@ -663,6 +665,38 @@ def _options_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
         out.append(ctx.finding(role, "option", item, "match" if same else "mismatch", detail=detail, recipe=_show_value(leaf.value),
                                cookbook=_show_value(got) if found else None, path=leaf.dotted, where=leaf.where))
     return out
+
+
+def _options_file_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
+    """`roles.<role>.options_file.{flag,name,text}` (trtllm-serve started by a benchmark script): the
+    worker command names the file with that flag, and publishes it with the text the script wrote."""
+    blocks, _, role = _targets(ctx, leaf)
+    if not blocks:
+        return _without_blocks(ctx, leaf, role, "setting", leaf.dotted)
+    spec = (ctx.recipe.data.get("roles") or {}).get(role) or {}
+    found = spec.get("options_file")
+    written: dict[str, RawYaml] = found if isinstance(found, dict) else {}
+    out = []
+    for block in blocks:
+        named = [a[1] for a in block.args if a[0] == written.get("flag") and len(a) > 1]
+        got: RawYaml = {"flag": written.get("flag") if named else None, "name": named[-1] if named else None,
+                        "text": block.files.get(named[-1]) if named else None}[leaf.name]
+        same = got == leaf.value
+        out.append(ctx.finding(role, "setting", leaf.dotted, "match" if same else "mismatch", detail="same" if same else
+                               DIFFERENT if got is not None else MISSING, recipe=word(leaf.value), cookbook=None if got is None else word(got),
+                               path=leaf.dotted, where=leaf.where))
+    return out
+
+
+def _launcher_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
+    """`roles.<role>.launcher` (the `mpirun ...` a benchmark script starts trtllm-serve under): the start of the worker command."""
+    blocks, _, role = _targets(ctx, leaf)
+    want = [word(w) for w in leaf.value] if isinstance(leaf.value, list) else [word(leaf.value)]
+    out = []
+    for block in blocks:
+        same = shlex.split(block.cmd)[:len(want)] == want
+        out.append(ctx.finding(role, "setting", leaf.dotted, "match" if same else "mismatch", detail="in the command" if same else DIFFERENT, recipe=shlex.join(want), cookbook=block.cmd, path=leaf.dotted, where=leaf.where))
+    return out or _without_blocks(ctx, leaf, role, "setting", leaf.dotted)
 
 
 def _install_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
@@ -708,6 +742,8 @@ LEAF_HANDLERS: dict[str, Callable[[Ctx, Leaf, RawYaml], list[Finding]]] = {
     "nats_payload": _file_leaf,
     "nginx": _file_leaf,
     "options": _options_leaf,
+    "options_file": _options_file_leaf,
+    "launcher": _launcher_leaf,
     "dynamo_install": _install_leaf,
     "structure": _structure_leaf,
     "unverified": _unverified_leaf,

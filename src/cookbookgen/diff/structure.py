@@ -136,7 +136,7 @@ def check(ctx: Ctx) -> list[Finding]:
 
 # What `check` reads, besides the point's expectations and what a block's `Scope` records: two points
 # equal in these get the same findings (`compare.PointMemo.shape`). Keep these next to the checks.
-_LOOKED_UP = ("--model-path", "--kv-events-config", "--request-plane")   # flags `_has` asks about
+_LOOKED_UP = ("--model-path", "--model", "--kv-events-config", "--request-plane")   # flags `_has` asks about
 _TOPOLOGY_SETTINGS = ("workers", "gpus", "nodes")                         # `roles.<role>.<setting>` of `_same`
 _FRONTEND_COUNT = "frontend.enable_multiple_frontends"
 
@@ -367,8 +367,9 @@ def _worker_must_have(ctx: Ctx, block: Block) -> list[Finding]:
     role = block.role or "agg"
     out = []
     in_cmd = _frontend(ctx).get("model_in_cmd")
-    if not (ctx.expect.model_id in shlex.split(block.cmd) if in_cmd else _has(ctx, block, "--model-path")):
-        out.append(ctx.finding(role, "arg", "model" if in_cmd else "--model-path", "mismatch", detail=MISSING,
+    model_flag = str(_frontend(ctx).get("model_flag", "--model-path"))
+    if not (ctx.expect.model_id in shlex.split(block.cmd) if in_cmd else _has(ctx, block, model_flag)):
+        out.append(ctx.finding(role, "arg", "model" if in_cmd else model_flag, "mismatch", detail=MISSING,
                                recipe=ctx.expect.model_id, path="model.path"))
     else:
         out.append(ctx.finding(role, "setting", "model.path", "placeholder", detail="the command uses the model id",

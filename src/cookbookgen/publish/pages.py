@@ -355,7 +355,7 @@ def caveat(point: Point, key: str) -> str:
     simulated speculative-decoding acceptance length (`SGLANG_SIMULATE_ACC_LEN`) is not what real
     traffic gets."""
     if key == THROUGHPUT and point.golden_al:
-        return f" (with a simulated acceptance length of {point.golden_al}, SGLANG_SIMULATE_ACC_LEN: real traffic differs)"
+        return f" (with a simulated acceptance length of {point.golden_al}, SGLANG_SIMULATE_ACC_LEN or ATOM's --spec-decode-acceptance-length: real traffic differs)"
     return ""
 
 

@@ -6,7 +6,13 @@ I/O: through `recipes.script` only (the script's files arrive as bytes, `script.
 - the one SGLang worker launch (`python3 -m sglang.launch_server`, `sglang serve`) or vLLM worker
   launch (`vllm serve MODEL`, the model the config's) becomes `roles.agg` (its flags as args, the
   variables it exported as env); a `--flag v1 v2` is a list, a bare `--flag` is `true`;
-- a launch of an engine cookbookgen does not render (trtllm-serve, ATOM) refuses the point at its line;
+- a trtllm-serve launch (`trtllm-serve MODEL`, alone or under `mpirun`, whose words become
+  `roles.agg.launcher`) becomes `roles.agg` of engine `trtllm` served directly (`frontend.type: trtllm`):
+  its flags as args, the LLM-API options file it names (`--extra_llm_api_options` / `--config`, which the
+  script must have written) as `options` (its keys) and `options_file` (flag, name, text as written);
+- an ATOM launch (`python3 -m atom.entrypoints.openai_server`, `--model` the config's) becomes
+  `roles.agg` of engine `atom` served directly; its flags keep their spelling (`-tp`, `--kv_cache_dtype`);
+- trtllm-serve and ATOM workers get `roles.agg.gpus` (TP x PP);
 - the script's shell files are given to the sandbox with their paths under `/workspace` (the runners'
   container work folder, where the checkout is) pointed into the sandbox's home folder; the stubs give
   them back as `/workspace/...` in the launches, and the script's folder as the checkout names it;
@@ -26,11 +32,12 @@ from __future__ import annotations
 import math
 import re
 import shlex
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import PurePosixPath
 from typing import Any
 
-from dataclasses import replace
+import yaml
 
 from ..errors import CookbookError, Problem
 from .bundle import EffectiveRecipe
@@ -40,11 +47,16 @@ from .merge import Origins, node_paths
 from .script import Capture, Launch, ScriptFiles, run_script
 
 RawYaml = Any
-RENDERED = ("sglang", "sglang-router", "vllm")
-WORKERS = ("sglang", "vllm")
+RENDERED = ("sglang", "sglang-router", "vllm", "trtllm", "atom")
+WORKERS = ("sglang", "vllm", "trtllm", "atom")
+POSITIONAL_MODEL = ("vllm", "trtllm")      # `vllm serve MODEL`, `trtllm-serve MODEL`
+MODEL_FLAG = {"atom": "model"}             # ATOM names the model with --model
+OPTIONS_FLAGS = ("extra_llm_api_options", "config")    # trtllm-serve's flags naming its LLM-API options file
 LAUNCHED_BY = {"sglang": "SGLang", "vllm": "vLLM", "sglang-router": "the SGLang router", "trtllm": "trtllm-serve", "atom": "ATOM",
                "dynamo": "Dynamo", "vllm-router": "the vLLM router (vllm-router)"}
 _WORKSPACE = re.compile(r"(?<![\w./$-])/workspace(?=[/\"'\s};:)]|$)", re.M)
+_MODEL_DIR = "$MODEL_DIR"       # the placeholder of the model's local copy (rules/render.yaml placeholders)
+_SHORT_FLAG = re.compile(r"-[A-Za-z][\w-]*(=.*)?", re.S)      # `-tp 8` (ATOM): kept with its dash, as a flag name written as is
 _COMPARED = re.compile(r"(?:[!=]=|\s=|-(?:eq|ne))\s*[\"']?$")     # `[[ $X != /workspace ]]`: a comparison, not a path written
 MAX_AVAILABLE_CPU_DRAM_MIB = 2_861_022      # generate_sweep_configs.py MAX_AGENTIC_AVAILABLE_CPU_DRAM_MIB
 RUNNERS_FILE = "configs/runners.yaml"
@@ -165,8 +177,13 @@ def recipe_from_capture(capture: Capture, shown: str, variables: dict[str, str])
         raise CookbookError.at(shown, first.line, "script", f"starts {len(workers)} engine workers and {len(routers)} routers; "
                                                             "one worker, with or without one SGLang router, expected")
     worker = workers[0]
-    if worker.kind == "vllm":
+    if worker.wrapper and worker.kind != "trtllm":
+        raise CookbookError.at(shown, worker.line, "script", f"starts {LAUNCHED_BY[worker.kind]} under {worker.wrapper[0]}, which "
+                                                             "cookbookgen renders for trtllm-serve only")
+    if worker.kind in POSITIONAL_MODEL:
         worker = _without_model(worker, shown, variables)
+    if worker.kind in ("trtllm", "atom"):
+        worker = _model_folder_placeholder(worker, shown, variables)
     gpus = max(1, math.prod(int(v) for v in (variables.get("TP", ""), variables.get("PP_SIZE", "")) if v.isdigit()))
     frontend: dict[str, RawYaml] = {"type": worker.kind}
     origins: Origins = {}
@@ -175,14 +192,71 @@ def recipe_from_capture(capture: Capture, shown: str, variables: dict[str, str])
         env = dict(sorted(router.env.items()))
         frontend = {"type": "sglang-router", "args": _args(router, shown), **({"env": env} if env else {})}
         origins.update({p: (shown, router.line) for p in node_paths(frontend, ("frontend",))})
-    data: dict[str, RawYaml] = {"engine": worker.kind, "resources": {"gpus_per_node": gpus}, "frontend": frontend,
-                                "roles": {"agg": {"args": _args(worker, shown), "env": dict(sorted(worker.env.items()))}}}
+    role: dict[str, RawYaml] = {"args": _args(worker, shown), **({"env": dict(sorted(worker.env.items()))} if worker.env else {})}
+    if worker.kind in MODEL_FLAG:
+        _model_flag_is_the_configs(role["args"], MODEL_FLAG[worker.kind], worker, shown, variables)
+    if worker.kind in ("trtllm", "atom"):
+        role["gpus"] = gpus
+    if worker.kind == "trtllm":
+        role.update(_options_file(role["args"], worker, shown))
+        if worker.wrapper:
+            role["launcher"] = list(worker.wrapper)
+    data: dict[str, RawYaml] = {"engine": worker.kind, "resources": {"gpus_per_node": gpus}, "frontend": frontend, "roles": {"agg": role}}
     if capture.setup:
         data["script"] = {"setup": [shlex.join(argv) for _, argv in capture.setup]}
         origins.update({("script", "setup"): (shown, capture.setup[0][0])})
     for key in ("engine", "resources", "roles"):
         origins.update({p: (shown, worker.line) for p in node_paths(data[key], (key,))})
     return EffectiveRecipe(shown, None, data, origins)
+
+
+def _model_flag_is_the_configs(args: dict[str, RawYaml], name: str, launch: Launch, shown: str, variables: dict[str, str]) -> None:
+    """The `--model` of an ATOM launch left out of its args: it must be the config's model (or the local
+    copy the script downloaded), which the renderer writes there."""
+    model = args.pop(name, None)
+    if model not in (variables.get("MODEL"), variables.get("MODEL_PATH")) or not isinstance(model, str):
+        raise CookbookError.at(shown, launch.line, "script", f"serves {model!r} (--{name}), not the config's model {variables.get('MODEL')!r}")
+
+
+def _model_folder_placeholder(launch: Launch, shown: str, variables: dict[str, str]) -> Launch:
+    """A file inside the model's local copy (`$MODEL_PATH/chat_template.jinja`, the runner's staged
+    weights; the sandbox's MODEL_PATH is the Hugging Face id) named with the placeholder $MODEL_DIR, the
+    reader's local copy of the model (`rules/render.yaml`), never as a relative path that names nothing.
+    Inside an options file, which is published as written, it is refused at the launch's line."""
+    model = variables.get("MODEL", "")
+    if not model:
+        return launch
+    written = next((line.strip() for _, text in launch.files for line in text.splitlines() if f"{model}/" in line), None)
+    if written is not None:
+        raise CookbookError.at(shown, launch.line, "script", f"writes {written!r} into its options file, a file inside the model's "
+                                                             "local copy (MODEL_PATH, the runner's staged weights), which a command "
+                                                             f"serving the Hugging Face id {model!r} cannot name as written")
+    argv = tuple(_MODEL_DIR + word[len(model):] if word.startswith(f"{model}/") else word for word in launch.argv)
+    return replace(launch, argv=argv)
+
+
+def _options_file(args: dict[str, RawYaml], launch: Launch, shown: str) -> dict[str, RawYaml]:
+    """A trtllm-serve launch's LLM-API options file, moved out of its args: `options` (the parsed keys,
+    each a setting) and `options_file` (the flag, the file's name and its text exactly as the script
+    wrote it, which the cookbook publishes)."""
+    named = [flag for flag in OPTIONS_FLAGS if flag in args]
+    if not named:
+        return {}
+    if len(named) > 1:
+        raise CookbookError.at(shown, launch.line, "script", f"passes both --{named[0]} and --{named[1]} to trtllm-serve; keep one")
+    flag, name = named[0], args.pop(named[0])
+    text = dict(launch.files).get(name) if isinstance(name, str) else None
+    if text is None:
+        raise CookbookError.at(shown, launch.line, "script", f"names the LLM-API options file {name!r} (--{flag}), which the script "
+                                                             "does not write before the launch; cookbookgen publishes only a file the script writes")
+    try:
+        options = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CookbookError.at(shown, launch.line, "script", f"writes the LLM-API options file {name!r}, which is not YAML: "
+                                                             f"{str(exc).splitlines()[0]}") from None
+    if not isinstance(options, dict):
+        raise CookbookError.at(shown, launch.line, "script", f"writes the LLM-API options file {name!r}, which is not a YAML mapping")
+    return {"options": options, "options_file": {"flag": f"--{flag}", "name": name, "text": text}}
 
 
 def _without_model(launch: Launch, shown: str, variables: dict[str, str]) -> Launch:
@@ -205,8 +279,8 @@ def _args(launch: Launch, shown: str) -> dict[str, RawYaml]:
     firsts: list[tuple[str, RawYaml]] = []      # a flag given again: its name and first value
     name = None
     for word in launch.argv:
-        if word.startswith("--"):
-            name, eq, value = word[2:].partition("=")
+        if word.startswith("--") or _SHORT_FLAG.fullmatch(word):
+            name, eq, value = word.removeprefix("--").partition("=")
             if name in out:
                 firsts.append((name, out[name]))
             out[name] = value if eq else True

@@ -234,10 +234,26 @@ def check_framework(entry: ConfigEntry) -> None:
     """A framework InferenceX runs that cookbookgen does not render through scripts is fine when every
     row names a recipe (the current layout: the recipe's engine decides); otherwise, and for a framework
     no table names, the entry is refused with why."""
-    why = package_yaml("rules/engines.yaml")["frameworks"]["refused"].get(entry.framework)
-    if entry.framework not in SUPPORTED_FRAMEWORKS and not (why and _all_recipes(entry)):
+    table = package_yaml("rules/engines.yaml")["frameworks"]
+    why = table["refused"].get(entry.framework)
+    if why and entry.framework in table["scripts"]:
+        why = why.format(script=_multi_node_script(entry, table["scripts"][entry.framework]))
+    recipes = entry.framework not in table["own_configs"] and _all_recipes(entry)
+    if entry.framework not in SUPPORTED_FRAMEWORKS and not (why and recipes):
         raise entry.doc.error((entry.key, "framework"), f"framework {entry.framework!r} is not rendered: {why}" if why else
                               f"framework {entry.framework!r} is not supported yet (supported: {', '.join(SUPPORTED_FRAMEWORKS)})")
+
+
+def _multi_node_script(entry: ConfigEntry, pattern: str) -> str:
+    """The multi-node script InferenceX's runner starts for the entry (`rules/engines.yaml` scripts)."""
+    parts = {"prefix": entry.data.get("model-prefix"), "precision": entry.data.get("precision"),
+             "gpu": str(entry.data.get("runner", "")).removeprefix("cluster:").split("-")[0]}
+    if not all(isinstance(v, str) and _PLAIN_NAME.fullmatch(v) for v in parts.values()):
+        return pattern.replace("{agentic}", "[agentic/]").replace("{prefix}", "<model-prefix>").replace(
+            "{precision}", "<precision>").replace("{gpu}", "<gpu>")
+    scenarios = entry.data.get("scenarios")
+    agentic = "agentic/" if isinstance(scenarios, dict) and "agentic-coding" in scenarios else ""
+    return pattern.format(agentic=agentic, **parts)
 
 
 def find_point(entry: ConfigEntry, point: str) -> tuple[Row, int]:

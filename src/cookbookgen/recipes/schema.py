@@ -60,12 +60,17 @@ def _env_name(name: str) -> str:
 EnvName = Annotated[str, AfterValidator(_env_name)]
 Env = dict[EnvName, Scalar | None]
 SUPPORTED_ENGINES = ("sglang", "vllm", "trtllm")
+SCRIPT_ONLY_ENGINES = ("atom",)     # rendered only as a benchmark script starts them, serving clients themselves
 # Engines whose recipe-wide `environment:` srt-slurm exports into every serving process (workers and
 # the front process); it is moved into `roles.*.env` and `frontend.env`, where a role's own entry wins.
 ENVIRONMENT_REACHES_PROCESSES = ("vllm",)
 # Engines whose role `args` are nested LLM-API options written to a file, not CLI flags: they are
 # moved to `roles.<role>.options` (so the CLI-flag rules of the policy and the diff leave them alone).
 OPTIONS_FILE_ENGINES = ("trtllm",)
+# Engines served directly (frontend.type the engine's name) whose role args are the CLI flags of the
+# server, spelled as the benchmark script wrote them (`--tp_size`, `-tp`, `--kv_cache_dtype`): never
+# re-spelled; a trtllm-serve role keeps its LLM-API options file beside them (`options`, `options_file`).
+VERBATIM_ARGS_ENGINES = ("trtllm", "atom")
 KNOWN_ENGINES = ("sglang", "vllm", "trtllm", "trt-llm", "tilert", "atom", "mocker")
 
 # Worker args that size a parallel group: GPUs, nodes and labels are computed from them.
@@ -96,10 +101,20 @@ class RoleSpec(_Closed):
     extra_args: list[Scalar] = Field(default_factory=list)     # srtctl passes these to trtllm-serve only (render.trtllm)
 
 
+class OptionsFileSpec(_Closed):
+    flag: Literal["--extra_llm_api_options", "--config"]
+    name: str
+    text: str
+
+
 class OptionsRoleSpec(RoleSpec):
-    """A role of an engine in OPTIONS_FILE_ENGINES: its `args` (moved here) are the LLM-API options."""
+    """A role of an engine in OPTIONS_FILE_ENGINES: its `args` (moved here) are the LLM-API options.
+    Served directly by trtllm-serve (frontend.type trtllm), `args` are its flags and `options` the keys of
+    the options file `options_file` names; `launcher` is the program it runs under (`mpirun -n 1 ...`)."""
 
     options: dict[str, RawYaml] = Field(default_factory=dict)
+    options_file: OptionsFileSpec | None = None
+    launcher: list[str] = Field(default_factory=list)
 
 
 class Placement(_Open):
@@ -107,7 +122,7 @@ class Placement(_Open):
 
 
 class FrontendSpec(_Open):
-    type: Literal["dynamo", "sglang", "sglang-router", "vllm", "vllm-router", "smg", "trtllm_serve"] = "dynamo"
+    type: Literal["dynamo", "sglang", "sglang-router", "vllm", "vllm-router", "smg", "trtllm_serve", "trtllm", "atom"] = "dynamo"
     # srtctl's defaults (FrontendConfig, NVIDIA/srt-slurm since 2025-11); see `render.deploy.frontend_layout`
     enable_multiple_frontends: bool = True
     num_additional_frontends: int = Field(default=9, ge=0)
@@ -209,10 +224,12 @@ Typed = tuple[EffectiveRecipe, Recipe]     # an effective recipe and its typed v
 
 def normalise(recipe: EffectiveRecipe) -> Typed:
     """The v2-shaped effective recipe and its typed view. Raises CookbookError naming each bad key."""
-    if _engine_type(recipe.data) in OPTIONS_FILE_ENGINES:
+    direct = served_directly(recipe.data)
+    if _engine_type(recipe.data) in OPTIONS_FILE_ENGINES and not direct:
         for role, spec in (recipe.data.get("roles") or {}).items():
-            if isinstance(spec, dict) and "options" in spec:
-                raise recipe.error(("roles", role, "options"), "unknown key 'options'; write the role's LLM-API options under args")
+            for key in ("options", "options_file", "launcher"):
+                if isinstance(spec, dict) and key in spec:
+                    raise recipe.error(("roles", role, key), f"unknown key {key!r}; write the role's LLM-API options under args")
     _check_keys(recipe)
     normal = _null_sections_empty(recipe)
     if "backend" in normal.data and "roles" not in normal.data:
@@ -221,9 +238,9 @@ def normalise(recipe: EffectiveRecipe) -> Typed:
     v1 = normal.data.get("schema") == 1       # srtctl v1.0.68 exports `environment:` into every worker and Dynamo frontend
     if (v1 or _engine_type(normal.data) in ENVIRONMENT_REACHES_PROCESSES) and isinstance(normal.data.get("environment"), dict):
         normal = EffectiveRecipe(normal.file, normal.selector, *_environment_to_processes(normal.data, dict(normal.origins)))
-    if _engine_type(normal.data) in OPTIONS_FILE_ENGINES:
+    if _engine_type(normal.data) in OPTIONS_FILE_ENGINES and not direct:
         normal = EffectiveRecipe(normal.file, normal.selector, *_args_to_options(normal.data, dict(normal.origins)))
-    else:
+    elif not direct:
         normal = _dashed_args(normal)
     model = OptionsRecipe if _engine_type(normal.data) in OPTIONS_FILE_ENGINES else Recipe
     try:
@@ -263,8 +280,12 @@ def _check_keys(recipe: EffectiveRecipe) -> None:
     setting that silently does nothing."""
     table = package_yaml("rules/recipe_keys.yaml")
     shape = "v1" if "backend" in recipe.data and "roles" not in recipe.data else "v2"
+    allowed = table[shape]
+    if shape == "v2" and _engine_type(recipe.data) in OPTIONS_FILE_ENGINES and served_directly(recipe.data):
+        roles = allowed["roles"]
+        allowed = {**allowed, "roles": {**roles, "agg": {**roles["agg"], **table["served_directly_agg"]}}}
     problems: list[Problem] = []
-    _walk_keys(recipe, recipe.data, table[shape], (), problems)
+    _walk_keys(recipe, recipe.data, allowed, (), problems)
     if problems:
         raise CookbookError(problems)
 
@@ -298,6 +319,13 @@ def _positive_whole(value: object) -> bool:
     return isinstance(value, str) and value.isdigit() and int(value) > 0
 
 
+def served_directly(data: dict[str, RawYaml]) -> bool:
+    """An engine of VERBATIM_ARGS_ENGINES serving clients itself (`frontend.type` its own name)."""
+    frontend = data.get("frontend")
+    engine = _engine_type(data)
+    return engine in VERBATIM_ARGS_ENGINES and isinstance(frontend, dict) and frontend.get("type") == engine
+
+
 def _engine_type(data: dict[str, RawYaml]) -> RawYaml:
     engine = data.get("engine", "sglang")
     return engine.get("type") if isinstance(engine, dict) else engine
@@ -307,8 +335,11 @@ def _check_engine(recipe: EffectiveRecipe) -> None:
     """`engine: sglang`, or srt-slurm's mapping form `engine: {type: vllm, connector: nixl, ...}`."""
     engine = _engine_type(recipe.data)
     where: KeyPath = ("engine", "type") if isinstance(recipe.data.get("engine"), dict) else ("engine",)
-    if engine in SUPPORTED_ENGINES:
+    if engine in SUPPORTED_ENGINES or (engine in SCRIPT_ONLY_ENGINES and served_directly(recipe.data)):
         return
+    if engine in SCRIPT_ONLY_ENGINES:
+        raise recipe.error(where, f"engine {engine!r} is not supported yet (supported: {', '.join(SUPPORTED_ENGINES)}); it is rendered "
+                                  f"only as a benchmark script starts it, serving clients itself (frontend.type: {engine})")
     if isinstance(engine, str) and engine in KNOWN_ENGINES:
         raise recipe.error(where, f"engine {engine!r} is not supported yet (supported: {', '.join(SUPPORTED_ENGINES)})")
     raise recipe.error(where, unknown("engine", engine, KNOWN_ENGINES))

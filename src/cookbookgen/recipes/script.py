@@ -82,6 +82,8 @@ class Launch:
     line: int
     argv: tuple[str, ...]       # after the program and module that start it
     env: dict[str, str]         # what the script exported (the sandbox's own variables left out)
+    wrapper: tuple[str, ...] = ()               # the `mpirun ...` words it runs under, as the script wrote them
+    files: tuple[tuple[str, str], ...] = ()     # (name as the argv gives it, text) of each options file it names
 
 
 @dataclass(frozen=True)
@@ -434,10 +436,19 @@ def _parse(records: list[str], sandbox_env: dict[str, str], folder: str) -> Capt
     words = [w for record in records for w in record.split("\0")]
     launches: list[Launch] = []
     setup: list[tuple[int, tuple[str, ...]]] = []
+    wrapper: tuple[str, ...] = ()
+    files: list[tuple[str, str]] = []       # WRAP and FILE records belong to the LAUNCH record that follows them
     i = 0
     while i < len(words):
         if words[i] == "":
             i += 1
+        elif words[i] == "WRAP":
+            count = int(words[i + 1])
+            wrapper = tuple(words[i + 2: i + 2 + count])
+            i += 2 + count
+        elif words[i] == "FILE":
+            files.append((words[i + 1], words[i + 2]))
+            i += 3
         elif words[i] == "SETUP":
             line, count = int(words[i + 1]), int(words[i + 2])
             setup.append((line, tuple(w.removeprefix(folder) for w in words[i + 3: i + 3 + count])))
@@ -448,7 +459,8 @@ def _parse(records: list[str], sandbox_env: dict[str, str], folder: str) -> Capt
             end = words.index("END", i + 4 + count)
             pairs = (w.partition("=") for w in words[i + 4 + count: end])
             env = {k: v for k, _, v in pairs if sandbox_env.get(k) != v and k not in ("PWD", "OLDPWD", "SHLVL", "_")}
-            launches.append(Launch(kind, line, argv, env))
+            launches.append(Launch(kind, line, argv, env, wrapper, tuple(files)))
+            wrapper, files = (), []
             i = end + 1
         else:
             raise ValueError(words[i])

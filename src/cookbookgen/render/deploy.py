@@ -19,7 +19,7 @@ from .layout import RoleLayout, Slot, plan
 from .model import Block, Deployment
 from .nginx import nginx_conf
 from .tables import order_worker_args, tables
-from . import trtllm
+from . import atom, trtllm
 from .vllm import device_ids, router_block, worker_parts
 from .values import ValuesMemo, args_from_mapping, args_from_words, kept_args, kept_env, replace_args, word
 
@@ -68,9 +68,12 @@ def frontend_kind(typed: Recipe, layouts: dict[str, RoleLayout]) -> str:
     single = list(layouts) == ["agg"] and layouts["agg"].workers == 1
     if typed.frontend.type == "sglang" and srtctl_v1(typed):
         return "sglang-router"      # srtctl v1.0.68 starts sglang_router.launch_router even for one worker
-    if typed.frontend.type == "trtllm_serve":     # srtctl: the one aggregated trtllm-serve is the public endpoint
+    if typed.frontend.type in SERVING_ALONE or typed.frontend.type == "trtllm_serve":    # srtctl's trtllm_serve: one aggregated trtllm-serve is the public endpoint
         return "direct"
     return "direct" if typed.frontend.type in ("sglang", "vllm") and single else "sglang-router"
+
+
+SERVING_ALONE = ("trtllm", "atom")      # frontend types of engines that only ever serve clients themselves (one worker)
 
 
 def srtctl_v1(typed: Recipe) -> bool:
@@ -89,6 +92,9 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
     layouts = plan(recipe, typed)
     kind = frontend_kind(typed, layouts)
     _check_extra_args(recipe, typed, kind)
+    if typed.frontend.type in SERVING_ALONE and not (list(layouts) == ["agg"] and layouts["agg"].workers == 1):
+        raise recipe.error(("frontend", "type"), f"frontend type {typed.frontend.type} is the engine serving clients itself: "
+                                                 "one aggregated worker (roles.agg, one worker) expected")
     cluster_env, cluster_settings = _cluster_env(ctx, typed)
     blocks: list[Block] = []
     data = recipe.data
@@ -240,10 +246,19 @@ def _vllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, lay
 def _trtllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
                    slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
     if kind == "direct":
-        cmd, args, env, files = trtllm.serve_parts(typed, ctx.policy, ctx.model_id, layout, spec, tables().ports["frontend"])
+        if typed.frontend.type == "trtllm_serve":
+            cmd, args, env, files = trtllm.srtctl_serve_parts(ctx.policy, ctx.model_id, layout, spec, tables().ports["frontend"])
+        else:
+            cmd, args, env, files = trtllm.serve_parts(ctx.policy, ctx.model_id, layout, spec, tables().ports["frontend"])
     else:
         cmd, args, env, files = trtllm.worker_parts(typed, ctx.policy, ctx.model_id, layout, slot, spec)
     return _worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env, files)
+
+
+def _atom_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
+                 slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
+    cmd, args, env = atom.worker_parts(ctx.policy, ctx.model_id, layout, spec, tables().ports["frontend"])
+    return _worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env)
 
 
 def _worker_block(typed: Recipe, kind: str, layout: RoleLayout, slot: Slot, cluster_env: dict[str, tuple[str, str]],
@@ -372,7 +387,7 @@ def _worker_urls(layout: RoleLayout) -> list[tuple[str, int]]:
 def _direct(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout]) -> list[Block]:
     """No frontend process: the one worker serves clients itself, so frontend args and env have
     nowhere to go (never dropped silently)."""
-    if typed.frontend.type == "trtllm_serve" and list(layouts) != ["agg"] or any(lay.workers != 1 for lay in layouts.values()):
+    if typed.frontend.type == "trtllm_serve" and (list(layouts) != ["agg"] or any(lay.workers != 1 for lay in layouts.values())):
         raise recipe.error(("frontend", "type"), "trtllm_serve with prefill and decode workers (srtctl's orchestrator and its "
                                                  "ser.yaml) is not rendered yet; only one aggregated trtllm-serve is")
     for section in ("args", "env"):
@@ -399,6 +414,7 @@ ENGINE_WORKERS: dict[str, Callable[[RawYaml, Recipe, RenderContext, str, RoleLay
     "sglang": _shared_worker,
     "vllm": _vllm_worker,
     "trtllm": _trtllm_worker,
+    "atom": _atom_worker,
 }
 
 

@@ -135,6 +135,10 @@ _cbg_launch() {   # kind, then the launch's argv (without the program that start
     set -- "${@//"$HOME"//workspace}"
     local pair
     {
+        # the `mpirun` words it runs under (CBG_MPIRUN, a local of the mpirun stub), and the LLM-API
+        # options file a trtllm-serve launch names, as the script wrote it (FILE, its name, its text)
+        if [[ -n "${CBG_MPIRUN+set}" ]]; then printf '%s\0' WRAP "${#CBG_MPIRUN[@]}" "${CBG_MPIRUN[@]}"; fi
+        if [[ "$kind" == trtllm ]]; then _cbg_options_file "$@"; fi
         printf '%s\0' LAUNCH "$kind" "$CBG_WHERE" "$#" "$@"
         # a pipe, not `< <(...)`: the sandbox has no /dev/fd for a process substitution
         command env -0 | while IFS= read -r -d '' pair; do
@@ -147,6 +151,24 @@ _cbg_launch() {   # kind, then the launch's argv (without the program that start
         printf 'END\0'
     } >> "$CBG_CAPTURE.$BASHPID"
     printf '%s\n' "$CBG_WHERE" >> "$CBG_STATUS.launched"
+}
+
+# FILE records of the options files a trtllm-serve argv names (--extra_llm_api_options, --config;
+# `=VALUE` or the next word), each a regular file the script wrote: name as given, then the bytes.
+_cbg_options_file() {
+    local word name previous=""
+    for word in "$@"; do
+        name=""
+        case "$word" in
+            --extra_llm_api_options=* | --config=*) name="${word#*=}" ;;
+            *) [[ "$previous" == --extra_llm_api_options || "$previous" == --config ]] && name="$word" ;;
+        esac
+        previous="$word"
+        [[ -n "$name" && -f "$name" ]] || continue
+        printf '%s\0' FILE "${name//"$HOME"\/workspace//workspace}"
+        command cat -- "$name"
+        printf '\0'
+    done
 }
 
 # A setup step (argv) before the launch; after a recorded launch, the run has ended.
@@ -165,6 +187,7 @@ _cbg_deny() {
 }
 
 python3() {
+    while [[ "${1:-}" == -[uBsEIO] || "${1:-}" == -OO ]]; do shift; done    # the interpreter's own switches (`python3 -u -m ...`)
     case "$1 $2" in
         "-m sglang.launch_server") shift 2; _cbg_launch sglang "$@" ;;
         "-m sglang_router.launch_router") shift 2; _cbg_launch sglang-router "$@" ;;
@@ -185,7 +208,8 @@ vllm-router() { _cbg_launch vllm-router "$@"; }
 trtllm-serve() { if [[ "$1" == serve ]]; then shift; fi; _cbg_launch trtllm "$@"; }
 # mpirun's own options up to the program it starts (InferenceX runs `mpirun -n 1 ... trtllm-serve`).
 mpirun() {
-    while (( $# )) && [[ "$1" == -* || "$1" =~ ^[0-9]+$ ]]; do shift; done
+    local CBG_MPIRUN=(mpirun)
+    while (( $# )) && [[ "$1" == -* || "$1" =~ ^[0-9]+$ ]]; do CBG_MPIRUN+=("$1"); shift; done
     (( $# )) || { _cbg_deny "mpirun"; return; }
     "$@"
 }
