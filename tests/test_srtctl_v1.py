@@ -83,10 +83,10 @@ def test_v1_gpus_per_worker_default_is_srtctls() -> None:
 
 
 def test_a_setting_nothing_consumes_is_a_located_error(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["render", "--recipe", str(VLLM_DISAGG), "--model", "Qwen/Qwen3-32B", "--set", "resources.spread_workers=true"])
+    code = main(["render", "--recipe", str(VLLM_DISAGG), "--model", "Qwen/Qwen3-32B", "--set", "backend.mooncake_kv_store.container=example/mooncake:1"])
     err = capsys.readouterr().err
     assert code == 2
-    assert "resources.spread_workers: cookbookgen does not use this setting" in err
+    assert "backend.mooncake_kv_store.container: cookbookgen does not use this setting" in err
     assert err.count("\n") == 1
 
 
