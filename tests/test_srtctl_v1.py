@@ -207,3 +207,38 @@ def test_what_per_node_data_parallel_cannot_take_is_a_located_error(setting: str
     assert main(["render", "--recipe", str(recipe), "--model", "org/model", "--set", setting]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_nodes_a_role_reserves_beyond_its_packed_workers_are_told_not_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """b200-fp4 4p1d: 4 prefill workers of 4 GPUs on 4 reserved 8-GPU nodes; srtctl v1.0.68 packs them 2 per node
+    on the first 2 and starts decode on the next node; the other 2 nodes hold only frontends."""
+    ref = f"{DATA / 'srt-slurm/recipes/b200-fp4/8k1k.yaml'}:override_mtp_maxtpt_4p1d"
+    blocks = _workers(_blocks(ref), "prefill")
+    assert [(b.workers, b.env["CUDA_VISIBLE_DEVICES"], b.idle_nodes) for b in blocks] == [(2, "0,1,2,3", 2), (2, "4,5,6,7", 2)]
+    assert all(b.where.endswith("the recipe reserves 4 prefill nodes and srtctl packs these workers onto the first 2, "
+                                "so 2 of them run no prefill worker") for b in blocks)
+    assert main(["render", "--recipe", ref, "--model", "org/model", "--format", "slurm"]) == 0
+    out = capsys.readouterr().out
+    assert "#SBATCH --nodes=5" in out and "# node 2: frontend-1, decode-0" in out and "# node 4: frontend-3" in out
+
+
+def test_the_diff_expects_srtctls_packing_and_counts_the_idle_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The diff's own topology (not the renderer's) packs v1 workers as srtctl does, and the blocks' idle nodes
+    make up the nodes the recipe reserves: no mismatch; blocks that do not tell them are a nodes mismatch."""
+    from cookbookgen.diff import expect
+    from cookbookgen.diff.compare import compare_point
+    from cookbookgen.diff.model import PublishedPoint
+
+    monkeypatch.setattr(expect, "model_id", lambda point: "org/model")     # the recipe names a local path (`dsr1`)
+    point = Workspace(Path(".")).bare_recipe(f"{DATA / 'srt-slurm/recipes/b200-fp4/8k1k.yaml'}:override_mtp_maxtpt_4p1d")
+    policy = load_policy()
+    deployment = render(point.recipe, point.typed, RenderContext("org/model", policy))
+
+    def mismatches(blocks: tuple[Block, ...]) -> list[tuple[str | None, str, str | None, str | None]]:
+        published = PublishedPoint("x", "x#0", (1,), blocks, point_id=point.point_id, image=deployment.image)
+        return [(f.role, f.item, f.recipe, f.cookbook) for f in compare_point(expect.point_expect(point, policy), point.recipe, published, policy)
+                if f.is_mismatch]
+
+    assert mismatches(deployment.blocks) == []
+    untold = tuple(b.model_copy(update={"idle_nodes": None}) for b in deployment.blocks)
+    assert mismatches(untold) == [("prefill", "nodes", "4", "2")]

@@ -270,7 +270,15 @@ def _worker_block(typed: Recipe, kind: str, layout: RoleLayout, slot: Slot, clus
     return Block(kind="worker", role=role, title=title, cmd=cmd, args=args, env=dict(sorted(env.items())), workers=slot.workers,
                  files=files or {}, preamble=trtllm.dynamo_install(typed) if kind == "dynamo" else (),
                  nodes_per_worker=layout.nodes_per_worker, gpu_pinning=((pins,),) if pins else None,
-                 where=_worker_where(layout, slot, pins))
+                 idle_nodes=layout.idle_nodes or None, where=_worker_where(layout, slot, pins) + _idle(layout))
+
+
+def _idle(layout: RoleLayout) -> str:
+    if not layout.idle_nodes:
+        return ""
+    used = layout.nodes - layout.idle_nodes
+    return (f"; the recipe reserves {layout.nodes} {layout.role} nodes and srtctl packs these workers onto the first {used}, "
+            f"so {layout.idle_nodes} of them run no {layout.role} worker")
 
 
 def _kv_events(setting: RawYaml, port: int) -> str:
