@@ -48,3 +48,19 @@ def test_the_comparison_catches_a_changed_flag_in_a_schema2_expectation() -> Non
     assert edited != record
     found = srtctl_compare.differences(edited, SLICE)
     assert found and "('--swa-prefix-tails', '16.0')" in found[0] and "('--swa-prefix-tails', '8.0')" in found[0]
+
+
+def test_a_schema2_vllm_worker_on_several_nodes_runs_headless_on_the_others() -> None:
+    """srtctl 2.x's standard multi-node path (`VLLMProtocol.build_worker_command`, backends/vllm.py at 13744bc6):
+    the head node serves, every other node runs --headless with its own --node-rank; one block per node."""
+    from cookbookgen.policy.rules import load_policy
+    from cookbookgen.recipes.workspace import Workspace
+    from cookbookgen.render.deploy import RenderContext, render
+
+    recipe = DATA / "srtctl/schema2/inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/kimik3/vllm/gb200-fp4/agentx/agg-variants.yaml"
+    point = Workspace(Path(".")).bare_recipe(f"{recipe}:override_tp16_latency")
+    workers = [b for b in render(point.recipe, point.typed, RenderContext("org/model", load_policy())).blocks if b.kind == "worker"]
+    assert [(b.node_rank, b.nodes_per_worker, b.workers) for b in workers] == [(0, 4, 1), (1, 4, 1), (2, 4, 1), (3, 4, 1)]
+    for rank, block in enumerate(workers):
+        multi = [a for a in block.args if a[0] in ("--master-addr", "--nnodes", "--node-rank", "--headless")]
+        assert multi == [("--master-addr", "$AGG_HEAD_IP"), ("--nnodes", "4"), ("--node-rank", str(rank))] + [("--headless",)] * (rank > 0)

@@ -6,9 +6,8 @@ table `rules/engines.yaml` once.
 - Prefill and decode workers take the role's `kv-transfer-config` as written, else the
   `engine.connector` shorthand's JSON.
 - JSON-valued flags are passed as the recipe's strings; quoting is `shell.py`'s job.
-- A v1 recipe's worker runs one process per node as srtctl v1.0.68 launches it (`node_args`): each node of
-  a multi-node worker gets its own block (`Block.node_rank`), the head node serving and the others
-  `--headless`; a data-parallel role (`data-parallel-size` set, `dp_launch_mode: per_node`, srtctl's
+- A multi-node worker runs one process per node as srtctl launches it (`node_args`): each node gets its
+  own block (`Block.node_rank`), the head node serving and the others `--headless`; a v1 data-parallel role (`data-parallel-size` set, `dp_launch_mode: per_node`, srtctl's
   default) gets per node its local DP size and start rank, the head's DP address and RPC port, and
   `--data-parallel-hybrid-lb`, or, when a TP x PP replica spans nodes, the multi-node flags with the
   DP address and RPC port.
@@ -63,7 +62,7 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
     if device_ids(typed):
         gpus = slot.gpus if slot.gpus is not None else range(typed.resources.gpus_per_node)
         lead.append(("--device-ids", ",".join(map(str, gpus))))
-    derived = node_args(typed, layout, slot, spec, rank) if rank is not None else []
+    derived = node_args(layout, slot, spec, rank) if rank is not None else []
     args = lead + replace_args(kept_args(policy, ("roles", role, "args"), spec.args), derived)
     env = kept_env(policy, ("roles", role, "env"), spec.env)
     ports = table["ports"]
@@ -77,23 +76,26 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
 
 
 def node_ranks(typed: Recipe, layout: RoleLayout, spec: RoleSpec) -> tuple[int | None, ...]:
-    """The processes one worker of `layout` runs, by node rank: `(None,)` when one block stands for
-    them all (the worker's single node, or a schema-2 recipe's `$NODE_RANK` block)."""
-    if not srtctl_v1(typed) or (layout.nodes_per_worker == 1 and not data_parallel(typed, spec)):
-        return (None,)
-    return tuple(range(layout.nodes_per_worker))
+    """The processes one worker of `layout` runs, by node rank: a block per node for a multi-node worker
+    (srtctl's standard multi-node path, v1.0.68 and 2.x alike: the other nodes run --headless) and for a v1
+    data-parallel role; else `(None,)`, one block for them all (one node, or a schema-2 data-parallel
+    worker on several nodes, whose per-GPU layout, srtctl 2.x's default, is not rendered: a `$NODE_RANK` block)."""
+    v1, dp = srtctl_v1(typed), data_parallel(spec)
+    if (layout.nodes_per_worker > 1 and (v1 or not dp)) or (v1 and dp):
+        return tuple(range(layout.nodes_per_worker))
+    return (None,)
 
 
 def srtctl_v1(typed: Recipe) -> bool:
     return (typed.model_extra or {}).get("schema") == 1
 
 
-def data_parallel(typed: Recipe, spec: RoleSpec) -> bool:
+def data_parallel(spec: RoleSpec) -> bool:
     """srtctl's DP mode: the role sets `data-parallel-size` (any value, even 1)."""
     return any(spec.args.get(key) is not None for key in ("data-parallel-size", "data_parallel_size"))
 
 
-def node_args(typed: Recipe, layout: RoleLayout, slot: Slot, spec: RoleSpec, rank: int) -> Args:
+def node_args(layout: RoleLayout, slot: Slot, spec: RoleSpec, rank: int) -> Args:
     """What srtctl v1.0.68 (`VLLMProtocol.build_worker_command`, per-node DP) passes the process on node
     `rank` of a worker: the head node's address is `$<ROLE>_HEAD_IP` (this node's, `$NODE_IP`, on a
     one-node worker); the DP RPC port is the recipe's, else the port table's, stepped per co-located worker
@@ -101,7 +103,7 @@ def node_args(typed: Recipe, layout: RoleLayout, slot: Slot, spec: RoleSpec, ran
     nodes = layout.nodes_per_worker
     head = f"${layout.role.upper()}_HEAD_IP" if nodes > 1 else "$NODE_IP"
     multi: Args = [("--master-addr", head), ("--nnodes", str(nodes)), ("--node-rank", str(rank))] + ([("--headless",)] if rank else [])
-    if not data_parallel(typed, spec):
+    if not data_parallel(spec):
         return multi
     given = spec.args.get("data-parallel-rpc-port", spec.args.get("data_parallel_rpc_port"))
     rpc = str(given if given is not None else engine_tables()["vllm"]["ports"]["dp_rpc"] + slot.index)
@@ -124,15 +126,14 @@ def check(recipe: EffectiveRecipe, typed: Recipe) -> None:
     backend = recipe.data.get("backend")
     mode = backend.get("dp_launch_mode", "per_node") if isinstance(backend, dict) else "per_node"
     for role, spec in typed.roles.items():
-        if not data_parallel(typed, spec):
+        if not data_parallel(spec):
             continue
         if mode == "per_gpu":
             raise recipe.error(("backend", "dp_launch_mode"), "per_gpu (srtctl's deprecated layout of one vLLM process per GPU) "
                                                              "is not rendered; use per_node, srtctl v1.0.68's default")
-        for key in ("headless",):
-            if key in spec.args:
-                raise recipe.error(("roles", role, "args", key), "srtctl v1.0.68 rejects headless in a data-parallel role "
-                                                                  "(dp_launch_mode per_node): it derives the headless nodes; remove it")
+        if "headless" in spec.args:
+            raise recipe.error(("roles", role, "args", "headless"), "srtctl v1.0.68 rejects headless in a data-parallel role "
+                                                                    "(dp_launch_mode per_node): it derives the headless nodes; remove it")
 
 
 def device_ids(typed: Recipe) -> bool:
