@@ -205,7 +205,7 @@ def cookbook_side(blocks: list[Block], sglang_direct: bool = False) -> dict[str,
         norm = _normal_argv(argv, {MODEL})
         env = _normal_env(block.env, "dynamo." in norm[0])
         if block.kind == "worker":
-            per_worker = 1 if "trtllm" in block.cmd else (block.nodes_per_worker or 1)
+            per_worker = 1 if "trtllm" in block.cmd or block.node_rank is not None else (block.nodes_per_worker or 1)
             role = block.role or "agg"
             workers.setdefault(role, Counter())[(norm, env)] += (block.workers or 1) * per_worker
             files.update({name: _file(name, text) for name, text in block.files.items()})

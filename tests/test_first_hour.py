@@ -288,7 +288,7 @@ def test_each_first_hour_error_is_one_line_that_names_the_thing_and_what_to_do(t
     assert not (tmp_path / "m.jsx").exists()
     line = _error(["diff", "--explain", "foo"], tmp_path)
     names = ["mismatch", "prohibited", "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "unverified",
-             "derived", "commit-missing", "object-missing", "no-master-entry", "recipe-missing", "framework-unsupported", "not-rendered",
+             "derived", "shadowed", "commit-missing", "object-missing", "no-master-entry", "recipe-missing", "framework-unsupported", "not-rendered",
              "selector-missing", "no-point-paired", "recipe-refused"]
     assert line == f"--explain: unknown finding class or unpaired reason 'foo'; expected one of: {', '.join(names)}"
     typo = tmp_path / "typo.yaml"

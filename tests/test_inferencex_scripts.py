@@ -117,7 +117,8 @@ def test_the_recipe_configs_of_the_excerpt_are_refused_at_the_setting_they_would
             reasons.append(str(refused.value.problems[0]))
     assert len(reasons) == 6
     assert all(re.fullmatch(r"benchmarks/multi_node/srt-slurm-recipes/vllm/kimi-k2\.6/b200-fp4/8k1k/[\w.-]+\.yaml:26: backend\.dp_launch_mode: "
-                            r"cookbookgen does not use this setting and no policy rule classifies it; .*", r) for r in reasons), reasons
+                            r"per_gpu \(srtctl's deprecated layout of one vLLM process per GPU\) is not rendered; use per_node, srtctl v1\.0\.68's default",
+                            r) for r in reasons), reasons
 
 
 @pytest.mark.skipif(not os.environ.get("INFERENCEX_TREE"), reason="set INFERENCEX_TREE to an InferenceX checkout (843c6254) to walk it whole")

@@ -4,6 +4,7 @@ Recipes: tests/data/srtctl (copies of NVIDIA/srt-slurm c88ef731 and InferenceX 8
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,94 @@ def test_a_null_section_is_empty() -> None:
     assert "  env:\n  args:" in path.read_text()       # frontend.env: null
     [front] = [b for b in _blocks(path) if b.kind == "dynamo-frontend"]
     assert ("--router-mode", "kv") in front.args
+
+
+GB200 = DATA / "srt-slurm/recipes/vllm/deepseek-v4-pro/GB200/8k1k"
+
+
+def test_vllm_data_parallel_runs_one_process_per_node_with_its_own_start_rank() -> None:
+    """srtctl v1.0.68 (per-node DP, its default): dep16 decode on 4-GPU nodes is one process per node, each with
+    4 local ranks starting at 0, 4, 8, 12, the head's DP address, and --data-parallel-hybrid-lb; no --headless."""
+    blocks = _workers(_blocks(GB200 / "disagg-gb200-3p1d-dep8-dep16-c4096-offload.yaml"), "decode")
+    assert [b.node_rank for b in blocks] == [0, 1, 2, 3] and {b.workers for b in blocks} == {1}
+    for rank, block in enumerate(blocks):
+        flags = dict((a[0], a[1:]) for a in block.args)
+        assert flags["--data-parallel-size-local"] == ("4",) and flags["--data-parallel-start-rank"] == (str(4 * rank),)
+        assert flags["--data-parallel-address"] == ("$DECODE_HEAD_IP",) and flags["--data-parallel-hybrid-lb"] == ()
+        assert flags["--data-parallel-size"] == ("16",) and flags["--data-parallel-rpc-port"] == ("13345",)     # the recipe's
+        assert not {"--headless", "--master-addr", "--nnodes", "--node-rank"} & set(flags)
+
+
+def test_vllm_multi_node_worker_runs_headless_on_its_other_nodes() -> None:
+    blocks = _workers(_blocks(GB200 / "disagg-gb200-1p4d-dep8-tp8-c256-c512-offload.yaml"), "decode")
+    assert [(b.node_rank, b.workers) for b in blocks] == [(0, 4), (1, 4)]
+    head, other = ([a for a in b.args if a[0] in ("--master-addr", "--nnodes", "--node-rank", "--headless")] for b in blocks)
+    assert head == [("--master-addr", "$DECODE_HEAD_IP"), ("--nnodes", "2"), ("--node-rank", "0")]
+    assert other == [("--master-addr", "$DECODE_HEAD_IP"), ("--nnodes", "2"), ("--node-rank", "1"), ("--headless",)]
+
+
+def test_the_batch_job_runs_each_node_of_a_worker_once_beside_its_head(capsys: pytest.CaptureFixture[str]) -> None:
+    recipe = GB200 / "disagg-gb200-1p4d-dep8-tp8-c256-c512-offload.yaml"
+    assert main(["render", "--recipe", str(recipe), "--model", "org/model", "--format", "slurm"]) == 0
+    starts = re.findall(r'NODE_IP="\$\{NODES\[(\d+)\]\}" [A-Z]+_HEAD_IP="\$\{NODES\[(\d+)\]\}" NODE_RANK=(\d) _start ([a-z0-9-]+) ',
+                        capsys.readouterr().out)
+    assert sorted(int(node) for node, *_ in starts) == list(range(10))     # 1 prefill + 4 decode workers of 2 nodes each
+    head_of = {name: node for node, _, rank, name in starts if rank == "0"}
+    others = [(name, node, head) for node, head, rank, name in starts if rank == "1"]
+    assert len(others) == 5 and all(name.endswith("-node1") and head == head_of[name[: -len("-node1")]] != node
+                                     for name, node, head in others)
+
+
+def test_a_single_node_data_parallel_worker_gets_its_local_ranks() -> None:
+    recipe = DATA / "inferencex/benchmarks/multi_node/srt-slurm-recipes/vllm/deepseek-v4/8k1k/disagg-b200-1p1d-dep8-tp8-mtp.yaml"
+    [prefill] = _workers(_blocks(recipe), "prefill")
+    assert prefill.node_rank is None
+    assert [a for a in prefill.args if a[0].startswith("--data-parallel-") and a[0] != "--data-parallel-size"] == [
+        ("--data-parallel-size-local", "8"), ("--data-parallel-start-rank", "0"), ("--data-parallel-address", "$NODE_IP"),
+        ("--data-parallel-rpc-port", "13345"), ("--data-parallel-hybrid-lb",)]
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("backend.dp_launch_mode=per_gpu", "backend.dp_launch_mode: per_gpu (srtctl's deprecated layout of one vLLM process per GPU) is not rendered"),
+    ("backend.vllm_config.decode.headless=true", "roles.decode.args.headless: srtctl v1.0.68 rejects headless in a data-parallel role"),
+])
+def test_what_per_node_data_parallel_cannot_take_is_a_located_error(setting: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    recipe = GB200 / "disagg-gb200-3p1d-dep8-dep16-c4096-offload.yaml"
+    assert main(["render", "--recipe", str(recipe), "--model", "org/model", "--set", setting]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_nodes_a_role_reserves_beyond_its_packed_workers_are_told_not_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """b200-fp4 4p1d: 4 prefill workers of 4 GPUs on 4 reserved 8-GPU nodes; srtctl v1.0.68 packs them 2 per node
+    on the first 2 and starts decode on the next node; the other 2 nodes hold only frontends."""
+    ref = f"{DATA / 'srt-slurm/recipes/b200-fp4/8k1k.yaml'}:override_mtp_maxtpt_4p1d"
+    blocks = _workers(_blocks(ref), "prefill")
+    assert [(b.workers, b.env["CUDA_VISIBLE_DEVICES"], b.idle_nodes) for b in blocks] == [(2, "0,1,2,3", 2), (2, "4,5,6,7", 2)]
+    assert all(b.where.endswith("the recipe reserves 4 prefill nodes and srtctl packs these workers onto the first 2, "
+                                "so 2 of them run no prefill worker") for b in blocks)
+    assert main(["render", "--recipe", ref, "--model", "org/model", "--format", "slurm"]) == 0
+    out = capsys.readouterr().out
+    assert "#SBATCH --nodes=5" in out and "# node 2: frontend-1, decode-0" in out and "# node 4: frontend-3" in out
+
+
+def test_the_diff_expects_srtctls_packing_and_counts_the_idle_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The diff's own topology (not the renderer's) packs v1 workers as srtctl does, and the blocks' idle nodes
+    make up the nodes the recipe reserves: no mismatch; blocks that do not tell them are a nodes mismatch."""
+    from cookbookgen.diff import expect
+    from cookbookgen.diff.compare import compare_point
+    from cookbookgen.diff.model import PublishedPoint
+
+    monkeypatch.setattr(expect, "model_id", lambda point: "org/model")     # the recipe names a local path (`dsr1`)
+    point = Workspace(Path(".")).bare_recipe(f"{DATA / 'srt-slurm/recipes/b200-fp4/8k1k.yaml'}:override_mtp_maxtpt_4p1d")
+    policy = load_policy()
+    deployment = render(point.recipe, point.typed, RenderContext("org/model", policy))
+
+    def mismatches(blocks: tuple[Block, ...]) -> list[tuple[str | None, str, str | None, str | None]]:
+        published = PublishedPoint("x", "x#0", (1,), blocks, point_id=point.point_id, image=deployment.image)
+        return [(f.role, f.item, f.recipe, f.cookbook) for f in compare_point(expect.point_expect(point, policy), point.recipe, published, policy)
+                if f.is_mismatch]
+
+    assert mismatches(deployment.blocks) == []
+    untold = tuple(b.model_copy(update={"idle_nodes": None}) for b in deployment.blocks)
+    assert mismatches(untold) == [("prefill", "nodes", "4", "2")]

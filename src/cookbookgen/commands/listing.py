@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,15 +61,20 @@ def run_list(args: argparse.Namespace) -> int:
                       [[c["id"], c["model"], c["hardware"], c["topology"], " ".join(c["points"])] for c in cells])
     else:
         root = args.source or bundled(EXAMPLE_SOURCE)
-        doc = {"source": str(root), "configs": checkout_configs(root, args.recipes)}
+        configs, notes = checkout_configs(root, args.recipes)
+        doc = {"source": str(root), "configs": configs, "notes": notes}
         text = "\n\n".join(_config_text(c) for c in doc["configs"])
+        for note in notes:      # never silent: a duplicate key's shadowed value, with both lines (also in the JSON)
+            sys.stderr.write(f"cookbookgen: note: {note}\n")
     print(json.dumps(doc, indent=1, ensure_ascii=False) if args.format == "json" else text)
     refused = [c for c in doc.get("configs", []) if c["problem"] or any(p["problem"] for p in c["points"])]
     return 1 if refused and getattr(args, "strict", False) else 0
 
 
-def checkout_configs(root: Path, recipes: Path | None = None) -> list[Json]:
-    """Every config of the checkout, its points in master-config order (`recipes`: see `Workspace`)."""
+def checkout_configs(root: Path, recipes: Path | None = None) -> tuple[list[Json], list[str]]:
+    """Every config of the checkout, its points in master-config order (`recipes`: see `Workspace`); and the
+    notes on the files read for them (each recipe file a point names is read: a duplicate key's note names
+    both lines)."""
     from ..recipes.workspace import Workspace
 
     from ..recipes.master import check_framework
@@ -86,14 +92,17 @@ def checkout_configs(root: Path, recipes: Path | None = None) -> list[Json]:
         points = [{"label": f"c{c}" if labels[f"c{c}"] == 1 else None, "id": f"{row.slug}/c{c}", "topology": row.slug,
                    "concurrency": c, **_recipe(ws, entry, row, c)} for row in rows for c in row.concs]
         configs.append({"key": key, "model": entry.model, "framework": entry.framework, "problem": None, "points": points})
-    return configs
+    return configs, ws.findings()
 
 
 def _recipe(ws: Workspace, entry: ConfigEntry, row: Row, conc: int) -> Json:
     """The point's recipe file (checkout-relative) and selector; when they cannot be found, the
     reference as the master config writes it and the problem (a listing shows what there is)."""
     try:
-        return {"recipe": ws.shown(ws.recipe_path(entry, row)), "selector": ws.selector(entry, row, conc), "problem": None}
+        path = ws.recipe_path(entry, row)
+        if path.suffix != ".sh":
+            ws.document(path)       # read, so that what it says twice is noted
+        return {"recipe": ws.shown(path), "selector": ws.selector(entry, row, conc), "problem": None}
     except CookbookError as exc:
         return {"recipe": row.recipe.path, "selector": row.recipe.selector, "problem": str(exc.problems[0])}
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from ..errors import CookbookError, Problem
 from ..flags.check import FAILING, check_points
 from ..policy.rules import Policy
+from ..recipes.load import dotted
 from ..recipes.master import check_framework
 from ..recipes.view import ObjectMissing
 from ..recipes.workspace import ResolvedPoint, Workspace
@@ -158,7 +159,7 @@ def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Polic
                           reason=refused[p.point_id]) for p in points if p.point_id in refused]
     explained = {(p.cell, f"c{c}") for p in points if p.point_id in refused for c in p.concs}
     findings = [f for f in findings if not (f.detail == EXTRA and (f.item, f.point) in explained)] + unrendered
-    runs: list[PointRun] = [(None, findings + flag_mismatches(config, points))]
+    runs: list[PointRun] = [(None, findings + flag_mismatches(config, points) + shadowed_keys(ws, config, resolved))]
     memo = PointMemo()
     items = {id(p.published): min(_row_index(q) for q in pairs if q.published is p.published) for p in pairs}
     for pair in pairs:
@@ -169,6 +170,16 @@ def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Polic
     cells = tuple(_cell_state(CellState(source.name, config, c, "checked", commit=commit, tree=tree), [p for p in pairs if p.published.cell == c],
                               {p.override for p in points if p.cell == c and p.override not in selectors}) for c in ids)
     return ConfigCheck(config, runs, [], pairs, cells)
+
+
+def shadowed_keys(ws: Workspace, config: str, resolved: list[ResolvedPoint]) -> list[Finding]:
+    """A `shadowed` finding per duplicate key of the config's recipe files (a note: the compared value is the last,
+    as srtctl reads it; `classes.yaml`), once per file and key."""
+    files = {p.recipe.file for p in resolved}
+    return [Finding(config, "", "job", "setting", dotted(s.path), "shadowed", path=dotted(s.path), where=f"{file}:{s.last}",
+                    detail=f"duplicate key; the value at line {s.last} is used and the one at line {s.first} is ignored "
+                           "(srtctl's yaml.safe_load keeps the last)")
+            for file, s in ws.shadowed(files)]
 
 
 def _row_index(pair: Pair) -> int:
@@ -280,7 +291,7 @@ def _section(job: _Job, config: str) -> Section:
     classes = Counter[str](f.cls for _, found in runs for f in found)
     if job.markdown:
         text = md_config(config, flatten(runs), folded=not (classes["mismatch"] or classes["prohibited"]))
-    elif not (classes["mismatch"] or classes["prohibited"] or job.verbose):
+    elif not (classes["mismatch"] or classes["prohibited"] or classes["shadowed"] or job.verbose):
         text = ""
     else:
         text = text_config(job.color, config, runs, job.verbose)

@@ -12,7 +12,8 @@ from typing import Callable, Literal, get_args
 from ..render.model import Block
 
 FindingClass = Literal[
-    "mismatch", "prohibited", "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "unverified", "derived"
+    "mismatch", "prohibited", "match", "harness-only", "default-equivalent", "placeholder", "cluster-provided", "unverified", "derived",
+    "shadowed"
 ]
 CLASSES: tuple[FindingClass, ...] = get_args(FindingClass)     # in the order reports count them
 FAILING: frozenset[str] = frozenset(("mismatch", "prohibited"))

@@ -27,7 +27,8 @@ from .result import DiffResult, PointRun
 
 EXCLUDED = ("harness-only", "default-equivalent")
 _STYLE = {"mismatch": "bold red", "prohibited": "bold red", "match": "green", "harness-only": "yellow", "default-equivalent": "yellow",
-          "placeholder": "cyan", "cluster-provided": "cyan", "unverified": "magenta", "derived": "dim"}
+          "placeholder": "cyan", "cluster-provided": "cyan", "unverified": "magenta", "derived": "dim",
+          "shadowed": "magenta"}
 _ROLE_ORDER = ("point", "cell", "frontend", "router", "nginx", "etcd", "nats", "mooncake-master", "mooncake-store",
                "prefill", "decode", "agg", "job")
 
@@ -125,7 +126,7 @@ def render(lines: _Lines, color: bool) -> str:
 
 def as_text(result: DiffResult, color: bool = False, verbose: bool = False) -> str:
     body = "".join(text_config(color, config, [(None, findings)], verbose) for config, findings in _by(result.findings, "config").items()
-                   if verbose or any(f.is_mismatch for f in findings))
+                   if verbose or any(f.is_mismatch or f.cls == "shadowed" for f in findings))
     return cookbook_part(result.cookbook, result.kind, result.checkout, body, result.tally.unpaired, result.notes, False, color)
 
 
@@ -167,9 +168,11 @@ def text_config(color: bool, config: str, runs: Iterable[PointRun], verbose: boo
     out.append([])
     out.print((config, "bold"), f": {len(checked)} point(s), ", (shown, "bold red") if failing else ("parity", "green"))
     for name, point in points.items():
-        if not (verbose or point.bad):
+        if not (verbose or point.bad or point.notes):
             continue
         out.print("  ", (name or "(config)", "bold"))
+        for f in point.notes:
+            out.print("      ", ("note", "magenta"), f" {_shadowed_line(f)}")
         for role in sorted({role for role, _ in point.counts}, key=_role_key):
             if verbose:
                 out.print(*_count_spans(role, point.counts))
@@ -189,10 +192,11 @@ class _Point:
 
     counts: Counter[tuple[str, str]] = field(default_factory=Counter)
     bad: dict[str, list[Finding]] = field(default_factory=dict)
+    notes: list[Finding] = field(default_factory=list)     # duplicate recipe keys: listed whatever the verbosity
 
 
 _ROLE_AND_CLASS = attrgetter("role", "cls")
-_NOTED = frozenset(("mismatch", "prohibited", *EXCLUDED))
+_NOTED = frozenset(("mismatch", "prohibited", "shadowed", *EXCLUDED))
 
 
 def _count_spans(role: str, counts: Counter[tuple[str, str]]) -> list[str | Span]:
@@ -207,10 +211,16 @@ def _note(point: _Point, f: Finding, at: str, excluded: list[tuple[str, Finding]
     """Keep what the section lists besides the counts: mismatches, excluded settings, points checked."""
     if f.is_mismatch:
         point.bad.setdefault(f.role, []).append(f)
+    elif f.cls == "shadowed":
+        point.notes.append(f)
     elif f.cls in EXCLUDED:
         excluded.append((at, f))
     elif f.cls == "match" and f.kind == "point":
         checked.append(at)
+
+
+def _shadowed_line(f: Finding) -> str:
+    return f"{f.where}: {f.path}: {f.detail}"
 
 
 def _mismatch_line(f: Finding) -> str:
@@ -290,6 +300,10 @@ def md_config(config: str, findings: list[Finding], folded: bool = False) -> str
         if group:
             lines.append(f"  - {title}:")
             lines += [f"    - {g.text} ({_where(g, points)}): {g.reason}." for g in group]
+    shadowed = list(dict.fromkeys(_shadowed_line(f) for f in findings if f.cls == "shadowed"))
+    if shadowed:
+        lines.append("  - Duplicate recipe keys (the later value is used and compared, as srtctl's yaml.safe_load takes it):")
+        lines += [f"    - {line}." for line in shadowed]
     placeholders = sorted({f.item for f in findings if f.cls == "placeholder" and f.kind in ("arg", "env")})
     if placeholders:
         lines.append(f"  - Placeholders: {', '.join(f'`{p}`' for p in placeholders)}.")

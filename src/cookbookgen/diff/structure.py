@@ -275,10 +275,11 @@ def _bootstrap_ports(ctx: Ctx) -> list[Finding]:
 
 def _topology(ctx: Ctx, topo: RoleTopology, blocks: list[Block]) -> list[Finding]:
     role = topo.role
-    workers = sum(b.workers or 1 for b in blocks)
+    workers = sum(b.workers or 1 for b in blocks if not b.node_rank)     # a later node's block: the same workers
     npw = max(b.nodes_per_worker or 1 for b in blocks)
     pins = _pins(blocks)
     nodes = workers * npw if npw > 1 else math.ceil(workers / max(1, len(pins)))
+    nodes += max(b.idle_nodes or 0 for b in blocks)      # reserved beyond the workers' nodes (srtctl v1.0.68's packing), as the blocks say
     out = [_same(ctx, role, "workers", str(topo.workers), str(workers), f"roles.{role}.workers"),
            _same(ctx, role, "nodes_per_worker", str(topo.nodes_per_worker), str(npw), f"roles.{role}.gpus")]
     if topo.nodes not in (None, 0):

@@ -298,7 +298,9 @@ def where_text(block: Block) -> str:
     facts = []
     if (block.workers or 1) > 1:
         facts.append(f"{block.workers} replicas")
-    if (block.nodes_per_worker or 1) > 1:
+    if block.node_rank is not None:
+        facts.append(f"node {block.node_rank + 1} of {block.nodes_per_worker} (NODE_RANK={block.node_rank}); the other nodes run the blocks beside it")
+    elif (block.nodes_per_worker or 1) > 1:
         facts.append(f"{block.nodes_per_worker} nodes each with NODE_RANK 0..{(block.nodes_per_worker or 1) - 1}")
     if block.gpu_pinning:
         facts.append("CUDA_VISIBLE_DEVICES=" + " / ".join(" ".join(p) for p in block.gpu_pinning))

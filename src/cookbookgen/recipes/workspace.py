@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 
 from ..errors import CookbookError, Problem
 from ..text import unknown
@@ -16,7 +16,7 @@ from .bundle import EffectiveRecipe, apply_overrides, select, variant_names
 from .changelog import Changelog, read_changelog
 from .checkout import Checkout
 from .launches import script_recipe
-from .load import MAX_BYTES, Document, parse_yaml_bytes, read_yaml_file
+from .load import MAX_BYTES, Document, Shadowed, parse_yaml_bytes, read_yaml_file
 from .master import ConfigEntry, Row, read_entries
 from .script import ScriptFiles
 from .view import FileView, FolderView, script_files
@@ -102,6 +102,10 @@ class Workspace:
             srt = self.srt
             lines += list(dict.fromkeys(srt.note(pin) for pin in self._pins.values()))
         return lines
+
+    def shadowed(self, files: Collection[str]) -> list[tuple[str, Shadowed]]:
+        """(file, duplicate key) of the files read so far among `files` (as `shown` names them)."""
+        return [(doc.file, s) for doc in [*self._docs.values(), *self._bare] if doc.file in files for s in doc.shadowed]
 
     def release_points(self) -> None:
         """Forget the recipes read and the points resolved so far (the master configs stay): a caller

@@ -20,7 +20,8 @@ from .model import Block, Deployment
 from .nginx import nginx_conf
 from .tables import order_worker_args, tables
 from . import atom, trtllm
-from .vllm import device_ids, router_block, worker_parts
+from . import vllm
+from .vllm import device_ids, node_ranks, router_block, worker_parts
 from .values import ValuesMemo, args_from_mapping, args_from_words, kept_args, kept_env, replace_args, word
 
 RawYaml = Any
@@ -86,6 +87,7 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
     memo = ctx.memo
     settings = (classify(recipe, ctx.policy, memo.settings)
                 if ctx.settings or may_prohibit(recipe, ctx.policy, memo.prohibited_paths) else [])
+    vllm.check(recipe, typed)
     unconsumed = unconsumed_settings(recipe, ctx.policy)
     if unconsumed:
         raise CookbookError(unconsumed)
@@ -109,8 +111,8 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
         spec = typed.roles[role]  # type: ignore[index]
         raw = (recipe.data.get("roles") or {}).get(role)
         for slot in layout.slots:
-            blocks.append(_with_mooncake_store(ENGINE_WORKERS[typed.engine_type](raw, typed, ctx, kind, layout, slot, spec, cluster_env),
-                                               typed, ctx))
+            blocks += [_with_mooncake_store(block, typed, ctx)
+                       for block in ENGINE_WORKERS[typed.engine_type](raw, typed, ctx, kind, layout, slot, spec, cluster_env)]
     order = tables().launch_order
     blocks.sort(key=lambda b: order[b.kind])
     gpus = sum(lay.workers * lay.gpus_per_worker for lay in layouts.values())
@@ -199,14 +201,14 @@ def dynamo_env(typed: Recipe) -> dict[str, str]:
 # --- workers -------------------------------------------------------------------------------------
 
 def _shared_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
-                   slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
+                   slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> list[Block]:
     """`_worker`, once per run for each role subtree and slot (`_shared`): the block is a function of
     the role subtree (which `spec` validates) and of the values keyed below."""
     plane = typed.dynamo.request_plane
     mooncake = any(s.type == "mooncake-master" for s in typed.services or [])
     key = ("worker", kind, layout, slot, ctx.model_id, plane, mooncake, tuple(cluster_env.items()))
 
-    return _shared(ctx, key, (raw,), lambda: [_worker(typed, ctx, kind, layout, slot, spec, cluster_env)])[0]
+    return _shared(ctx, key, (raw,), lambda: [_worker(typed, ctx, kind, layout, slot, spec, cluster_env)])
 
 
 def _worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
@@ -237,14 +239,33 @@ def sglang_worker_port(slot: int) -> int:
     return tables().ports["worker"] + slot * tables().ports["worker_stride"]
 
 
-def _vllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
-                 slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
-    cmd, args, env = worker_parts(typed, ctx.policy, ctx.model_id, kind, layout, slot, spec, tables().ports["frontend"])
-    return _worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env, pin_env=not device_ids(typed))
+def _vllm_workers(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
+                  slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> list[Block]:
+    """The slot's vLLM worker blocks: one, or one per node of the worker (`vllm.node_ranks`)."""
+    return [_vllm_worker(typed, ctx, kind, layout, slot, spec, cluster_env, rank) for rank in node_ranks(typed, layout, spec)]
+
+
+def _vllm_worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout, slot: Slot, spec: RoleSpec,
+                 cluster_env: dict[str, tuple[str, str]], rank: int | None) -> Block:
+    """A vLLM worker's block; with `rank`, the process on that node of each of the slot's workers."""
+    cmd, args, env = worker_parts(typed, ctx.policy, ctx.model_id, kind, layout, slot, spec, tables().ports["frontend"], rank)
+    block = _worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env, pin_env=not device_ids(typed))
+    if rank is None or layout.nodes_per_worker == 1:
+        return block
+    return block.model_copy(update={"node_rank": rank, "title": f"{block.title} · node {rank + 1} of {layout.nodes_per_worker}",
+                                    "where": _rank_where(layout, slot, rank)})
+
+
+def _rank_where(layout: RoleLayout, slot: Slot, rank: int) -> str:
+    role = layout.role
+    each = f"of each of the {slot.workers} {role} workers" if slot.workers > 1 else f"of the {role} worker"
+    if rank == 0:
+        return f"on the head node {each} ({role.upper()}_HEAD_IP), NODE_RANK=0"
+    return f"on node {rank + 1} of {layout.nodes_per_worker} {each}, NODE_RANK={rank}"
 
 
 def _trtllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
-                   slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
+                   slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> list[Block]:
     if kind == "direct":
         if typed.frontend.type == "trtllm_serve":
             cmd, args, env, files = trtllm.srtctl_serve_parts(ctx.policy, ctx.model_id, layout, spec, tables().ports["frontend"])
@@ -252,13 +273,13 @@ def _trtllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, l
             cmd, args, env, files = trtllm.serve_parts(ctx.policy, ctx.model_id, layout, spec, tables().ports["frontend"])
     else:
         cmd, args, env, files = trtllm.worker_parts(typed, ctx.policy, ctx.model_id, layout, slot, spec)
-    return _worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env, files)
+    return [_worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env, files)]
 
 
 def _atom_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
-                 slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> Block:
+                 slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> list[Block]:
     cmd, args, env = atom.worker_parts(ctx.policy, ctx.model_id, layout, spec, tables().ports["frontend"])
-    return _worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env)
+    return [_worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env)]
 
 
 def _worker_block(typed: Recipe, kind: str, layout: RoleLayout, slot: Slot, cluster_env: dict[str, tuple[str, str]],
@@ -282,7 +303,15 @@ def _worker_block(typed: Recipe, kind: str, layout: RoleLayout, slot: Slot, clus
     return Block(kind="worker", role=role, title=title, cmd=cmd, args=args, env=dict(sorted(env.items())), workers=slot.workers,
                  files=files or {}, preamble=trtllm.dynamo_install(typed) if kind == "dynamo" else (),
                  nodes_per_worker=layout.nodes_per_worker, gpu_pinning=((pins,),) if pins else None,
-                 where=_worker_where(layout, slot, pins))
+                 idle_nodes=layout.idle_nodes or None, where=_worker_where(layout, slot, pins) + _idle(layout))
+
+
+def _idle(layout: RoleLayout) -> str:
+    if not layout.idle_nodes:
+        return ""
+    used = layout.nodes - layout.idle_nodes
+    return (f"; the recipe reserves {layout.nodes} {layout.role} nodes and srtctl packs these workers onto the first {used}, "
+            f"so {layout.idle_nodes} of them run no {layout.role} worker")
 
 
 def _kv_events(setting: RawYaml, port: int) -> str:
@@ -410,9 +439,9 @@ FRONTENDS: dict[str, Callable[[EffectiveRecipe, Recipe, RenderContext, dict[str,
 }
 
 # The worker builder of each engine (`engine` or `engine.type`).
-ENGINE_WORKERS: dict[str, Callable[[RawYaml, Recipe, RenderContext, str, RoleLayout, Slot, RoleSpec, dict[str, tuple[str, str]]], Block]] = {
+ENGINE_WORKERS: dict[str, Callable[[RawYaml, Recipe, RenderContext, str, RoleLayout, Slot, RoleSpec, dict[str, tuple[str, str]]], list[Block]]] = {
     "sglang": _shared_worker,
-    "vllm": _vllm_worker,
+    "vllm": _vllm_workers,
     "trtllm": _trtllm_worker,
     "atom": _atom_worker,
 }

@@ -8,6 +8,9 @@
   role leaves free on its last node. With `engine.allow_prefill_decode_colocation_across_nodes`
   (srt-slurm's contiguous packing) the workers that do not fit there go on nodes of their own, and
   the previous role's `nodes` counts the whole pool the two roles share.
+- A v1 recipe's partial-node workers pack onto the first of the nodes the role reserves, as srtctl v1.0.68
+  packs them; when they fill fewer nodes than it reserves, the rest stay idle (`idle_nodes`, told to the
+  reader beside the workers).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class RoleLayout:
     slots: tuple[Slot, ...]
     dp_size: int
     shares_nodes_with: Role | None = None
+    idle_nodes: int = 0             # of `nodes`, reserved by the recipe but left without a worker (srtctl v1.0.68's packing)
 
     @property
     def colocated(self) -> bool:
@@ -106,15 +110,16 @@ def _plan_role(recipe: EffectiveRecipe, role: Role, spec: RoleSpec, gpn: int, pr
         if per_node * gpus > gpn:
             raise recipe.error(("roles", role, "nodes"), f"{workers} workers of {gpus} GPUs do not fit on {nodes} node(s) of {gpn} GPUs")
     need = math.ceil(workers / per_node)
-    if need != nodes:   # a node with no worker, or workers with no node: no command could show it
+    idle = nodes - need if v1 and need < nodes else 0     # srtctl v1.0.68 packs onto the first nodes it reserves
+    if need != nodes - idle:   # a node with no worker (but srtctl's reserved ones), or workers with no node
         raise recipe.error(("roles", role, "nodes"), f"{workers} worker(s) of {gpus} GPUs, {how}, fill {need} node(s), not {nodes}")
     if per_node == 1 or workers == 1:
         # srtctl v1.0.68 pins any worker on part of a node (worker_stage: fewer GPUs than the node has)
         pin = tuple(range(gpus)) if v1 and gpus < gpn else None
-        return RoleLayout(role, workers, gpus, 1, nodes, (Slot(0, workers, pin),), dp)
+        return RoleLayout(role, workers, gpus, 1, nodes, (Slot(0, workers, pin),), dp, idle_nodes=idle)
     slots = min(workers, per_node)
     pins = tuple(Slot(s, len(range(s, workers, per_node)), tuple(range(s * gpus, (s + 1) * gpus))) for s in range(slots))
-    return RoleLayout(role, workers, gpus, 1, nodes, pins, dp)
+    return RoleLayout(role, workers, gpus, 1, nodes, pins, dp, idle_nodes=idle)
 
 
 def _share_nodes(recipe: EffectiveRecipe, role: Role, workers: int, gpus: int, gpn: int, dp: int,

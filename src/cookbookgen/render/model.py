@@ -33,6 +33,8 @@ class Block(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     workers: int | None = None
     nodes_per_worker: int | None = None
+    idle_nodes: int | None = None   # nodes the role reserves beyond those its workers fill (srtctl v1.0.68's packing)
+    node_rank: int | None = None    # the block is the process on this node of each of its workers (the other nodes' are other blocks)
     count: int | None = None
     count_nodes: int | None = None
     gpu_pinning: tuple[tuple[str, ...], ...] | None = None

@@ -135,14 +135,18 @@ def processes(blocks: list[Block]) -> list[tuple[str, int, int | None, str]]:
     copies = [(b.workers or 1) * (b.count or 1) * (b.count_nodes or 1) for b in blocks]
     total = {base: sum(c for b2, c in zip(bases, copies) if b2 == base) for base in bases}
     seen: dict[str, int] = {}
+    replicas: list[int] = []        # the replica numbers of the last head-node block (a `node_rank` 0 block)
     out = []
     for index, (block, base, n) in enumerate(zip(blocks, bases, copies)):
-        for copy in range(n):
-            i = seen[base] = seen.get(base, -1) + 1
+        if not block.node_rank:     # a later node's block (node_rank > 0) names the workers of the block before it
+            replicas = [seen.setdefault(base, -1) + 1 + copy for copy in range(n)]
+            seen[base] += n
+        for copy, i in enumerate(replicas[:n]):
             name = f"{base}-{i}" if block.kind == "worker" or total[base] > 1 else base
             npw = block.nodes_per_worker or 1
+            ranks = range(npw) if block.node_rank is None else (block.node_rank,)
             out += [(name + (f"-node{r}" if r else ""), index, r if npw > 1 else None, copy_where(block, copy, n, r if npw > 1 else None))
-                    for r in range(npw)]
+                    for r in ranks]
     return out
 
 

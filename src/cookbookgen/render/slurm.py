@@ -5,7 +5,7 @@ Where each process runs follows the renderer's layout (`render.layout`) as srtct
 - with a dedicated CPU node (`Deployment.cpu_nodes`), node 0 runs etcd, NATS and the frontend and the
   workers start on node 1; otherwise they share node 0, the first worker node;
 - workers take nodes role by role (prefill, decode, agg): a worker of several nodes takes that many in a
-  row (NODE_RANK 0 first); workers pinned to GPUs take one node per copy of their GPU slot; a role whose
+  row (NODE_RANK 0 first; a block of one node of them, `node_rank`, runs on that node of each); workers pinned to GPUs take one node per copy of their GPU slot; a role whose
   first GPU slot does not start at GPU 0 shares the last node of the role before it (`nodes: 0`);
 - nginx runs on the head node (the first worker node) and frontend i on worker node i + 1 (srtctl's
   frontend stage); a Mooncake store on each node of the role its block names; every other service on node 0.
@@ -71,13 +71,17 @@ def _worker_nodes(blocks: list[Block], first: int) -> tuple[dict[int, list[list[
         indexed = [(i, b) for i, b in enumerate(blocks) if b.kind == "worker" and b.role == role]
         sharing = previous_last is not None and _first_gpu(indexed[0][1]) not in (None, 0)
         used = 0
+        head: list[list[int]] = []
         for i, block in indexed:
             npw = block.nodes_per_worker or 1
+            if block.node_rank:         # another node of the workers of the block before it (their nodes)
+                out[i] = head
+                continue
             if sharing and _first_gpu(block) not in (None, 0):
                 out[i] = [[previous_last] for _ in range(_copies(block))]   # type: ignore[list-item]
                 continue
             sharing = False
-            out[i] = [[free + copy * npw + r for r in range(npw)] for copy in range(_copies(block))]
+            out[i] = head = [[free + copy * npw + r for r in range(npw)] for copy in range(_copies(block))]
             used = max(used, _copies(block) * npw)
         role_nodes[role] = sorted({n for i, _ in indexed for copy in out[i] for n in copy})
         free += used
@@ -129,6 +133,8 @@ def _place(deployment: Deployment, first: int) -> Job:
         copies = workers[index] if index in workers else [[node] for node in _service_nodes(block, blocks, first, role_nodes)]
         for nodes in copies:
             for rank, node in enumerate(nodes):
+                if block.node_rank is not None and rank != block.node_rank:
+                    continue
                 name = names[cursor][0]
                 cursor += 1
                 placed.append(Placed(name, index, node, rank if npw > 1 else None, nodes[0] if index in workers else None))

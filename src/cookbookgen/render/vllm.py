@@ -6,6 +6,11 @@ table `rules/engines.yaml` once.
 - Prefill and decode workers take the role's `kv-transfer-config` as written, else the
   `engine.connector` shorthand's JSON.
 - JSON-valued flags are passed as the recipe's strings; quoting is `shell.py`'s job.
+- A multi-node worker runs one process per node as srtctl launches it (`node_args`): each node gets its
+  own block (`Block.node_rank`), the head node serving and the others `--headless`; a v1 data-parallel role (`data-parallel-size` set, `dp_launch_mode: per_node`, srtctl's
+  default) gets per node its local DP size and start rank, the head's DP address and RPC port, and
+  `--data-parallel-hybrid-lb`, or, when a TP x PP replica spans nodes, the multi-node flags with the
+  DP address and RPC port.
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ from typing import Any, cast
 
 from ..policy.rules import Policy
 from ..recipes.load import package_yaml
+from ..recipes.bundle import EffectiveRecipe
 from ..recipes.schema import EngineSpec, Recipe, RoleSpec
-from .layout import RoleLayout, Slot
+from .layout import PARALLEL_KEYS, RoleLayout, Slot, int_arg
 from .tables import order_worker_args
 from .model import Block, BlockKind
 from .values import kept_args, kept_env, replace_args, word
@@ -34,8 +40,9 @@ def worker_port(slot: int) -> int:
 
 
 def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout: RoleLayout, slot: Slot,
-                 spec: RoleSpec, public_port: int) -> tuple[str, tuple[tuple[str, ...], ...], dict[str, str]]:
-    """The command, ordered args and env of one vLLM worker (slot) of `layout`'s role."""
+                 spec: RoleSpec, public_port: int, rank: int | None = None) -> tuple[str, tuple[tuple[str, ...], ...], dict[str, str]]:
+    """The command, ordered args and env of one vLLM worker (slot) of `layout`'s role; `rank`: the
+    process on that node of the worker (`node_ranks`), else one block stands for all its nodes."""
     table = engine_tables()["vllm"]
     role = layout.role
     port = public_port if kind == "direct" else worker_port(slot.index)
@@ -46,7 +53,7 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
         lead.append(("--disaggregation-mode", role))
     if kind == "dynamo" and typed.dynamo.request_plane:
         lead.append(("--request-plane", word(typed.dynamo.request_plane)))
-    if layout.nodes_per_worker > 1:
+    if layout.nodes_per_worker > 1 and rank is None:
         lead += [("--master-addr", f"${role.upper()}_HEAD_IP"), ("--nnodes", str(layout.nodes_per_worker)), ("--node-rank", "$NODE_RANK")]
     connector = typed.engine.connector if isinstance(typed.engine, EngineSpec) else None
     if role != "agg" and connector and "kv-transfer-config" not in spec.args:
@@ -55,7 +62,8 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
     if device_ids(typed):
         gpus = slot.gpus if slot.gpus is not None else range(typed.resources.gpus_per_node)
         lead.append(("--device-ids", ",".join(map(str, gpus))))
-    args = lead + kept_args(policy, ("roles", role, "args"), spec.args)
+    derived = node_args(layout, slot, spec, rank) if rank is not None else []
+    args = lead + replace_args(kept_args(policy, ("roles", role, "args"), spec.args), derived)
     env = kept_env(policy, ("roles", role, "env"), spec.env)
     ports = table["ports"]
     env["VLLM_PORT"] = str(ports["vllm_port"] + slot.index * ports["vllm_port_stride"])
@@ -65,6 +73,67 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
     ordered = order_worker_args(args, table["lead_flags"])
     cmd = table["commands"]["dynamo"] if kind == "dynamo" else f"{table['commands']['serve']} {shlex.quote(model_id)}"
     return cmd, ordered, env
+
+
+def node_ranks(typed: Recipe, layout: RoleLayout, spec: RoleSpec) -> tuple[int | None, ...]:
+    """The processes one worker of `layout` runs, by node rank: a block per node for a multi-node worker
+    (srtctl's standard multi-node path, v1.0.68 and 2.x alike: the other nodes run --headless) and for a v1
+    data-parallel role; else `(None,)`, one block for them all (one node, or a schema-2 data-parallel
+    worker on several nodes, whose per-GPU layout, srtctl 2.x's default, is not rendered: a `$NODE_RANK` block)."""
+    v1, dp = srtctl_v1(typed), data_parallel(spec)
+    if (layout.nodes_per_worker > 1 and (v1 or not dp)) or (v1 and dp):
+        return tuple(range(layout.nodes_per_worker))
+    return (None,)
+
+
+def srtctl_v1(typed: Recipe) -> bool:
+    return (typed.model_extra or {}).get("schema") == 1
+
+
+def data_parallel(spec: RoleSpec) -> bool:
+    """srtctl's DP mode: the role sets `data-parallel-size` (any value, even 1)."""
+    return any(spec.args.get(key) is not None for key in ("data-parallel-size", "data_parallel_size"))
+
+
+def node_args(layout: RoleLayout, slot: Slot, spec: RoleSpec, rank: int) -> Args:
+    """What srtctl v1.0.68 (`VLLMProtocol.build_worker_command`, per-node DP) passes the process on node
+    `rank` of a worker: the head node's address is `$<ROLE>_HEAD_IP` (this node's, `$NODE_IP`, on a
+    one-node worker); the DP RPC port is the recipe's, else the port table's, stepped per co-located worker
+    as srtctl's port allocator steps it (srtctl always takes its allocator's: a port-table difference)."""
+    nodes = layout.nodes_per_worker
+    head = f"${layout.role.upper()}_HEAD_IP" if nodes > 1 else "$NODE_IP"
+    multi: Args = [("--master-addr", head), ("--nnodes", str(nodes)), ("--node-rank", str(rank))] + ([("--headless",)] if rank else [])
+    if not data_parallel(spec):
+        return multi
+    given = spec.args.get("data-parallel-rpc-port", spec.args.get("data_parallel_rpc_port"))
+    rpc = str(given if given is not None else engine_tables()["vllm"]["ports"]["dp_rpc"] + slot.index)
+    dp_address: Args = [("--data-parallel-address", head), ("--data-parallel-rpc-port", rpc)]
+    replica = int_arg(spec, PARALLEL_KEYS["tp"]) * int_arg(spec, PARALLEL_KEYS["pp"])
+    local_gpus = layout.gpus_per_worker // nodes
+    if replica > local_gpus:        # a TP x PP replica spans nodes
+        return multi + dp_address
+    local = local_gpus // replica
+    return [("--data-parallel-size-local", str(local)), ("--data-parallel-start-rank", str(rank * local)), *dp_address,
+            ("--data-parallel-hybrid-lb",)]
+
+
+def check(recipe: EffectiveRecipe, typed: Recipe) -> None:
+    """Refuse, at the setting, what srtctl v1.0.68 refuses or what the cookbook does not render: `headless`
+    in a per-node DP role (srtctl derives it from the topology and rejects it), `dp_launch_mode: per_gpu`
+    (srtctl's deprecated one-process-per-GPU layout)."""
+    if not srtctl_v1(typed) or typed.engine_type != "vllm":
+        return
+    backend = recipe.data.get("backend")
+    mode = backend.get("dp_launch_mode", "per_node") if isinstance(backend, dict) else "per_node"
+    for role, spec in typed.roles.items():
+        if not data_parallel(spec):
+            continue
+        if mode == "per_gpu":
+            raise recipe.error(("backend", "dp_launch_mode"), "per_gpu (srtctl's deprecated layout of one vLLM process per GPU) "
+                                                             "is not rendered; use per_node, srtctl v1.0.68's default")
+        if "headless" in spec.args:
+            raise recipe.error(("roles", role, "args", "headless"), "srtctl v1.0.68 rejects headless in a data-parallel role "
+                                                                    "(dp_launch_mode per_node): it derives the headless nodes; remove it")
 
 
 def device_ids(typed: Recipe) -> bool:
