@@ -91,7 +91,10 @@ CONTAINED = {
     "sys": ("cat /sys/fs/cgroup/cgroup.procs\n" + LAUNCH, 3, "a command fails with exit status 1: cat: /sys/fs/cgroup/cgroup.procs: No such file"),
     "etc": ("cat /etc/shadow\n" + LAUNCH, 3, "a command fails with exit status 1: cat: /etc/shadow: No such file or directory"),
     "home": ('cat "/root/.bash_history"\n' + LAUNCH, 3, "a command fails with exit status 1: cat: /root/.bash_history: No such file"),
-    "proc": ("cat /proc/1/environ\n" + LAUNCH, 3, "a command fails with exit status 1: cat: /proc/1/environ: No such file"),
+    # /proc is the sandbox's own PID namespace (for bash's /dev/fd): the root it shows is the sandbox's
+    "proc": ("cat /proc/1/root/etc/shadow\n" + LAUNCH, 3, "a command fails with exit status 1: cat: /proc/1/root/etc/shadow: No such file"),
+    "proc sys": ("echo 1 > /proc/sys/kernel/sysrq\n" + LAUNCH, 3, ("bash: /proc/sys/kernel/sysrq: Read-only file system",
+                                                                "bash: /proc/sys/kernel/sysrq: No such file or directory")),
     "kills the runner": ("kill -KILL -1\n" + LAUNCH, 0, "ends the sandbox before it reports its launches"),
     "user namespace": ("unshare -r true\n" + LAUNCH, 3, "runs `unshare`, which the sandbox refuses"),
     # awk and sed run for real: their ways out (a shell for system(), `e`, pipes; files outside the
@@ -118,6 +121,16 @@ def test_hostile_script_is_contained_with_one_line(capsys, tmp_path: Path, case:
     assert said_line == line and said.startswith(message), said
     assert _files_under(tmp_path) == before          # nothing written next to the checkout
     assert not Path("/x").exists()
+
+
+def test_process_substitution_reads_the_sandboxs_own_processes_only(capsys, tmp_path: Path) -> None:
+    """`done < <(env)` (InferenceX's dsv4 TensorRT-LLM scripts) needs /dev/fd: it works, and the procfs
+    behind it lists the sandbox's processes, never the host's (this test's own process is not there)."""
+    body = (f"while read -r line; do :; done < <(env)\n"
+            f"[ -e /proc/{os.getpid()}/cmdline ] && grep -q pytest /proc/{os.getpid()}/cmdline && exit 7\n"
+            "pids=(/proc/[0-9]*); [ ${#pids[@]} -lt 64 ] || exit 8\n" + LAUNCH)
+    code, _, err = _render(capsys, _checkout(tmp_path, body))
+    assert code == 0, err
 
 
 def test_the_script_writes_in_its_own_copy_never_in_the_checkout(capsys, tmp_path: Path) -> None:

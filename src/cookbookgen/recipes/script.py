@@ -158,6 +158,9 @@ def _isolated(bwrap: str, script: ScriptFiles, stack: ExitStack) -> tuple[list[s
 
     argv = [bwrap, *_namespaces(), "--info-fd", str(info_out), *_programs(), "--size", str(4096), "--tmpfs", "/dev",
             *(a for node in ("null", "zero", "urandom") for a in ("--dev-bind", f"/dev/{node}", f"/dev/{node}")),
+            # bash's process substitution (`done < <(env)`) reads /dev/fd/N: a procfs of the sandbox's own
+            # PID namespace (its processes only) and the /dev/fd link into it
+            "--proc", "/proc", "--symlink", "/proc/self/fd", "/dev/fd",
             "--remount-ro", "/dev", "--size", str(LIMIT_WORK), "--tmpfs", WORK]
     folders = sorted({str(p) for name in script.files for p in PurePosixPath(name).parents if str(p) != "."})
     argv += [a for folder in folders for a in ("--dir", f"{WORK}/{folder}")]
