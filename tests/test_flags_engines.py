@@ -232,11 +232,30 @@ def test_an_inferencex_recipe_names_its_dynamo_wheel_and_its_nightly_is_brackete
     agg = run_json(capsys, "--source", source, "--config", "dsv4-fp4-gb300-dynamo-sglang-agentic-agg")
     assert agg["cells"][0]["versions"] == {"ai-dynamo": "1.5.0.dev20260910", "dynamo-frontend": "1.5.0.dev20260910", "sglang": "0.5.19"}
     assert agg["coverage"] == {"exact": 1, "bracket": 0, "unchecked": 0} and agg["exit"] == 0
-    # the master pins the 2026-08-29 nightly (between 0.5.18 and 0.5.19); its Mooncake linker flags first came in 0.5.20
+    # The corpus's master entry (InferenceX d8e7cc8e) runs the 2026-08-29 nightly (between 0.5.18 and 0.5.19); its recipe
+    # (a115decc, a later commit) passes the Mooncake linker flags, first in 0.5.20, and its identity names the 2026-09-16
+    # nightly. Against the master's image they are refused by both releases around it; the report names the other image.
     disagg = run_json(capsys, "--source", source, "--config", "dsv4-fp4-gb300-dynamo-sglang-agentic-disagg")
     found_classes = {(f["flag"], f["class"]) for f in disagg["cells"][0]["findings"]}
     assert ("--enable-unified-cache-external-linker", "unknown-flag") in found_classes and disagg["exit"] == 1
     assert ("--enable-w4a4-mxfp4-megamoe", "bracket-only") in found_classes        # first in 0.5.19: maybe in the nightly
+    assert disagg["notes"] == ["dsv4-fp4-gb300-dynamo-sglang-agentic-disagg: the master config runs "
+                               "lmsysorg/sglang:nightly-dev-cu13-20260829-89816a21, but its recipe's identity names "
+                               "lmsysorg/sglang:nightly-dev-cu13-20260916-c9a8fba9 (srtctl verifies the running container against it): "
+                               "the flags are checked against the master's image"]
+    assert agg["notes"] == []        # the agg recipe's identity names the master's image
+
+
+def test_the_linker_flags_against_the_nightly_the_recipe_names() -> None:
+    """The 2026-09-16 nightly the disagg recipe's identity names lies between 0.5.19 and 0.5.20: only 0.5.20 has the
+    linker flags, so they may be in that build (bracket-only), where the 2026-08-29 nightly refuses them for certain."""
+    args = (["--enable-unified-cache-external-linker"], ["--unified-cache-external-linker-backend", "mooncake"])
+    named = check_cell("c", "lmsysorg/sglang:nightly-dev-cu13-20260916-c9a8fba9", [worker("python3 -m sglang.launch_server", *args)])
+    assert named.versions == {"sglang": "0.5.19/0.5.20"} and named.badge == "flags-ok"
+    assert {f: c for f, (c, _) in found(named).items()} == dict.fromkeys(("--enable-unified-cache-external-linker",
+                                                                          "--unified-cache-external-linker-backend"), "bracket-only")
+    master = check_cell("c", "lmsysorg/sglang:nightly-dev-cu13-20260829-89816a21", [worker("python3 -m sglang.launch_server", *args)])
+    assert master.versions == {"sglang": "0.5.18/0.5.19"} and master.badge == "flags-fail"
 
 
 def test_flags_of_an_undated_wrapper_are_counted_uncertain_the_engines_are_not() -> None:
