@@ -166,7 +166,8 @@ def basis(engine: str, version: str | None, date: dt.date | None, note: str) -> 
     Only the catalogs chosen are read (`shipped_versions` names them all without reading one)."""
     shipped = shipped_versions().get(engine, ())
     if not shipped:
-        return Basis(engine, "unknown", (), f"no {engine} flag catalog is shipped; {note}")
+        why = engines().unshipped.get(engine)
+        return Basis(engine, "unknown", (), f"no {engine} flag catalog is shipped" + (f" ({why})" if why else "") + f"; {note}")
     if version is not None:
         own = catalog(engine, version)
         if own is not None:
@@ -233,6 +234,7 @@ class Engines:
     commands: dict[str, tuple[str, ...]]
     options_files: dict[str, dict[str, str]]   # first catalog of a command -> flag naming an options file -> its engine
     releases: dict[str, str]                   # catalog -> the package whose releases date it
+    unshipped: dict[str, str]                  # engine with no catalog -> why
 
     def parsers(self, cmd: str) -> tuple[str, ...] | None:
         """The catalogs that read a command's flags: its own entry, else the longest entry it starts with
@@ -277,4 +279,5 @@ def engines() -> Engines:
                             str(r.get("source") or r.get("unknown") or ""), tuple(r.get("nightly") or ()), tuple(r.get("ships") or ()))
                   for r in doc["images"])
     return Engines(rules, {cmd: tuple(names) for cmd, names in doc["commands"].items()},
-                   {k: dict(v) for k, v in (doc.get("options_files") or {}).items()}, dict(doc.get("releases") or {}))
+                   {k: dict(v) for k, v in (doc.get("options_files") or {}).items()}, dict(doc.get("releases") or {}),
+                   {k: " ".join(str(v).split()) for k, v in (doc.get("unshipped") or {}).items()})
