@@ -73,6 +73,20 @@ def test_removed_flags_name_their_successor() -> None:
         "--mamba-scheduler-strategy": ("removed-in", "0.5.20 (last in 0.5.19); use --mamba-radix-cache-strategy")}
 
 
+def test_a_successor_is_looked_up_as_the_parsers_read_it() -> None:
+    """A help text's `--a-{b,c}` names two flags, both in SGLang 0.5.19 (the published GLM-5.2 module's prefill workers
+    were told 0.5.19 had neither); a wrapper's successor may be the engine's flag it hands on (dynamo.vllm's
+    --connector -> vLLM's --kv-transfer-config), and is missing only when no parser of the command has it."""
+    sglang = check_cell("c", "lmsysorg/sglang:v0.5.19-cu130", [worker("python3 -m sglang.launch_server", ["--disable-cuda-graph"])])
+    assert found(sglang) == {"--disable-cuda-graph": ("deprecated", "use --cuda-graph-backend-{decode,prefill}=disabled")}
+    pin = ('pip install "ai-dynamo==1.6.1"',)
+    vllm = check_cell("c", VLLM_27, [worker("python3 -m dynamo.vllm", ["--model", "m"], ["--connector", "nixl"], preamble=pin)])
+    assert found(vllm) == {"--connector": ("deprecated", "use --kv-transfer-config")}
+    dynamo = check_cell("c", "lmsysorg/sglang:v0.5.23-cu130", [worker("python3 -m dynamo.sglang", ["--connector", "nixl"], preamble=pin)])
+    assert found(dynamo) == {"--connector": ("deprecated", "use --kv-transfer-config, which neither ai-dynamo 1.6.1 nor sglang 0.5.23 "
+                                                           "has")}
+
+
 def test_basis_picks_the_releases_around_a_date_or_a_version() -> None:
     assert basis("sglang", None, dt.date(2026, 9, 13), "n").label == "sglang 0.5.19/0.5.20"
     assert basis("sglang", None, dt.date(2026, 10, 16), "n").label == "sglang 0.5.22/0.5.23"   # a release's own day: it is the lower one

@@ -326,9 +326,9 @@ def _check_in(catalog: Catalog, flag: str, values: list[str], near: Near = ()) -
     if flag.partition("=")[0] in option.obsolete:
         out.append((flag, "deprecated", f"an old name kept as an alias; use {option.name}", label))
     if option.refused:
-        out.append((flag, "removed-in", f"{catalog.version}: {option.refused}{_successor(catalog, option.name, option.replacement)}", label))
+        out.append((flag, "removed-in", f"{catalog.version}: {option.refused}{_successor(catalog, option.name, option.replacement, near)}", label))
     elif option.deprecated:
-        named = _successor(catalog, option.name, option.replacement)
+        named = _successor(catalog, option.name, option.replacement, near)
         out.append((flag, "deprecated", named.removeprefix("; ") if named else "deprecated, no replacement named", label))
     given = ([explicit] if explicit is not None else []) + values
     out += [(flag, cls, detail, label) for cls, detail in _values(option, given)]
@@ -353,9 +353,10 @@ def _count(nargs: int | str) -> str:
     return {0: "no value", 1: "one value", "?": "at most one value", "*": "any number of values", "+": "one or more values"}.get(nargs, f"{nargs} values")
 
 
-def _successor(catalog: Catalog, name: str, replacement: str | None) -> str:
+def _successor(catalog: Catalog, name: str, replacement: str | None, near: Near = ()) -> str:
     """`; use --new` from the engine's source (the replacement a catalog names), else `renames.yaml`
-    (with its source); and whether the successor is an option of `catalog`."""
+    (with its source); and whether the successor is an option of `catalog` or of another parser of the
+    command (`near`: a wrapper's successor may be the engine's flag it hands on)."""
     table = renames(catalog.engine)
     if replacement:
         new, why = replacement, ""
@@ -363,9 +364,26 @@ def _successor(catalog: Catalog, name: str, replacement: str | None) -> str:
         new, why = table[name][0], f" ({table[name][1]})"
     else:
         return ""
-    flag = new.split("=")[0].split(" ")[0]
-    there = f", which {catalog.label} does not have either" if flag.startswith("-") and flag not in catalog.options else ""
+    flags = _spelled_out(new.split("=")[0].split(" ")[0])
+    parsers = [catalog] + [c for key in near if (c := load_catalog(*key)) is not None and c.engine != catalog.engine]
+    missing = [f for f in flags if f.startswith("-") and not any(f in c.options for c in parsers)]
+    labels = [c.label for c in parsers]
+    if missing and len(missing) == len(flags):
+        there = f", which {labels[0]} does not have either" if len(labels) == 1 else f", which neither {' nor '.join(labels)} has"
+    else:
+        there = f"; {' or '.join(labels)} has no {', '.join(missing)}" if missing else ""
     return f"; use {new}{there}{why}"
+
+
+_BRACES = re.compile(r"\{([^{}]*)\}")
+
+
+def _spelled_out(flag: str) -> list[str]:
+    """The flags a help text's `--a-{b,c}` names (`--a-b`, `--a-c`); a flag without braces is itself."""
+    found = _BRACES.search(flag)
+    if found is None:
+        return [flag]
+    return [f for part in found.group(1).split(",") for f in _spelled_out(flag[:found.start()] + part + flag[found.end():])]
 
 
 def _removed(catalog: Catalog, name: str, near: Near = ()) -> Hit | None:
@@ -377,7 +395,7 @@ def _removed(catalog: Catalog, name: str, near: Near = ()) -> Hit | None:
     gone = next(c for c in older + [catalog] if version_key(c.version) > version_key(last.version))
     was = last.options[name]
     # the successor: what the source names, else the option the flag was an alias of (same action) if it lives on
-    successor = _successor(catalog, name, was.replacement or (was.name if was.name != name and was.name in catalog.options else None))
+    successor = _successor(catalog, name, was.replacement or (was.name if was.name != name and was.name in catalog.options else None), near)
     if not successor:
         close = _nearest(name, near or ((catalog.engine, catalog.version),))
         successor = f"; no successor named; nearest: {', '.join(close)}" if close else "; no successor named"
