@@ -180,11 +180,9 @@ def test_a_trtllm_options_file_keeps_its_cell_unchecked_without_a_catalog() -> N
     check = check_cell("c", TRT_24, [block])
     assert check.coverage == "unchecked" and check.badge == "flags-unchecked"
     assert found(check)["--extra-engine-args"] == ("unknown-version", "the options file prefill.yaml holds tensorrt-llm options: no "
-                                                   "tensorrt-llm flag catalog is shipped (its source could not be read for any release "
-                                                   "InferenceX runs (1.3.0rc14, rc18, rc22.post1, rc23.post1, rc24): PyPI has only a "
-                                                   "wheel-stub sdist for each (its build downloads the wheel from pypi.nvidia.com; rc18 is "
-                                                   "not on PyPI at all), and the NVIDIA/TensorRT-LLM repository was not available to read at "
-                                                   "a release tag); the NGC release tag names the TensorRT-LLM release the image ships")
+                                                   "tensorrt-llm flag catalog is shipped (PyPI carries only wheel-stub sdists of TensorRT-LLM, "
+                                                   "whose build downloads the wheel from pypi.nvidia.com, so no release's source could be "
+                                                   "read); the NGC release tag names the TensorRT-LLM release the image ships")
     assert "tensorrt-llm: unknown" in check.summary
 
 
