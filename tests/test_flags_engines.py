@@ -73,6 +73,20 @@ def test_removed_flags_name_their_successor() -> None:
         "--mamba-scheduler-strategy": ("removed-in", "0.5.20 (last in 0.5.19); use --mamba-radix-cache-strategy")}
 
 
+def test_a_rocm_build_is_bounded_by_the_release_it_names_and_the_next() -> None:
+    """InferenceX's AMD configs run `lmsysorg/sglang-rocm:v0.5.16-rocm720-mi35x-20260726`: 0.5.16 is the last release on
+    or before that day, so the build (the release or the main branch of the day) lies between 0.5.16 and 0.5.17, which
+    both take --cuda-graph-max-bs (checked against the newest catalog it read as an ambiguous abbreviation). A tag whose
+    version is not the last release before its day is not dated."""
+    image = "lmsysorg/sglang-rocm:v0.5.16-rocm720-mi35x-20260726"
+    check = check_cell("c", image, [worker("python3 -m sglang.launch_server", ["--cuda-graph-max-bs", "64"])])
+    assert check.versions == {"sglang": "0.5.16/0.5.17"} and check.coverage == "bracket"
+    assert found(check) == {"--cuda-graph-max-bs": ("deprecated", "use --cuda-graph-max-bs-decode")}
+    assert engines().resolve("lmsysorg/sglang-rocm:v0.5.12-rocm720-mi35x-20260719") == (
+        {}, {}, "the tag names 0.5.12 and 2026-07-19, but 0.5.12 is not the last release on or before that day, so the day does "
+                "not bound the build")
+
+
 def test_a_successor_is_looked_up_as_the_parsers_read_it() -> None:
     """A help text's `--a-{b,c}` names two flags, both in SGLang 0.5.19 (the published GLM-5.2 module's prefill workers
     were told 0.5.19 had neither); a wrapper's successor may be the engine's flag it hands on (dynamo.vllm's

@@ -258,11 +258,19 @@ class Engines:
             if match:
                 versions = {e: v.replace("{1}", match.group(1) or "") if match.groups() else v for e, v in rule.engines.items()}
                 day = _day(match.groupdict().get("date"))
+                commit, named = match.groupdict().get("commit"), match.groupdict().get("version")
+                why = rule.why.replace("{date}", str(day)).replace("{commit}", commit or "").replace("{version}", named or "")
+                if day is not None and named is not None and not _latest_release(rule.nightly, named, day):
+                    return {}, {}, f"the tag names {named} and {day}, but {named} is not the last release on or before that day, so the day does not bound the build"
                 dates = dict.fromkeys(rule.nightly + rule.ships, day) if day is not None else {}
-                commit = match.groupdict().get("commit")
-                why = rule.why.replace("{date}", str(day)).replace("{commit}", commit or "")
                 return versions, dates, why if day is not None or not rule.nightly else f"{why} (its date {match.group('date')} is no calendar day)"
         return {}, {}, "no rule of flags/engines.yaml knows this image" if name else "the cell names no image"
+
+
+def _latest_release(engines: tuple[str, ...], version: str, day: dt.date) -> bool:
+    """Whether `version` is each engine's last release on or before `day` (a tag that names both a version
+    and a day is bounded by the releases around the day only then)."""
+    return all((before := [r for r in releases(e) if r.date <= day]) and before[-1].version == version for e in engines)
 
 
 def _day(text: str | None) -> dt.date | None:
