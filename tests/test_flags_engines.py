@@ -264,10 +264,11 @@ def test_an_inferencex_recipe_names_its_dynamo_wheel_and_its_nightly_is_brackete
     assert agg["coverage"] == {"exact": 1, "bracket": 0, "unchecked": 0} and agg["exit"] == 0
     # The corpus's master entry (InferenceX d8e7cc8e) runs the 2026-08-29 nightly (between 0.5.18 and 0.5.19); its recipe
     # (a115decc, a later commit) passes the Mooncake linker flags, first in 0.5.20, and its identity names the 2026-09-16
-    # nightly. Against the master's image they are refused by both releases around it; the report names the other image.
+    # nightly. Both releases around the master's nightly refuse them, but 0.5.20 takes them and a release can be cut
+    # before it is published, so they are warnings (bracket-only), not refusals; the report names the other image.
     disagg = run_json(capsys, "--source", source, "--config", "dsv4-fp4-gb300-dynamo-sglang-agentic-disagg")
     found_classes = {(f["flag"], f["class"]) for f in disagg["cells"][0]["findings"]}
-    assert ("--enable-unified-cache-external-linker", "unknown-flag") in found_classes and disagg["exit"] == 1
+    assert ("--enable-unified-cache-external-linker", "bracket-only") in found_classes and disagg["exit"] == 0
     assert ("--enable-w4a4-mxfp4-megamoe", "bracket-only") in found_classes        # first in 0.5.19: maybe in the nightly
     assert disagg["notes"] == ["dsv4-fp4-gb300-dynamo-sglang-agentic-disagg: the master config runs "
                                "lmsysorg/sglang:nightly-dev-cu13-20260829-89816a21, but its recipe's identity names "
@@ -278,14 +279,31 @@ def test_an_inferencex_recipe_names_its_dynamo_wheel_and_its_nightly_is_brackete
 
 def test_the_linker_flags_against_the_nightly_the_recipe_names() -> None:
     """The 2026-09-16 nightly the disagg recipe's identity names lies between 0.5.19 and 0.5.20: only 0.5.20 has the
-    linker flags, so they may be in that build (bracket-only), where the 2026-08-29 nightly refuses them for certain."""
+    linker flags, so they may be in that build (bracket-only). The 2026-08-29 nightly lies between 0.5.18 and 0.5.19,
+    which both lack them, but 0.5.20, the release after, has them: they may be in that build too."""
     args = (["--enable-unified-cache-external-linker"], ["--unified-cache-external-linker-backend", "mooncake"])
     named = check_cell("c", "lmsysorg/sglang:nightly-dev-cu13-20260916-c9a8fba9", [worker("python3 -m sglang.launch_server", *args)])
     assert named.versions == {"sglang": "0.5.19/0.5.20"} and named.badge == "flags-ok"
     assert {f: c for f, (c, _) in found(named).items()} == dict.fromkeys(("--enable-unified-cache-external-linker",
                                                                           "--unified-cache-external-linker-backend"), "bracket-only")
     master = check_cell("c", "lmsysorg/sglang:nightly-dev-cu13-20260829-89816a21", [worker("python3 -m sglang.launch_server", *args)])
-    assert master.versions == {"sglang": "0.5.18/0.5.19"} and master.badge == "flags-fail"
+    assert master.versions == {"sglang": "0.5.18/0.5.19"} and master.badge == "flags-ok"
+    assert found(master)["--enable-unified-cache-external-linker"] == ("bracket-only", (
+        "sglang 0.5.19 and the release before it refuse it (unknown-flag: first in 0.5.20; did you mean --enable-dsa-cache-layer-split, "
+        "--enable-unified-memory, --enable-cache-report?), but sglang 0.5.20 takes it, and a release can be cut before the day it is "
+        "published, so the build may have it"))
+
+
+def test_a_flag_of_the_release_after_the_bracket_is_not_a_certain_refusal() -> None:
+    """InferenceX ran SGLang's 2026-07-24 nightly with --mamba-max-states-per-path and reported every sample completed
+    (perf-changelog entry of PR #2477, commit f7d435c61); 0.5.16, published the next day, lacks the flag (its wheel has no
+    mention of it) and 0.5.17 has it. So a release's code can predate its publication: a flag both releases around the
+    build refuse but the release after takes is a warning; one no release takes still stops the server."""
+    image = "lmsysorg/sglang:nightly-dev-cu13-20260724-433429b1"
+    check = check_cell("c", image, [worker("python3 -m sglang.launch_server", ["--mamba-max-states-per-path", "1"], ["--mamba-max-states"])])
+    assert check.versions == {"sglang": "0.5.15.post1/0.5.16"} and check.badge == "flags-fail"
+    # the abbreviation without its value is refused by 0.5.17 too (missing-value): a refusal by every release
+    assert {f: c for f, (c, _) in found(check).items()} == {"--mamba-max-states-per-path": "bracket-only", "--mamba-max-states": "unknown-flag"}
 
 
 def test_flags_of_an_undated_wrapper_are_counted_uncertain_the_engines_are_not() -> None:

@@ -13,7 +13,8 @@ A wrapper (`python3 -m dynamo.sglang`) reads its own flags first and hands the r
 
 Which catalogs (`catalog.basis`): the version the image or an install step pins (`exact`); for a nightly
 or dev build, the releases around its date or version (`bracket`: a flag refused by both is a finding,
-by one only a `bracket-only` warning); the newest catalog for a build newer than all of them
+by one only a `bracket-only` warning, and so is one both refuse but the release after them takes: a release
+can be cut days before it is published, so the build may be newer than the upper release's code); the newest catalog for a build newer than all of them
 (`newer-than-catalogs`) or the nearest when nothing dates the build (`approximate`): then a refused
 flag is reported but is not known to stop the server. Each finding is reported once per cell and block.
 """
@@ -28,7 +29,7 @@ from functools import lru_cache
 from typing import Iterable, Literal, Sequence, get_args
 
 from ..render.model import Block
-from .catalog import Basis, Catalog, Option, basis, engines, history, renames, version_key
+from .catalog import Basis, Catalog, Option, basis, engines, history, renames, shipped_versions, version_key
 from .catalog import catalog as load_catalog
 
 FlagClass = Literal["unknown-flag", "removed-in", "ambiguous-abbreviation", "bad-choice", "missing-value", "unexpected-value",
@@ -232,7 +233,12 @@ def _check_bracketed(arg: tuple[str, ...], chain: Sequence[Basis]) -> list[Found
         return [(f, cls, d, label, certain) for f, cls, d, _ in runs[0]]
     refused = [[r for r in run if r[1] in FAILING] for run in runs]
     out: list[Found] = []
-    if refused[0] and refused[1]:
+    later = _after_upper(arg, chain, near) if refused[0] and refused[1] else None
+    if later is not None:
+        f, cls, d, where = refused[1][0]
+        out.append((f, "bracket-only", f"{where} and the release before it refuse it ({cls}: {d}), but {later} takes it, and a release "
+                                       "can be cut before the day it is published, so the build may have it", label, certain))
+    elif refused[0] and refused[1]:
         out += [(f, cls, d, label, certain) for f, cls, d, _ in refused[1]]
     elif refused[0] or refused[1]:
         bad = 0 if refused[0] else 1
@@ -245,6 +251,29 @@ def _check_bracketed(arg: tuple[str, ...], chain: Sequence[Basis]) -> list[Found
                 seen.add((f, cls))
                 out.append((f, cls, d, label, certain))
     return out
+
+
+def _after_upper(arg: tuple[str, ...], chain: Sequence[Basis], near: Near) -> str | None:
+    """The release after the upper one around the build, when it takes the flag both around the build refuse: a
+    release can be cut from the main branch days before it reaches PyPI (InferenceX ran SGLang's 2026-07-24 nightly
+    with --mamba-max-states-per-path, which 0.5.16, published on 07-25, lacks and 0.5.17 has), so the build may be
+    newer than the upper release's code. None when there is no such release or it refuses the flag too."""
+    nexts: list[tuple[str, str] | None] = []
+    named: list[str] = []
+    for b in chain:
+        upper = b.catalogs[-1] if b.catalogs else None
+        if upper is None:
+            nexts.append(None)
+            continue
+        after = [v for v in shipped_versions().get(upper.engine, ()) if version_key(v) > version_key(upper.version)]
+        if b.kind == "bracket" and after:
+            nexts.append((upper.engine, after[0]))
+            named.append(f"{upper.engine} {after[0]}")
+        else:
+            nexts.append((upper.engine, upper.version))
+    if not named or any(cls in FAILING for _, cls, _, _ in _check_arg_once(arg, tuple(nexts), near)):
+        return None
+    return ", ".join(named)
 
 
 Near = tuple[tuple[str, str], ...]   # the (engine, version) catalogs whose names a suggestion draws on
