@@ -691,7 +691,8 @@ def release_table(histories: dict[str, dict[str, Any]]) -> str:
     lines = ["# Release dates: the day the first file of each release reached PyPI (the engines' published release",
              "# history). Written by `python scripts/flag_catalogs.py releases`; do not edit by hand.",
              "# A nightly or dev build of a date is checked against the last release on or before it and the first after",
-             "# (the engines tag their releases from the main branch, so a nightly's flags lie between those two)."]
+             "# (the engines tag their releases from the main branch); a release can be cut days before it reaches PyPI, so a",
+             "# flag those two refuse but the release after takes is only a warning."]
     for engine, doc in histories.items():
         package, oldest, candidates = RELEASE_HISTORY[engine]
         rows = []

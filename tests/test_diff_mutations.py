@@ -215,13 +215,10 @@ def test_unmodified_bundled_module_is_at_parity(bundled_module: tuple[Path, Path
 
 def test_unmodified_corpus_is_at_parity(corpus: tuple[Path, Path]) -> None:
     status, found = _diff(*corpus)
-    # the recipes and the rendered cookbook agree; the one mismatch class left is real: the dsv4 disagg master pins
-    # the 2026-08-29 SGLang nightly (between 0.5.18 and 0.5.19), which lacks the Mooncake linker flags its recipe
-    # passes (first in 0.5.20; issue 33's release bracketing)
-    assert status == 1 and [f for f in found if f["kind"] != "flag"] == []
-    assert sorted((f["config"], f["item"]) for f in found) == [
-        ("dsv4-fp4-gb300-dynamo-sglang-agentic-disagg", "--enable-unified-cache-external-linker"),
-        ("dsv4-fp4-gb300-dynamo-sglang-agentic-disagg", "--unified-cache-external-linker-backend")]
+    # the recipes and the rendered cookbook agree. The dsv4 disagg master pins the 2026-08-29 SGLang nightly (between
+    # 0.5.18 and 0.5.19, which both lack the Mooncake linker flags its recipe passes), but 0.5.20 has them and a release
+    # can be cut before it is published, so they are no certain refusal and diff, which reports only those, is silent
+    assert (status, found) == (0, [])
 
 
 def test_every_drift_of_the_bundled_recipes_is_caught_and_named(bundled: tuple[Path, Path]) -> None:

@@ -73,6 +73,34 @@ def test_removed_flags_name_their_successor() -> None:
         "--mamba-scheduler-strategy": ("removed-in", "0.5.20 (last in 0.5.19); use --mamba-radix-cache-strategy")}
 
 
+def test_a_rocm_build_is_bounded_by_the_release_it_names_and_the_next() -> None:
+    """InferenceX's AMD configs run `lmsysorg/sglang-rocm:v0.5.16-rocm720-mi35x-20260726`: 0.5.16 is the last release on
+    or before that day, so the build (the release or the main branch of the day) lies between 0.5.16 and 0.5.17, which
+    both take --cuda-graph-max-bs (checked against the newest catalog it read as an ambiguous abbreviation). A tag whose
+    version is not the last release before its day is not dated."""
+    image = "lmsysorg/sglang-rocm:v0.5.16-rocm720-mi35x-20260726"
+    check = check_cell("c", image, [worker("python3 -m sglang.launch_server", ["--cuda-graph-max-bs", "64"])])
+    assert check.versions == {"sglang": "0.5.16/0.5.17"} and check.coverage == "bracket"
+    assert found(check) == {"--cuda-graph-max-bs": ("deprecated", "use --cuda-graph-max-bs-decode")}
+    assert engines().resolve("lmsysorg/sglang-rocm:v0.5.12-rocm720-mi35x-20260719") == (
+        {}, {}, "the tag names 0.5.12 and 2026-07-19, but 0.5.12 is not the last release on or before that day, so the day does "
+                "not bound the build")
+
+
+def test_a_successor_is_looked_up_as_the_parsers_read_it() -> None:
+    """A help text's `--a-{b,c}` names two flags, both in SGLang 0.5.19 (the published GLM-5.2 module's prefill workers
+    were told 0.5.19 had neither); a wrapper's successor may be the engine's flag it hands on (dynamo.vllm's
+    --connector -> vLLM's --kv-transfer-config), and is missing only when no parser of the command has it."""
+    sglang = check_cell("c", "lmsysorg/sglang:v0.5.19-cu130", [worker("python3 -m sglang.launch_server", ["--disable-cuda-graph"])])
+    assert found(sglang) == {"--disable-cuda-graph": ("deprecated", "use --cuda-graph-backend-{decode,prefill}=disabled")}
+    pin = ('pip install "ai-dynamo==1.6.1"',)
+    vllm = check_cell("c", VLLM_27, [worker("python3 -m dynamo.vllm", ["--model", "m"], ["--connector", "nixl"], preamble=pin)])
+    assert found(vllm) == {"--connector": ("deprecated", "use --kv-transfer-config")}
+    dynamo = check_cell("c", "lmsysorg/sglang:v0.5.23-cu130", [worker("python3 -m dynamo.sglang", ["--connector", "nixl"], preamble=pin)])
+    assert found(dynamo) == {"--connector": ("deprecated", "use --kv-transfer-config, which neither ai-dynamo 1.6.1 nor sglang 0.5.23 "
+                                                           "has")}
+
+
 def test_basis_picks_the_releases_around_a_date_or_a_version() -> None:
     assert basis("sglang", None, dt.date(2026, 9, 13), "n").label == "sglang 0.5.19/0.5.20"
     assert basis("sglang", None, dt.date(2026, 10, 16), "n").label == "sglang 0.5.22/0.5.23"   # a release's own day: it is the lower one
@@ -166,7 +194,9 @@ def test_a_trtllm_options_file_keeps_its_cell_unchecked_without_a_catalog() -> N
     check = check_cell("c", TRT_24, [block])
     assert check.coverage == "unchecked" and check.badge == "flags-unchecked"
     assert found(check)["--extra-engine-args"] == ("unknown-version", "the options file prefill.yaml holds tensorrt-llm options: no "
-                                                   "tensorrt-llm flag catalog is shipped; the NGC release tag names the TensorRT-LLM release the image ships")
+                                                   "tensorrt-llm flag catalog is shipped (PyPI carries only wheel-stub sdists of TensorRT-LLM, "
+                                                   "whose build downloads the wheel from pypi.nvidia.com, so no release's source could be "
+                                                   "read); the NGC release tag names the TensorRT-LLM release the image ships")
     assert "tensorrt-llm: unknown" in check.summary
 
 
@@ -232,11 +262,48 @@ def test_an_inferencex_recipe_names_its_dynamo_wheel_and_its_nightly_is_brackete
     agg = run_json(capsys, "--source", source, "--config", "dsv4-fp4-gb300-dynamo-sglang-agentic-agg")
     assert agg["cells"][0]["versions"] == {"ai-dynamo": "1.5.0.dev20260910", "dynamo-frontend": "1.5.0.dev20260910", "sglang": "0.5.19"}
     assert agg["coverage"] == {"exact": 1, "bracket": 0, "unchecked": 0} and agg["exit"] == 0
-    # the master pins the 2026-08-29 nightly (between 0.5.18 and 0.5.19); its Mooncake linker flags first came in 0.5.20
+    # The corpus's master entry (InferenceX d8e7cc8e) runs the 2026-08-29 nightly (between 0.5.18 and 0.5.19); its recipe
+    # (a115decc, a later commit) passes the Mooncake linker flags, first in 0.5.20, and its identity names the 2026-09-16
+    # nightly. Both releases around the master's nightly refuse them, but 0.5.20 takes them and a release can be cut
+    # before it is published, so they are warnings (bracket-only), not refusals; the report names the other image.
     disagg = run_json(capsys, "--source", source, "--config", "dsv4-fp4-gb300-dynamo-sglang-agentic-disagg")
     found_classes = {(f["flag"], f["class"]) for f in disagg["cells"][0]["findings"]}
-    assert ("--enable-unified-cache-external-linker", "unknown-flag") in found_classes and disagg["exit"] == 1
+    assert ("--enable-unified-cache-external-linker", "bracket-only") in found_classes and disagg["exit"] == 0
     assert ("--enable-w4a4-mxfp4-megamoe", "bracket-only") in found_classes        # first in 0.5.19: maybe in the nightly
+    assert disagg["notes"] == ["dsv4-fp4-gb300-dynamo-sglang-agentic-disagg: the master config runs "
+                               "lmsysorg/sglang:nightly-dev-cu13-20260829-89816a21, but its recipe's identity names "
+                               "lmsysorg/sglang:nightly-dev-cu13-20260916-c9a8fba9 (srtctl verifies the running container against it): "
+                               "the flags are checked against the master's image"]
+    assert agg["notes"] == []        # the agg recipe's identity names the master's image
+
+
+def test_the_linker_flags_against_the_nightly_the_recipe_names() -> None:
+    """The 2026-09-16 nightly the disagg recipe's identity names lies between 0.5.19 and 0.5.20: only 0.5.20 has the
+    linker flags, so they may be in that build (bracket-only). The 2026-08-29 nightly lies between 0.5.18 and 0.5.19,
+    which both lack them, but 0.5.20, the release after, has them: they may be in that build too."""
+    args = (["--enable-unified-cache-external-linker"], ["--unified-cache-external-linker-backend", "mooncake"])
+    named = check_cell("c", "lmsysorg/sglang:nightly-dev-cu13-20260916-c9a8fba9", [worker("python3 -m sglang.launch_server", *args)])
+    assert named.versions == {"sglang": "0.5.19/0.5.20"} and named.badge == "flags-ok"
+    assert {f: c for f, (c, _) in found(named).items()} == dict.fromkeys(("--enable-unified-cache-external-linker",
+                                                                          "--unified-cache-external-linker-backend"), "bracket-only")
+    master = check_cell("c", "lmsysorg/sglang:nightly-dev-cu13-20260829-89816a21", [worker("python3 -m sglang.launch_server", *args)])
+    assert master.versions == {"sglang": "0.5.18/0.5.19"} and master.badge == "flags-ok"
+    assert found(master)["--enable-unified-cache-external-linker"] == ("bracket-only", (
+        "sglang 0.5.19 and the release before it refuse it (unknown-flag: first in 0.5.20; did you mean --enable-dsa-cache-layer-split, "
+        "--enable-unified-memory, --enable-cache-report?), but sglang 0.5.20 takes it, and a release can be cut before the day it is "
+        "published, so the build may have it"))
+
+
+def test_a_flag_of_the_release_after_the_bracket_is_not_a_certain_refusal() -> None:
+    """InferenceX ran SGLang's 2026-07-24 nightly with --mamba-max-states-per-path and reported every sample completed
+    (perf-changelog entry of PR #2477, commit f7d435c61); 0.5.16, published the next day, lacks the flag (its wheel has no
+    mention of it) and 0.5.17 has it. So a release's code can predate its publication: a flag both releases around the
+    build refuse but the release after takes is a warning; one no release takes still stops the server."""
+    image = "lmsysorg/sglang:nightly-dev-cu13-20260724-433429b1"
+    check = check_cell("c", image, [worker("python3 -m sglang.launch_server", ["--mamba-max-states-per-path", "1"], ["--mamba-max-states"])])
+    assert check.versions == {"sglang": "0.5.15.post1/0.5.16"} and check.badge == "flags-fail"
+    # the abbreviation without its value is refused by 0.5.17 too (missing-value): a refusal by every release
+    assert {f: c for f, (c, _) in found(check).items()} == {"--mamba-max-states-per-path": "bracket-only", "--mamba-max-states": "unknown-flag"}
 
 
 def test_flags_of_an_undated_wrapper_are_counted_uncertain_the_engines_are_not() -> None:

@@ -44,13 +44,14 @@ def register(subparsers: Any) -> None:
 def run_flags(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from ..flags.check import failing
 
-    checks = _checks(args)
+    notes: list[str] = []
+    checks = _checks(args, notes)
     stream = out or sys.stdout
-    stream.write(as_json(checks) if args.format == "json" else as_text(checks))
+    stream.write(as_json(checks, notes) if args.format == "json" else as_text(checks, notes))
     return 1 if failing(checks) else 0
 
 
-def _checks(args: argparse.Namespace) -> list[CellCheck]:
+def _checks(args: argparse.Namespace, notes: list[str]) -> list[CellCheck]:
     from ..flags.catalog import shipped_versions
     from ..flags.check import check_points
 
@@ -58,13 +59,24 @@ def _checks(args: argparse.Namespace) -> list[CellCheck]:
         known = sorted({v for items in shipped_versions().values() for v in items})
         if args.engine_version not in known:
             raise CookbookError.usage("--engine-version", unknown("engine version (no flag catalog)", args.engine_version, known))
-    points = [(cell, image, blocks, install) for config, cell, image, blocks, install in _published(args) if not args.config or config == args.config]
+    points = [(cell, image, blocks, install) for config, cell, image, blocks, install in _published(args, notes)
+              if not args.config or config == args.config]
     if not points:
         raise CookbookError.usage("--config", f"no cell of config {args.config!r} in the cookbook")
     return check_points(points, args.engine_version)
 
 
-def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tuple[Any, ...], tuple[str, ...]]]:
+def _identity_note(config: str, image: str | None, typed: Any) -> str | None:
+    """A recipe whose `identity.container.image` (what srtctl verifies the running container against) is not
+    the image the master config runs: the flags are checked against the master's, and the report says so."""
+    named = typed.identity.container.image
+    if not named or not image or str(named).partition("@")[0] == image.partition("@")[0]:
+        return None
+    return (f"{config}: the master config runs {image}, but its recipe's identity names {named} (srtctl verifies the "
+            f"running container against it): the flags are checked against the master's image")
+
+
+def _published(args: argparse.Namespace, notes: list[str]) -> list[tuple[str, str, str | None, tuple[Any, ...], tuple[str, ...]]]:
     """(config key, cell id, image, blocks, install steps) per point of what the arguments name."""
     given = [args.cookbook] if args.cookbook is not None else []
     if args.source is not None:
@@ -77,6 +89,7 @@ def _published(args: argparse.Namespace) -> list[tuple[str, str, str | None, tup
         if not args.source.is_dir():
             raise CookbookError.usage(f"--source {args.source}", "the folder does not exist; give an InferenceX checkout or a git repository")
         rendered = render_all_points(Workspace(args.source), load_policy(None), args.config, settings=False)
+        notes += sorted({n for r in rendered if (n := _identity_note(args.config, r.deployment.image or None, r.point.typed))})
         return [(args.config, args.config, r.deployment.image or None, r.deployment.blocks, _wheel(r.point.typed)) for r in rendered]
     path = given[0] if given else bundled(EXAMPLE_MANIFEST)
     from ..diff.sources import read_cookbook
@@ -107,8 +120,8 @@ def coverage(checks: list[CellCheck]) -> dict[str, int]:
     return {kind: found[kind] for kind in ("exact", "bracket", "unchecked")}
 
 
-def as_text(checks: list[CellCheck]) -> str:
-    lines: list[str] = []
+def as_text(checks: list[CellCheck], notes: list[str] | None = None) -> str:
+    lines: list[str] = [f"note: {n}" for n in notes or ()]
     for check in checks:
         versions = ", ".join(f"{e} {v}" for e, v in sorted(check.versions.items())) or "version unknown"
         lines.append(f"{check.cell} ({versions}): {check.checked_flags} flags checked, {check.coverage}")
@@ -130,11 +143,12 @@ def as_text(checks: list[CellCheck]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def as_json(checks: list[CellCheck]) -> str:
+def as_json(checks: list[CellCheck], notes: list[str] | None = None) -> str:
     from ..flags.check import failing
 
     doc = {
         "exit": 1 if failing(checks) else 0,
+        "notes": list(notes or ()),
         "counts": counts(checks),
         "coverage": coverage(checks),
         "flags": {"checked": sum(c.checked_flags for c in checks), "certain": sum(c.certain_flags for c in checks)},

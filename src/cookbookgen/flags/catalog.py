@@ -149,7 +149,6 @@ class Basis:
     kind: Kind
     catalogs: tuple[Catalog, ...]
     note: str   # how the version was found: the image rule's source, the date, the install pin
-    near_cut: bool = False  # a nightly of the days just before its upper release reached PyPI (RELEASE_CUT_DAYS)
 
     @property
     def label(self) -> str:
@@ -167,7 +166,8 @@ def basis(engine: str, version: str | None, date: dt.date | None, note: str) -> 
     Only the catalogs chosen are read (`shipped_versions` names them all without reading one)."""
     shipped = shipped_versions().get(engine, ())
     if not shipped:
-        return Basis(engine, "unknown", (), f"no {engine} flag catalog is shipped; {note}")
+        why = engines().unshipped.get(engine)
+        return Basis(engine, "unknown", (), f"no {engine} flag catalog is shipped" + (f" ({why})" if why else "") + f"; {note}")
     if version is not None:
         own = catalog(engine, version)
         if own is not None:
@@ -197,12 +197,6 @@ def _by_order(engine: str, version: str, shipped: tuple[str, ...], note: str) ->
     return Basis(engine, "approximate", _nearest(engine, shipped, key), f"{note}; no catalog for {version} or the releases around it")
 
 
-# A release reaches PyPI a day or two after the main-branch commit it is built from: a nightly of those days
-# may already carry flags that release lacks (the sglang 2026-07-24 nightly took --mamba-max-states-per-path,
-# first released in 0.5.17, though 0.5.16 reached PyPI on 07-25).
-RELEASE_CUT_DAYS = 2
-
-
 def _by_date(engine: str, date: dt.date, shipped: tuple[str, ...], note: str) -> Basis:
     rows = releases(engine)
     before = [r for r in rows if r.date <= date]
@@ -215,8 +209,7 @@ def _by_date(engine: str, date: dt.date, shipped: tuple[str, ...], note: str) ->
     pair = (catalog(engine, before[-1].version) if before else None, catalog(engine, after[0].version))
     if pair[0] is not None and pair[1] is not None:
         return Basis(engine, "bracket", (pair[0], pair[1]),
-                     f"{note}; {date} lies between the releases {before[-1].version} ({before[-1].date}) and {after[0].version} ({after[0].date})",
-                     (after[0].date - date).days <= RELEASE_CUT_DAYS)
+                     f"{note}; {date} lies between the releases {before[-1].version} ({before[-1].date}) and {after[0].version} ({after[0].date})")
     return Basis(engine, "approximate", _nearest(engine, shipped, version_key(after[0].version)), f"{note}; no catalog of a release around {date}")
 
 
@@ -241,6 +234,7 @@ class Engines:
     commands: dict[str, tuple[str, ...]]
     options_files: dict[str, dict[str, str]]   # first catalog of a command -> flag naming an options file -> its engine
     releases: dict[str, str]                   # catalog -> the package whose releases date it
+    unshipped: dict[str, str]                  # engine with no catalog -> why
 
     def parsers(self, cmd: str) -> tuple[str, ...] | None:
         """The catalogs that read a command's flags: its own entry, else the longest entry it starts with
@@ -264,11 +258,19 @@ class Engines:
             if match:
                 versions = {e: v.replace("{1}", match.group(1) or "") if match.groups() else v for e, v in rule.engines.items()}
                 day = _day(match.groupdict().get("date"))
+                commit, named = match.groupdict().get("commit"), match.groupdict().get("version")
+                why = rule.why.replace("{date}", str(day)).replace("{commit}", commit or "").replace("{version}", named or "")
+                if day is not None and named is not None and not _latest_release(rule.nightly, named, day):
+                    return {}, {}, f"the tag names {named} and {day}, but {named} is not the last release on or before that day, so the day does not bound the build"
                 dates = dict.fromkeys(rule.nightly + rule.ships, day) if day is not None else {}
-                commit = match.groupdict().get("commit")
-                why = rule.why.replace("{date}", str(day)).replace("{commit}", commit or "")
                 return versions, dates, why if day is not None or not rule.nightly else f"{why} (its date {match.group('date')} is no calendar day)"
         return {}, {}, "no rule of flags/engines.yaml knows this image" if name else "the cell names no image"
+
+
+def _latest_release(engines: tuple[str, ...], version: str, day: dt.date) -> bool:
+    """Whether `version` is each engine's last release on or before `day` (a tag that names both a version
+    and a day is bounded by the releases around the day only then)."""
+    return all((before := [r for r in releases(e) if r.date <= day]) and before[-1].version == version for e in engines)
 
 
 def _day(text: str | None) -> dt.date | None:
@@ -285,4 +287,5 @@ def engines() -> Engines:
                             str(r.get("source") or r.get("unknown") or ""), tuple(r.get("nightly") or ()), tuple(r.get("ships") or ()))
                   for r in doc["images"])
     return Engines(rules, {cmd: tuple(names) for cmd, names in doc["commands"].items()},
-                   {k: dict(v) for k, v in (doc.get("options_files") or {}).items()}, dict(doc.get("releases") or {}))
+                   {k: dict(v) for k, v in (doc.get("options_files") or {}).items()}, dict(doc.get("releases") or {}),
+                   {k: " ".join(str(v).split()) for k, v in (doc.get("unshipped") or {}).items()})

@@ -13,7 +13,8 @@ A wrapper (`python3 -m dynamo.sglang`) reads its own flags first and hands the r
 
 Which catalogs (`catalog.basis`): the version the image or an install step pins (`exact`); for a nightly
 or dev build, the releases around its date or version (`bracket`: a flag refused by both is a finding,
-by one only a `bracket-only` warning); the newest catalog for a build newer than all of them
+by one only a `bracket-only` warning, and so is one both refuse but the release after them takes: a release
+can be cut days before it is published, so the build may be newer than the upper release's code); the newest catalog for a build newer than all of them
 (`newer-than-catalogs`) or the nearest when nothing dates the build (`approximate`): then a refused
 flag is reported but is not known to stop the server. Each finding is reported once per cell and block.
 """
@@ -28,7 +29,7 @@ from functools import lru_cache
 from typing import Iterable, Literal, Sequence, get_args
 
 from ..render.model import Block
-from .catalog import Basis, Catalog, Option, basis, engines, history, renames, version_key
+from .catalog import Basis, Catalog, Option, basis, engines, history, renames, shipped_versions, version_key
 from .catalog import catalog as load_catalog
 
 FlagClass = Literal["unknown-flag", "removed-in", "ambiguous-abbreviation", "bad-choice", "missing-value", "unexpected-value",
@@ -232,9 +233,13 @@ def _check_bracketed(arg: tuple[str, ...], chain: Sequence[Basis]) -> list[Found
         return [(f, cls, d, label, certain) for f, cls, d, _ in runs[0]]
     refused = [[r for r in run if r[1] in FAILING] for run in runs]
     out: list[Found] = []
-    if refused[0] and refused[1]:
-        out += [(f, cls, d, label, certain and not (cls == "unknown-flag" and chain[-1].near_cut and _in_later_release(f, chain)))
-                for f, cls, d, _ in refused[1]]
+    later = _after_upper(arg, chain, near) if refused[0] and refused[1] else None
+    if later is not None:
+        f, cls, d, where = refused[1][0]
+        out.append((f, "bracket-only", f"{where} and the release before it refuse it ({cls}: {d}), but {later} takes it, and a release "
+                                       "can be cut before the day it is published, so the build may have it", label, certain))
+    elif refused[0] and refused[1]:
+        out += [(f, cls, d, label, certain) for f, cls, d, _ in refused[1]]
     elif refused[0] or refused[1]:
         bad = 0 if refused[0] else 1
         f, cls, d, where = refused[bad][0]
@@ -248,14 +253,27 @@ def _check_bracketed(arg: tuple[str, ...], chain: Sequence[Basis]) -> list[Found
     return out
 
 
-def _in_later_release(flag: str, chain: Sequence[Basis]) -> bool:
-    """Whether a release after the upper one around the build has the flag: a nightly of the days just before
-    its upper release reached PyPI (`Basis.near_cut`) may carry a flag that release lacks, so such a flag is not
-    known to stop the server (a Qwen3.5 GB300 run of the 2026-07-24 nightly took --mamba-max-states-per-path,
-    first released in sglang 0.5.17, after 0.5.16 of 07-25)."""
-    upper = chain[-1].catalogs[-1]
-    name = flag.partition("=")[0]
-    return any(name in c.options for c in history(upper.engine) if version_key(c.version) > version_key(upper.version))
+def _after_upper(arg: tuple[str, ...], chain: Sequence[Basis], near: Near) -> str | None:
+    """The release after the upper one around the build, when it takes the flag both around the build refuse: a
+    release can be cut from the main branch days before it reaches PyPI (InferenceX ran SGLang's 2026-07-24 nightly
+    with --mamba-max-states-per-path, which 0.5.16, published on 07-25, lacks and 0.5.17 has), so the build may be
+    newer than the upper release's code. None when there is no such release or it refuses the flag too."""
+    nexts: list[tuple[str, str] | None] = []
+    named: list[str] = []
+    for b in chain:
+        upper = b.catalogs[-1] if b.catalogs else None
+        if upper is None:
+            nexts.append(None)
+            continue
+        after = [v for v in shipped_versions().get(upper.engine, ()) if version_key(v) > version_key(upper.version)]
+        if b.kind == "bracket" and after:
+            nexts.append((upper.engine, after[0]))
+            named.append(f"{upper.engine} {after[0]}")
+        else:
+            nexts.append((upper.engine, upper.version))
+    if not named or any(cls in FAILING for _, cls, _, _ in _check_arg_once(arg, tuple(nexts), near)):
+        return None
+    return ", ".join(named)
 
 
 Near = tuple[tuple[str, str], ...]   # the (engine, version) catalogs whose names a suggestion draws on
@@ -337,9 +355,9 @@ def _check_in(catalog: Catalog, flag: str, values: list[str], near: Near = ()) -
     if flag.partition("=")[0] in option.obsolete:
         out.append((flag, "deprecated", f"an old name kept as an alias; use {option.name}", label))
     if option.refused:
-        out.append((flag, "removed-in", f"{catalog.version}: {option.refused}{_successor(catalog, option.name, option.replacement)}", label))
+        out.append((flag, "removed-in", f"{catalog.version}: {option.refused}{_successor(catalog, option.name, option.replacement, near)}", label))
     elif option.deprecated:
-        named = _successor(catalog, option.name, option.replacement)
+        named = _successor(catalog, option.name, option.replacement, near)
         out.append((flag, "deprecated", named.removeprefix("; ") if named else "deprecated, no replacement named", label))
     given = ([explicit] if explicit is not None else []) + values
     out += [(flag, cls, detail, label) for cls, detail in _values(option, given)]
@@ -364,9 +382,10 @@ def _count(nargs: int | str) -> str:
     return {0: "no value", 1: "one value", "?": "at most one value", "*": "any number of values", "+": "one or more values"}.get(nargs, f"{nargs} values")
 
 
-def _successor(catalog: Catalog, name: str, replacement: str | None) -> str:
+def _successor(catalog: Catalog, name: str, replacement: str | None, near: Near = ()) -> str:
     """`; use --new` from the engine's source (the replacement a catalog names), else `renames.yaml`
-    (with its source); and whether the successor is an option of `catalog`."""
+    (with its source); and whether the successor is an option of `catalog` or of another parser of the
+    command (`near`: a wrapper's successor may be the engine's flag it hands on)."""
     table = renames(catalog.engine)
     if replacement:
         new, why = replacement, ""
@@ -374,9 +393,26 @@ def _successor(catalog: Catalog, name: str, replacement: str | None) -> str:
         new, why = table[name][0], f" ({table[name][1]})"
     else:
         return ""
-    flag = new.split("=")[0].split(" ")[0]
-    there = f", which {catalog.label} does not have either" if flag.startswith("-") and flag not in catalog.options else ""
+    flags = _spelled_out(new.split("=")[0].split(" ")[0])
+    parsers = [catalog] + [c for key in near if (c := load_catalog(*key)) is not None and c.engine != catalog.engine]
+    missing = [f for f in flags if f.startswith("-") and not any(f in c.options for c in parsers)]
+    labels = [c.label for c in parsers]
+    if missing and len(missing) == len(flags):
+        there = f", which {labels[0]} does not have either" if len(labels) == 1 else f", which neither {' nor '.join(labels)} has"
+    else:
+        there = f"; {' or '.join(labels)} has no {', '.join(missing)}" if missing else ""
     return f"; use {new}{there}{why}"
+
+
+_BRACES = re.compile(r"\{([^{}]*)\}")
+
+
+def _spelled_out(flag: str) -> list[str]:
+    """The flags a help text's `--a-{b,c}` names (`--a-b`, `--a-c`); a flag without braces is itself."""
+    found = _BRACES.search(flag)
+    if found is None:
+        return [flag]
+    return [f for part in found.group(1).split(",") for f in _spelled_out(flag[:found.start()] + part + flag[found.end():])]
 
 
 def _removed(catalog: Catalog, name: str, near: Near = ()) -> Hit | None:
@@ -388,7 +424,7 @@ def _removed(catalog: Catalog, name: str, near: Near = ()) -> Hit | None:
     gone = next(c for c in older + [catalog] if version_key(c.version) > version_key(last.version))
     was = last.options[name]
     # the successor: what the source names, else the option the flag was an alias of (same action) if it lives on
-    successor = _successor(catalog, name, was.replacement or (was.name if was.name != name and was.name in catalog.options else None))
+    successor = _successor(catalog, name, was.replacement or (was.name if was.name != name and was.name in catalog.options else None), near)
     if not successor:
         close = _nearest(name, near or ((catalog.engine, catalog.version),))
         successor = f"; no successor named; nearest: {', '.join(close)}" if close else "; no successor named"
