@@ -299,3 +299,25 @@ def test_whole_tree_rows_resolve_at_their_runners_refs() -> None:
                 assert problem.line > 0, (key, problem)
             checked += 1
     assert checked > 100
+
+
+def test_a_vllm_worker_is_held_to_its_gpus_as_the_pinned_srtctl_does(repos: dict[str, Path | str]) -> None:
+    """vLLM takes --device-ids from 0.25.0 only; srtctl passes it from v1.0.25 (`set_cuda_visible_devices`
+    false), while the refs without that setting (sa-submission-q2-2026 here; v1.0.22, the aflowers/* branches
+    InferenceX's dsv4 b200/b300/gb200 dynamo-vllm configs ran) set CUDA_VISIBLE_DEVICES on a worker on part of a
+    node. A v1 vLLM recipe gets the pinned ref's way, with that source line as origin; an SGLang one nothing."""
+    from cookbookgen.recipes.bundle import EffectiveRecipe
+    from cookbookgen.recipes.runners import Clone
+    from cookbookgen.recipes.srtslurm import Pin, SrtSlurm
+
+    srt = SrtSlurm(Path(repos["srt"]))
+    vllm = EffectiveRecipe("r.yaml", None, {"backend": {"type": "vllm"}}, {})
+    got = {}
+    for name in ("sa", "main"):
+        pin = Pin("runners/launch_x.sh:1", Clone(), str(repos[name]))
+        done = srt.with_defaults(pin, vllm)
+        got[name] = (done.data["backend"].get("set_cuda_visible_devices"), done.origins.get(("backend", "set_cuda_visible_devices")))
+        sglang = srt.with_defaults(pin, EffectiveRecipe("r.yaml", None, {"backend": {"type": "sglang"}}, {}))
+        assert "set_cuda_visible_devices" not in sglang.data["backend"]
+    assert got == {"sa": (True, (f"srt-slurm@{str(repos['sa'])[:12]}/src/srtctl/backends/vllm.py", 2)),
+                   "main": (False, (f"srt-slurm@{str(repos['main'])[:12]}/src/srtctl/backends/vllm.py", 2))}

@@ -23,6 +23,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
+import yaml
+
 from ..errors import CookbookError, Problem
 from .bundle import EffectiveRecipe
 from .gitrepo import CommitView, GitRepo
@@ -60,7 +62,7 @@ class SrtSlurm:
         self.root = root
         self.repo = GitRepo(root)
         self._steps: dict[str, tuple[list[Node], dict[str, str], bool] | Unreadable] = {}
-        self._defaults: dict[tuple[str, str], tuple[str, int, str] | None] = {}
+        self._defaults: dict[tuple[str, str], tuple[Any, int, str] | None] = {}
 
     def view(self, mount: str) -> CommitView | None:
         """The files of the commit a mount name (`srt-slurm@<12 digits>`) names."""
@@ -91,7 +93,7 @@ class SrtSlurm:
         if "backend" not in data or "roles" in data:
             return recipe
         out, origins = copy.deepcopy(data), dict(recipe.origins)
-        for rule in RULES["defaults"]:
+        for rule in _rules_for(data):
             path = tuple(rule["path"])
             holder = out.get(path[0]) if len(path) == 2 else None
             if len(path) != 2 or (holder is not None and not isinstance(holder, dict)) or (holder and path[1] in holder):
@@ -106,6 +108,8 @@ class SrtSlurm:
         cookbookgen renders (rules `defaults`, applied, and `differences`, not applied)."""
         said = []
         for rule in RULES["defaults"]:
+            if "engine" in rule:
+                continue        # of one engine's recipes: `with_defaults` applies it, its origin names the line
             value, line, file = self._default(pin, rule)
             said.append(f"{'.'.join(rule['path'])} defaults to {value} ({file}:{line}; applied where the recipe leaves it unset)")
         for rule in RULES["differences"]:
@@ -116,7 +120,7 @@ class SrtSlurm:
                 said.append(f"{rule['what'].format(value=hit[0])} ({rule['file']}:{hit[1]}; not applied)")
         return f"recipes read from {_described(pin)}; srtctl there: " + "; ".join(said)
 
-    def _default(self, pin: Pin, rule: dict[str, Any]) -> tuple[str, int, str]:
+    def _default(self, pin: Pin, rule: dict[str, Any]) -> tuple[Any, int, str]:
         """The value, line and file of the first of the rule's `sources` that matches at the pinned commit."""
         key = (pin.commit, ".".join(rule["path"]))
         if key not in self._defaults:
@@ -127,7 +131,7 @@ class SrtSlurm:
             raise CookbookError.at(pin.mount, 0, ".".join(rule["path"]), f"cannot read srtctl's default at {_described(pin)} (from {files})")
         return found
 
-    def _match(self, pin: Pin, source: dict[str, str]) -> tuple[str, int, str] | None:
+    def _match(self, pin: Pin, source: dict[str, Any]) -> tuple[Any, int, str] | None:
         view = self.repo.view(pin.commit)
         rel = PurePosixPath(source["file"])
         if view is None or view.kind(rel) != "file":
@@ -136,7 +140,8 @@ class SrtSlurm:
         start = next((i for i, t in enumerate(lines) if source["after"] in t), None) if "after" in source else 0
         if start is None:
             return None
-        return next(((m.group(1), i + 1, source["file"]) for i in range(start, len(lines)) for m in [re.match(source["pattern"], lines[i])] if m), None)
+        return next(((source["value"] if "value" in source else yaml.safe_load(m.group(1)), i + 1, source["file"])
+                     for i in range(start, len(lines)) for m in [re.match(source["pattern"], lines[i])] if m), None)
 
     def pin(self, ix: FileView, ix_time: int | None, entry: ConfigEntry, row: Row, where: Problem) -> Pin:
         pins = []
@@ -202,6 +207,13 @@ class SrtSlurm:
         if isinstance(hit, Unreadable):
             raise hit
         return hit
+
+
+def _rules_for(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `defaults` rules for a v1 recipe: all, but a rule of one `engine` only for that engine's recipes."""
+    backend = data.get("backend")
+    engine = backend.get("type", "sglang") if isinstance(backend, dict) else None
+    return [rule for rule in RULES["defaults"] if rule.get("engine", engine) == engine]
 
 
 def helped(ix: FileView, clone: Clone) -> None:
