@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import replace
+from functools import lru_cache
 from html.parser import HTMLParser
 from typing import Any, Mapping, Sequence
 
@@ -86,7 +87,16 @@ def _parse(html: str) -> _CodeBlocks:
 
 
 def parse_block_text(text: str) -> dict[str, object]:
-    """cmd, args, env, preamble and files of one block's shell text."""
+    """cmd, args, env, preamble and files of one block's shell text (a new dict, with its own env and files)."""
+    parsed = _parsed_text(text)
+    return {**parsed, "env": dict(parsed["env"]), "files": dict(parsed["files"])}     # type: ignore[call-overload]
+
+
+@lru_cache(maxsize=1 << 14)
+def _parsed_text(text: str) -> dict[str, object]:
+    """`parse_block_text`, read once per text: a site shows each block in its page, its point's "Copy all"
+    script and its launch script, and the points of a config share most of their blocks (keyed by the
+    text itself; callers get copies)."""
     lines, files = _strip_heredocs(text.strip("\n").split("\n"))
     lines = _logical_lines(lines)
     start = len(lines) - 1
@@ -135,11 +145,20 @@ def _strip_heredocs(lines: list[str]) -> tuple[list[str], dict[str, str]]:
     return out, files
 
 
-def read_site_blocks(points: Sequence[PublishedPoint], pages: Mapping[Any, str]) -> tuple[tuple[PublishedPoint, ...], tuple[str, ...]]:
-    """`points` with each block's command replaced by the one the HTML shows, and notes on what was not found."""
+def page_codes(pages: Mapping[Any, str]) -> tuple[dict[Key, str], dict[str, str]]:
+    """The code blocks of the pages (`code_blocks`) and their code elements by id (`code_by_id`), each page parsed once."""
     found: dict[Key, str] = {}
+    by_id: dict[str, str] = {}
     for html in pages.values():
-        found.update(code_blocks(html))
+        parsed = _parse(html)
+        found.update(parsed.found)
+        by_id.update(parsed.by_id)
+    return found, by_id
+
+
+def read_site_blocks(points: Sequence[PublishedPoint], found: Mapping[Key, str]) -> tuple[tuple[PublishedPoint, ...], tuple[str, ...]]:
+    """`points` with each block's command replaced by the one the HTML shows (`found`: the pages' code
+    blocks, `page_codes`), and notes on what was not found."""
     if not found:
         note = ("the site's HTML code blocks carry no data-cell / data-point / data-block attributes; "
                 "compared the commands of cookbook.json instead")
@@ -150,7 +169,7 @@ def read_site_blocks(points: Sequence[PublishedPoint], pages: Mapping[Any, str])
     return tuple(out), notes
 
 
-def _from_html(point: PublishedPoint, found: dict[Key, str]) -> PublishedPoint:
+def _from_html(point: PublishedPoint, found: Mapping[Key, str]) -> PublishedPoint:
     """The point as its page shows it; a block whose code the page leaves out shows no command (the
     point's other blocks are on the page, so the reader cannot copy this one)."""
     keys = [(point.cell, point.point_id or "", i) for i in range(len(point.blocks))]
