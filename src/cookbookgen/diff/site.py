@@ -105,12 +105,21 @@ def _parsed_text(text: str) -> dict[str, object]:
     preamble = tuple(line for line in lines[:start] if line.strip() and not line.lstrip().startswith("#"))
     body = [line.removesuffix(" \\") for line in lines[start:]]
     env: dict[str, str] = {}
-    while len(body) > 1 and _ENV.match(body[0]) and len(shlex.split(body[0])) == 1:
-        name, _, value = shlex.split(body.pop(0))[0].partition("=")
+    while len(body) > 1 and _ENV.match(body[0]) and len(_split(body[0])) == 1:
+        name, _, value = _split(body.pop(0))[0].partition("=")
         env[name] = value
     cmd = body[0].strip() if body else ""
-    args = tuple(tuple(shlex.split(line)) for line in body[1:] if line.strip())
+    args = tuple(tuple(_split(line)) for line in body[1:] if line.strip())
     return {"cmd": cmd, "args": args, "env": env, "preamble": preamble, "files": files}
+
+
+_PLAIN = re.compile(r"[ \t!#-&(-\[\]-~]*")     # printable ASCII, spaces and tabs, but no quote or backslash
+
+
+def _split(line: str) -> list[str]:
+    """`shlex.split(line)`; a line of only plain characters (`_PLAIN`: no quoting, no whitespace but
+    spaces and tabs), as most flag lines are, is split on its whitespace directly, which is the same."""
+    return line.split() if _PLAIN.fullmatch(line) else shlex.split(line)
 
 
 def _logical_lines(lines: list[str]) -> list[str]:
@@ -120,7 +129,7 @@ def _logical_lines(lines: list[str]) -> list[str]:
     for line in lines:
         pending.append(line)
         try:
-            shlex.split(" ".join(pending).removesuffix(" \\"))
+            _split(" ".join(pending).removesuffix(" \\"))
         except ValueError:      # a quote still open: the value goes on on the next line
             continue
         out.append("\n".join(pending))
