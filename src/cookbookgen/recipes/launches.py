@@ -159,7 +159,10 @@ class ScriptRuns:
                 todo[key] = (pointed, shown, variables)
         if len(todo) < 2:
             return
-        sandbox()           # probed once, before the threads
+        try:
+            sandbox()       # probed once, before the threads
+        except CookbookError:       # a host without what the sandbox needs: each point's `capture` says so
+            return
         with ThreadPoolExecutor(min(self.WORKERS, len(todo))) as pool:
             for key, done in zip(todo, pool.map(lambda job: self._attempt(*job), todo.values())):
                 if done is not None:
