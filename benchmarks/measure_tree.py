@@ -52,6 +52,7 @@ def measure(root: Path, only: set[str] | None = None, recipes: Path | None = Non
             config["refused"] = _reason(exc)
             continue
         memo = RunMemo()
+        ws.prefetch(entry)
         for row in rows:
             for conc in row.concs:
                 point: dict[str, Any] = {"id": f"{row.slug}/c{conc}", "refused": None}

@@ -119,7 +119,7 @@ def test_unknown_recipe_key_names_the_allowed_ones(tmp_path: Path, capsys: pytes
     recipe = tmp_path / "r.yaml"
     recipe.write_text("schema: 2\nmodel: {path: 'hf:x/y'}\nroles:\n  agg:\n    replicas: 2\n")
     line = error_of(capsys, ["render", "--recipe", str(recipe)])
-    assert line == f"cookbookgen: error: {recipe}:5: roles.agg.replicas: unknown key 'replicas'; expected one of: nodes, workers, gpus, env, args, kv_events"
+    assert line == f"cookbookgen: error: {recipe}:5: roles.agg.replicas: unknown key 'replicas'; expected one of: nodes, workers, gpus, env, args, kv_events, extra_args"
 
 
 def test_unknown_manifest_key_names_the_closest_allowed_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,14 +6,16 @@ import argparse
 import html
 import io
 import json
+import shlex
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 from cookbookgen.cells.assemble import load_cookbook
 from cookbookgen.cells.model import Cookbook
 from cookbookgen.commands.diff import run_diff
-from cookbookgen.diff.site import code_blocks, parse_block_text
+from cookbookgen.diff.site import _split, code_blocks, parse_block_text
 from cookbookgen.pipeline import render_all_points
 from cookbookgen.policy.rules import load_policy
 from cookbookgen.recipes.workspace import Workspace
@@ -156,3 +158,33 @@ def test_a_label_that_contradicts_the_options_is_caught(tmp_path: Path, cookbook
     bad = {(f["item"], f["recipe"], f["cookbook"]) for f in json.loads(out.getvalue())["findings"] if f["cls"] == "mismatch"}
     assert status == 1 and bad == {("label prefill", "DEP4", "TP1"), ("label decode", "DEP16", "TP1"),
                                    ("label prefill GPUs", "4", "1"), ("label decode GPUs", "16", "1")}
+
+
+_SHELL_CHARS = [chr(c) for c in range(0x20, 0x7f)] + ["\t", "\n", "\r", "\x0b", "\x0c", "\x1f", "\xa0", "\u2003", "é"]
+
+
+@given(st.text(alphabet=st.sampled_from(_SHELL_CHARS), max_size=60))
+def test_split_is_shlex_split(line: str) -> None:
+    """The site reader's fast split of plain lines gives what `shlex.split` gives, and fails where it fails."""
+    try:
+        want: object = shlex.split(line)
+    except ValueError as exc:
+        want = str(exc)
+    try:
+        got: object = _split(line)
+    except ValueError as exc:
+        got = str(exc)
+    assert got == want
+
+
+def test_parse_block_text_gives_each_caller_its_own_dicts() -> None:
+    """A block text read again comes from the memo, but as new env and files dicts: changing one caller's
+    copy never changes what the next caller reads."""
+    text = "cat > a.json <<'EOF'\n{}\nEOF\nA=1 \\\nB='x y' \\\nexec python3 -m m \\\n  --flag 'a b' \\\n  --n 2"
+    first = parse_block_text(text)
+    first["env"]["A"] = "changed"          # type: ignore[index]
+    first["files"]["a.json"] = "changed"   # type: ignore[index]
+    first["cmd"] = "changed"
+    again = parse_block_text(text)
+    assert again == {"cmd": "exec python3 -m m", "args": (("--flag", "a b"), ("--n", "2")), "env": {"A": "1", "B": "x y"},
+                     "preamble": (), "files": {"a.json": "{}\n"}}

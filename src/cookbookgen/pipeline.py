@@ -42,6 +42,7 @@ def render_all_points(ws: Workspace, policy: Policy, key: str, settings: bool = 
     check_framework(entry)
     out = []
     memo = RunMemo()        # the points of the config share what their recipes share
+    ws.prefetch(entry)
     for row in entry.rows:
         for conc in row.concs:
             resolved = ws.point(entry, row, conc)

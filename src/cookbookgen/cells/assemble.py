@@ -141,6 +141,7 @@ def _tolerant_cells(manifest: Manifest, source: ConfigSource, ws: Workspace, pol
         out: list[RenderedPoint] = []
         said: list[Refused] = []
         memo = RunMemo()
+        ws.prefetch(entry)
         for row in entry.rows:
             for conc in row.concs:
                 try:

@@ -66,6 +66,7 @@ def resolve_config(ws: Workspace, key: str, refused: dict[str, str] | None = Non
     """The config's points; with `refused`, a point that cannot be resolved is put there (point id ->
     its located reason) instead of stopping the check."""
     entry = ws.entry(key)
+    ws.prefetch(entry)
     out = []
     for row in entry.rows:
         for conc in row.concs:

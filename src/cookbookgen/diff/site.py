@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import replace
+from functools import lru_cache
 from html.parser import HTMLParser
 from typing import Any, Mapping, Sequence
 
@@ -86,7 +87,16 @@ def _parse(html: str) -> _CodeBlocks:
 
 
 def parse_block_text(text: str) -> dict[str, object]:
-    """cmd, args, env, preamble and files of one block's shell text."""
+    """cmd, args, env, preamble and files of one block's shell text (a new dict, with its own env and files)."""
+    parsed = _parsed_text(text)
+    return {**parsed, "env": dict(parsed["env"]), "files": dict(parsed["files"])}     # type: ignore[call-overload]
+
+
+@lru_cache(maxsize=1 << 14)
+def _parsed_text(text: str) -> dict[str, object]:
+    """`parse_block_text`, read once per text: a site shows each block in its page, its point's "Copy all"
+    script and its launch script, and the points of a config share most of their blocks (keyed by the
+    text itself; callers get copies)."""
     lines, files = _strip_heredocs(text.strip("\n").split("\n"))
     lines = _logical_lines(lines)
     start = len(lines) - 1
@@ -95,12 +105,21 @@ def parse_block_text(text: str) -> dict[str, object]:
     preamble = tuple(line for line in lines[:start] if line.strip() and not line.lstrip().startswith("#"))
     body = [line.removesuffix(" \\") for line in lines[start:]]
     env: dict[str, str] = {}
-    while len(body) > 1 and _ENV.match(body[0]) and len(shlex.split(body[0])) == 1:
-        name, _, value = shlex.split(body.pop(0))[0].partition("=")
+    while len(body) > 1 and _ENV.match(body[0]) and len(_split(body[0])) == 1:
+        name, _, value = _split(body.pop(0))[0].partition("=")
         env[name] = value
     cmd = body[0].strip() if body else ""
-    args = tuple(tuple(shlex.split(line)) for line in body[1:] if line.strip())
+    args = tuple(tuple(_split(line)) for line in body[1:] if line.strip())
     return {"cmd": cmd, "args": args, "env": env, "preamble": preamble, "files": files}
+
+
+_PLAIN = re.compile(r"[ \t!#-&(-\[\]-~]*")     # printable ASCII, spaces and tabs, but no quote or backslash
+
+
+def _split(line: str) -> list[str]:
+    """`shlex.split(line)`; a line of only plain characters (`_PLAIN`: no quoting, no whitespace but
+    spaces and tabs), as most flag lines are, is split on its whitespace directly, which is the same."""
+    return line.split() if _PLAIN.fullmatch(line) else shlex.split(line)
 
 
 def _logical_lines(lines: list[str]) -> list[str]:
@@ -110,7 +129,7 @@ def _logical_lines(lines: list[str]) -> list[str]:
     for line in lines:
         pending.append(line)
         try:
-            shlex.split(" ".join(pending).removesuffix(" \\"))
+            _split(" ".join(pending).removesuffix(" \\"))
         except ValueError:      # a quote still open: the value goes on on the next line
             continue
         out.append("\n".join(pending))
@@ -135,11 +154,20 @@ def _strip_heredocs(lines: list[str]) -> tuple[list[str], dict[str, str]]:
     return out, files
 
 
-def read_site_blocks(points: Sequence[PublishedPoint], pages: Mapping[Any, str]) -> tuple[tuple[PublishedPoint, ...], tuple[str, ...]]:
-    """`points` with each block's command replaced by the one the HTML shows, and notes on what was not found."""
+def page_codes(pages: Mapping[Any, str]) -> tuple[dict[Key, str], dict[str, str]]:
+    """The code blocks of the pages (`code_blocks`) and their code elements by id (`code_by_id`), each page parsed once."""
     found: dict[Key, str] = {}
+    by_id: dict[str, str] = {}
     for html in pages.values():
-        found.update(code_blocks(html))
+        parsed = _parse(html)
+        found.update(parsed.found)
+        by_id.update(parsed.by_id)
+    return found, by_id
+
+
+def read_site_blocks(points: Sequence[PublishedPoint], found: Mapping[Key, str]) -> tuple[tuple[PublishedPoint, ...], tuple[str, ...]]:
+    """`points` with each block's command replaced by the one the HTML shows (`found`: the pages' code
+    blocks, `page_codes`), and notes on what was not found."""
     if not found:
         note = ("the site's HTML code blocks carry no data-cell / data-point / data-block attributes; "
                 "compared the commands of cookbook.json instead")
@@ -150,7 +178,7 @@ def read_site_blocks(points: Sequence[PublishedPoint], pages: Mapping[Any, str])
     return tuple(out), notes
 
 
-def _from_html(point: PublishedPoint, found: dict[Key, str]) -> PublishedPoint:
+def _from_html(point: PublishedPoint, found: Mapping[Key, str]) -> PublishedPoint:
     """The point as its page shows it; a block whose code the page leaves out shows no command (the
     point's other blocks are on the page, so the reader cannot copy this one)."""
     keys = [(point.cell, point.point_id or "", i) for i in range(len(point.blocks))]

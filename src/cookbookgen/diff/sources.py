@@ -264,7 +264,7 @@ def read_site(site: Path) -> Published:
     """The site's `cookbook.json` for pairing and topology, with each block's command as its HTML shows it;
     and a mismatch wherever another copyable form of a point (its "Copy all" script, its `launch-*.sh`,
     its `cookbook.json` blocks) says other commands than its page."""
-    from .site import code_by_id, read_site_blocks
+    from .site import page_codes, read_site_blocks
 
     found = sorted(site.rglob("cookbook.json"), key=lambda p: (len(p.parts), str(p)))
     if not found:
@@ -272,8 +272,8 @@ def read_site(site: Path) -> Published:
     data = _json(_text(found[0]), str(found[0]))
     base = published_from_json(data, str(found[0]))
     html = {p: _text(p) for p in sorted(site.rglob("*.html"))}
-    points, notes = read_site_blocks(base.points, html)
-    by_id = {k: v for text in html.values() for k, v in code_by_id(text).items()}
+    codes, by_id = page_codes(html)
+    points, notes = read_site_blocks(base.points, codes)
     findings = _copy_forms(data, found[0].parent, points, base.points, by_id) if isinstance(data, dict) else []
     return Published(str(site), "site", points, base.variants, notes, tuple(findings), base.refused)
 

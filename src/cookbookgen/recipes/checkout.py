@@ -152,14 +152,20 @@ def entry_days(versions: Iterable[tuple[dt.date, bytes | None]]) -> dict[int, dt
     from (commit day, changelog bytes or None) newest first, one per first-parent commit."""
     newest: dict[str, int] | None = None
     days: dict[str, dt.date] = {}
+    alive: set[str] = set()
+    last: tuple[dt.date, bytes | None] | None = None        # the previous commit's day and changelog
     for day, data in versions:
-        names = _entries(data.decode("utf-8", "replace")) if data is not None else {}
-        if newest is None:
-            newest = names
-            alive = set(names)
-        alive &= set(names)
-        if not alive:
-            break
-        for name in alive:
-            days[name] = day
+        if last is None or data != last[1]:       # most commits leave the changelog as it was: each version is read once
+            names = _entries(data.decode("utf-8", "replace")) if data is not None else {}
+            if newest is None:
+                newest, alive = names, set(names)
+            gone = alive - names.keys()
+            for name in gone:
+                days[name] = last[0] if last is not None else day     # the oldest day it was still there
+            alive -= gone
+            if not alive:
+                break
+        last = day, data
+    for name in alive:
+        days[name] = last[0] if last is not None else dt.date.min
     return {line: days[name] for name, line in (newest or {}).items() if name in days}

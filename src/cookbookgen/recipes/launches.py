@@ -29,13 +29,16 @@ I/O: through `recipes.script` only (the script's files arrive as bytes, `script.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 import shlex
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Iterable
 
 import yaml
 
@@ -44,7 +47,7 @@ from .bundle import EffectiveRecipe
 from .load import package_yaml
 from .master import ConfigEntry, Row
 from .merge import Origins, node_paths
-from .script import Capture, Launch, ScriptFiles, run_script
+from .script import Capture, Launch, ScriptFiles, run_script, sandbox
 
 RawYaml = Any
 RENDERED = ("sglang", "sglang-router", "vllm", "trtllm", "atom")
@@ -124,17 +127,86 @@ def dram_note(entry: ConfigEntry, runners: RawYaml) -> str | None:
             f"the scenario's dram-utilization {rows[0].extra.get('dram-utilization')}; size them to your nodes' free memory.")
 
 
-def script_recipe(script: ScriptFiles, shown: str, entry: ConfigEntry, row: Row, conc: int, runners: RawYaml = None) -> EffectiveRecipe:
-    variables, capture = script_capture(script, shown, entry, row, conc, runners)
+def script_recipe(script: ScriptFiles, shown: str, entry: ConfigEntry, row: Row, conc: int, runners: RawYaml = None,
+                  runs: ScriptRuns | None = None) -> EffectiveRecipe:
+    variables, capture = script_capture(script, shown, entry, row, conc, runners, runs)
     return recipe_from_capture(capture, shown, variables)
 
 
 def script_capture(script: ScriptFiles, shown: str, entry: ConfigEntry, row: Row, conc: int,
-                   runners: RawYaml = None) -> tuple[dict[str, str], Capture]:
-    """The variables the point's script runs with and what it launched (module docstring)."""
+                   runners: RawYaml = None, runs: ScriptRuns | None = None) -> tuple[dict[str, str], Capture]:
+    """The variables the point's script runs with and what it launched (module docstring); `runs`:
+    the run's earlier sandbox runs (`ScriptRuns`)."""
     variables = script_variables(entry, row, conc, runners)
-    capture = run_script(_pointed_files(script), shown, variables)
-    return variables, _shown_paths(capture, "/workspace/" + str(PurePosixPath(script.main).parent), str(PurePosixPath(shown).parent))
+    return variables, (runs or ScriptRuns()).capture(script, shown, variables)
+
+
+class ScriptRuns:
+    """The sandbox runs of one cookbookgen run: each distinct script and variables runs once, and its
+    capture (or the located error it ended with) is kept for the run under a key of content: the files
+    the sandbox is given, how reports name the script, the variables (never an object's identity).
+    `prefetch` starts a batch of runs several at once: a run spends most of its time waiting for
+    bubblewrap to make and end its namespaces and for the script's processes, not on a core."""
+
+    WORKERS = 4     # sandboxes at once (each within the sandbox's own process and memory limits)
+
+    def __init__(self) -> None:
+        self._pointed: dict[str, ScriptFiles] = {}             # digest of a script's files -> them as the sandbox gets them
+        self._done: dict[str, Capture | tuple[Problem, ...]] = {}
+
+    def capture(self, script: ScriptFiles, shown: str, variables: dict[str, str]) -> Capture:
+        key, pointed = self._job(script, shown, variables)
+        done = self._done.get(key)
+        if done is None:
+            done = self._done[key] = self._run(pointed, shown, variables)
+        if isinstance(done, tuple):
+            raise CookbookError(done)
+        return done
+
+    def prefetch(self, jobs: Iterable[tuple[ScriptFiles, str, dict[str, str]]]) -> None:
+        """Run the jobs (script, how reports name it, variables) not run yet, several at once; a run
+        that fails other than with a located error is left to `capture`, which runs it again."""
+        todo: dict[str, tuple[ScriptFiles, str, dict[str, str]]] = {}
+        for script, shown, variables in jobs:
+            key, pointed = self._job(script, shown, variables)
+            if key not in self._done:
+                todo[key] = (pointed, shown, variables)
+        if len(todo) < 2:
+            return
+        try:
+            sandbox()       # probed once, before the threads
+        except CookbookError:       # a host without what the sandbox needs: each point's `capture` says so
+            return
+        with ThreadPoolExecutor(min(self.WORKERS, len(todo))) as pool:
+            for key, done in zip(todo, pool.map(lambda job: self._attempt(*job), todo.values())):
+                if done is not None:
+                    self._done[key] = done
+
+    def _job(self, script: ScriptFiles, shown: str, variables: dict[str, str]) -> tuple[str, ScriptFiles]:
+        files = hashlib.sha256(script.main.encode())
+        for name, data in sorted(script.files.items()):
+            files.update(b"\0%d\0%s\0" % (len(data), name.encode("utf-8", "surrogateescape")) + data)
+        digest = files.hexdigest()
+        pointed = self._pointed.get(digest)
+        if pointed is None:
+            pointed = self._pointed[digest] = _pointed_files(script)
+        key = hashlib.sha256(json.dumps([digest, shown, sorted(variables.items())]).encode()).hexdigest()
+        return key, pointed
+
+    @staticmethod
+    def _run(pointed: ScriptFiles, shown: str, variables: dict[str, str]) -> Capture | tuple[Problem, ...]:
+        try:
+            capture = run_script(pointed, shown, variables)
+        except CookbookError as exc:
+            return exc.problems
+        return _shown_paths(capture, "/workspace/" + str(PurePosixPath(pointed.main).parent), str(PurePosixPath(shown).parent))
+
+    @classmethod
+    def _attempt(cls, pointed: ScriptFiles, shown: str, variables: dict[str, str]) -> Capture | tuple[Problem, ...] | None:
+        try:
+            return cls._run(pointed, shown, variables)
+        except Exception:       # noqa: BLE001 - not a located error: `capture` runs it again and raises it where it belongs
+            return None
 
 
 def _pointed_files(script: ScriptFiles) -> ScriptFiles:

@@ -15,7 +15,7 @@ from ..text import unknown
 from .bundle import EffectiveRecipe, apply_overrides, select, variant_names
 from .changelog import Changelog, read_changelog
 from .checkout import Checkout
-from .launches import script_recipe
+from .launches import ScriptRuns, script_recipe, script_variables
 from .load import MAX_BYTES, Document, Shadowed, parse_yaml_bytes, read_yaml_file
 from .master import ConfigEntry, Row, read_entries
 from .script import ScriptFiles
@@ -71,6 +71,7 @@ class Workspace:
         self._selected: dict[tuple[PurePosixPath, str | None], EffectiveRecipe] = {}
         self._recipe_paths: dict[str, PurePosixPath] = {}
         self._scripts: dict[PurePosixPath, ScriptFiles] = {}
+        self._runs = ScriptRuns()             # each distinct script + variables runs once per run
         self._points: dict[tuple[str, int, int], ResolvedPoint] = {}
         self._masters: set[PurePosixPath] = set()
         self._changelog: Changelog | None = None
@@ -205,7 +206,7 @@ class Workspace:
             return self._points[key]
         path = self.recipe_path(entry, row)
         if path.suffix == ".sh":            # a single-node benchmark script: run in a sandbox
-            recipe = script_recipe(self.script_files(path), self.shown(path), entry, row, conc, self.runners(entry))
+            recipe = script_recipe(self.script_files(path), self.shown(path), entry, row, conc, self.runners(entry), self._runs)
         else:
             recipe = self.selected(path, self.selector(entry, row, conc))
             pin = self._pins.get((entry.key, row.index))
@@ -216,6 +217,24 @@ class Workspace:
         if memo:
             self._points[key] = point
         return point
+
+    def prefetch(self, entry: ConfigEntry) -> None:
+        """Run the benchmark scripts of every point of `entry` several at once (`ScriptRuns.prefetch`),
+        before its points are resolved one by one; what cannot be read here is left to `point` to report."""
+        jobs = []
+        try:
+            rows = entry.rows
+        except CookbookError:
+            return
+        for row in rows:
+            try:
+                path = self.recipe_path(entry, row)
+                if path.suffix == ".sh":
+                    script, runners = self.script_files(path), self.runners(entry)
+                    jobs += [(script, self.shown(path), script_variables(entry, row, conc, runners)) for conc in row.concs]
+            except CookbookError:
+                continue
+        self._runs.prefetch(jobs)
 
     def selector(self, entry: ConfigEntry, row: Row, conc: int) -> str | None:
         """The variant of the row's recipe file that the point uses: the one the master config names,
