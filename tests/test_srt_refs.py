@@ -321,3 +321,28 @@ def test_a_vllm_worker_is_held_to_its_gpus_as_the_pinned_srtctl_does(repos: dict
         assert "set_cuda_visible_devices" not in sglang.data["backend"]
     assert got == {"sa": (True, (f"srt-slurm@{str(repos['sa'])[:12]}/src/srtctl/backends/vllm.py", 2)),
                    "main": (False, (f"srt-slurm@{str(repos['main'])[:12]}/src/srtctl/backends/vllm.py", 2))}
+
+
+def test_build_and_diff_read_the_runners_recipes_too(repos: dict[str, Path | str], tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A whole-checkout `build --recipes` publishes the point whose recipe lives in the runner's srt-slurm
+    checkout (with that srtctl's request plane), and `diff --recipes` of that site against the same
+    checkout is at parity; without --recipes the diff cannot pair it. The render cache keeps the two apart:
+    a build without --recipes after one with it does not reuse its cells."""
+    import json
+
+    site, cache = tmp_path / "site", tmp_path / "cache"
+    argv = ["build", "--source", str(repos["ix"]), "--out", str(site), "--cache", str(cache), "--date", "2026-12-07"]
+    assert main([*argv, "--recipes", str(repos["srt"])]) == 0
+    capsys.readouterr()
+    published = json.dumps(json.loads((site / "cookbook.json").read_text()))
+    assert f"srt-slurm@{str(repos['sa'])[:12]}/{RECIPE}" in published and '"DYN_REQUEST_PLANE": "nats"' in published
+    diff = ["diff", "--cookbook", str(site), "--source", str(repos["ix"]), "--allow-unpaired"]
+    assert main([*diff, "--recipes", str(repos["srt"])]) == 0
+    assert capsys.readouterr().out.startswith("cookbookgen diff: PASS")
+    assert main(diff) == 1
+    capsys.readouterr()
+    assert main(argv) == 0          # no --recipes: the runner's recipe is not found, nothing reused from the build above
+    assert f"srt-slurm@{str(repos['sa'])[:12]}" not in (site / "cookbook.json").read_text()
+    assert main(["build", "--recipes", str(repos["srt"]), "--out", str(tmp_path / "other")]) == 2
+    assert "--recipes: only with --source" in capsys.readouterr().err

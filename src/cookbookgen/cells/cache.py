@@ -21,7 +21,8 @@ The key of a config is the sha256 of, in order:
 - the checkout root, the manifest's `repo`, the config's manifest entry (provenance, metrics, notes)
   and the latest perf-changelog PR naming the key;
 - the master entry (its file name and YAML data, values with their types and spelling);
-- for every recipe file the rows name: its path in the checkout and its bytes.
+- for every recipe file the rows name: its path in the checkout, the srt-slurm commit a runner's checkout
+  pins for it (`--recipes`: that srtctl's defaults apply, even to a file the tree copies over it) and its bytes.
 Rendering reads nothing else, so equal keys mean equal cells: a hit is byte-identical to a fresh
 render. Errors are never cached (a config that fails is rendered, and fails, every time). An entry
 that cannot be read is a miss. Entries are written to a temporary file and renamed into place.
@@ -144,7 +145,7 @@ class RenderCache:
             row = next(r for r in entry.rows if r.recipe.path == ref)
             try:
                 path = ws.recipe_path(entry, row)
-                h.update(ws.shown(path).encode() + b"\0")
+                h.update(ws.shown(path).encode() + b"\0" + (ws.pinned_commit(entry, row) or "").encode() + b"\0")
                 h.update(hashlib.sha256(ws.read_bytes(path)).digest())
             except CookbookError:
                 return None

@@ -44,6 +44,8 @@ def register(subparsers: Any) -> None:
     d.add_argument("--allow-unpaired", action="store_true", help="report unpaired cells without failing (exit 0 when nothing mismatches)")
     d.add_argument("--verbose", action="store_true", help="also list every config and point with its count per role and class, and the excluded settings")
     d.add_argument("--explain", metavar="CLASS", help="print what a finding class or unpaired reason means, and exit")
+    d.add_argument("--recipes", type=Path, metavar="DIR", help="an srt-slurm git repository: multi-node rows' CONFIG_FILE recipes are "
+                                                                "read from the checkout their runner makes of it (as build --recipes)")
     d.add_argument("--logs", type=Path, metavar="DIR", help="also compare with the workers' ServerArgs log lines and srt-slurm config*.yaml under DIR")
     d.add_argument("--format", choices=["text", "json", "markdown"], default="text", help="report format (default: text)")
     d.add_argument("--policy", type=Path, metavar="FILE", help="extra policy rules (YAML), applied before the shipped ones")
@@ -123,6 +125,7 @@ def _report(args: argparse.Namespace, path: Path, fmt: str, color: bool, workspa
     from ..diff.report import as_markdown, as_text
     from ..diff.sources import read_cookbook
     from ..policy.rules import load_policy
+    from ..recipes.workspace import Workspace
 
     extra = getattr(args, "policy", None)
     only = getattr(args, "config", None)
@@ -130,7 +133,10 @@ def _report(args: argparse.Namespace, path: Path, fmt: str, color: bool, workspa
     cookbook = read_cookbook(path, load_policy(extra) if extra else None, workspaces, cache)
     policy = cookbook.policy if cookbook.policy is not None else load_policy(extra or cookbook.policy_file)
     source = _checkout(args, cookbook, previous)
-    trees = _git_trees(source)
+    recipes = getattr(args, "recipes", None)
+    trees = _git_trees(source, recipes)
+    if trees is None and recipes is not None:
+        workspaces.setdefault(source.resolve(), Workspace(source.resolve(), recipes))
     ws = workspace_for(source, workspaces) if trees is None else trees.head
     published = replace(cookbook.source, cell=getattr(args, "cell", None))
     what = (published.name, published.kind, trees.name if trees else ws.checkout.name)
@@ -144,9 +150,9 @@ def _report(args: argparse.Namespace, path: Path, fmt: str, color: bool, workspa
     return text, result.tally, what, source
 
 
-def _git_trees(source: Path) -> GitTrees | None:
+def _git_trees(source: Path, recipes: Path | None = None) -> GitTrees | None:
     """With `--source` a git repository, each cell is read at its cited commit, from the repository's
-    objects (`recipes.gitrepo`; None: a plain folder)."""
+    objects (`recipes.gitrepo`; None: a plain folder); `recipes`: see `Workspace`."""
     from ..diff.check import GitTrees
     from ..recipes.view import is_git_repository
     from ..recipes.workspace import Workspace
@@ -163,7 +169,7 @@ def _git_trees(source: Path) -> GitTrees | None:
         if view is None:
             return None, f"{source}@{commit}"
         if view.sha not in made:
-            made[view.sha] = Workspace(view)
+            made[view.sha] = Workspace(view, recipes)
         return made[view.sha], view.name
     head, _ = at("HEAD")
     if head is None:

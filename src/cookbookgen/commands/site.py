@@ -54,6 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    help="build every config of this InferenceX checkout, without a manifest: provenance from its perf-changelog, "
                         "each config or point that cannot be rendered listed on the home page")
     b.add_argument("--strict", action="store_true", help="with --source: exit 1 when any config or point is refused (for CI)")
+    b.add_argument("--recipes", type=Path, metavar="DIR", help="with --source: an srt-slurm git repository; multi-node rows' "
+                                                                "CONFIG_FILE recipes are read from the checkout their runner makes of it")
     b.add_argument("--out", type=Path, default=Path("site"), help="output folder, replaced atomically when it is new, empty or a site cookbookgen built "
                                                                      "(refused if it holds other files); default: site")
     b.add_argument("--date", type=_date, help="generated-on date YYYY-MM-DD (reproducible builds); default: the manifest's generated_on, else today")
@@ -96,12 +98,20 @@ def _manifest(args: argparse.Namespace) -> Path:
     return path
 
 
+def _recipes(args: argparse.Namespace) -> Path | None:
+    recipes = getattr(args, "recipes", None)
+    if recipes is not None and getattr(args, "source", None) is None:
+        raise CookbookError.usage("--recipes", "only with --source: a manifest's configs name their recipes in its checkout")
+    return Path(recipes) if recipes is not None else None
+
+
 def run_build(args: argparse.Namespace) -> int:
     from ..publish.site import build_site, stop_on_signals
 
     cache = None if getattr(args, "no_cache", False) else (getattr(args, "cache", None) or args.out.absolute().parent / ".cookbookgen-cache")
     with stop_on_signals():
-        result = build_site(_manifest(args), args.out, _dates(args), cache=cache, keep_docs=getattr(args, "keep_docs", None))
+        result = build_site(_manifest(args), args.out, _dates(args), cache=cache, keep_docs=getattr(args, "keep_docs", None),
+                            recipes=_recipes(args))
     how = "" if result.rebuilt is None else f"; incremental: MkDocs processed {result.rebuilt} changed file(s)"
     print(f"built {result.pages} model page(s), {result.scripts} launch scripts ({result.files} files) "
           f"into {result.out} in {result.seconds:.1f} s{how}", file=sys.stderr)

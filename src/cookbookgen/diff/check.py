@@ -210,16 +210,24 @@ def _unpaired(ws: Workspace, key: str) -> tuple[UnpairedReason, str] | None:
     entry = ws.entries().get(key)
     if entry is None:
         return "no-master-entry", key
+    problems = []
     try:
         check_framework(entry)
-        for row in entry.rows:
-            ws.recipe_path(entry, row)
+        for row in entry.rows:      # a row whose recipe is missing leaves only its own points unrendered
+            try:
+                ws.recipe_path(entry, row)
+                return None
+            except ObjectMissing:
+                raise
+            except CookbookError as exc:
+                problems.append(exc.problems[0])
     except ObjectMissing:
         raise
     except CookbookError as exc:
-        problem = exc.problems[0]
-        return ("framework-unsupported" if problem.key_path.endswith("framework") else "recipe-missing"), problem.message
-    return None
+        problems.append(exc.problems[0])
+    if not problems:
+        return None
+    return ("framework-unsupported" if problems[0].key_path.endswith("framework") else "recipe-missing"), problems[0].message
 
 
 def check(source: Source, ws: Workspace, policy: Policy, only: str | None = None, trees: GitTrees | None = None) -> DiffResult:

@@ -64,6 +64,7 @@ from ..cells.cache import RenderCache, cache_run, check_cache, code_fingerprint,
 from ..cells.manifest import read_manifest, source_root
 from ..cells.model import Cookbook
 from ..cells.variants import with_variants
+from ..recipes.workspace import Workspace
 from ..errors import CookbookError, Problem
 from ..files import write_atomic
 from ..project import project_root
@@ -190,15 +191,17 @@ def swap_in(new: Path, out: Path, scratch: Path) -> None:
 
 
 def build_site(manifest: Path, out: Path, dates: Dates = Dates(), show_progress: bool | None = None,
-               cache: Path | None = None, keep_docs: Path | None = None) -> BuildResult:
+               cache: Path | None = None, keep_docs: Path | None = None, recipes: Path | None = None) -> BuildResult:
     """Load the manifest, then `publish` (see the module docstring). With `cache`, configs whose inputs
-    are unchanged are not rendered again (`cells.cache`) and MkDocs rebuilds only changed pages."""
+    are unchanged are not rendered again (`cells.cache`) and MkDocs rebuilds only changed pages; `recipes`:
+    the srt-slurm repository a whole-checkout build reads its runners' recipes from (`Workspace`)."""
     started = time.perf_counter()
     root = project_root()
     check_paths(out, cache, keep_docs)
     with cache_run(cache) as renders, _progress(sys.stderr.isatty() if show_progress is None else show_progress) as step:
         step("reading recipes")
-        cookbook = load_cookbook(manifest, progress=lambda key: step(f"rendering {key}"), cache=renders)
+        workspaces = {manifest.resolve(): Workspace(manifest.resolve(), recipes)} if recipes is not None else None
+        cookbook = load_cookbook(manifest, progress=lambda key: step(f"rendering {key}"), cache=renders, workspaces=workspaces)
         step("deriving router and KV-tier variants")
         box = [with_variants_cached(cookbook, renders, whole=manifest.is_dir())]
         refused = tuple(map(str, box[0].refused))

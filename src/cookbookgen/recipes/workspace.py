@@ -60,10 +60,12 @@ class Workspace:
         self.checkout = Checkout(FolderView(source) if isinstance(source, Path) else source)
         self.srt: SrtSlurm | None = None
         if recipes is not None:
+            from .gitrepo import CommitView
             from .srtslurm import SrtSlurm, ix_time
 
             self.srt = SrtSlurm(recipes)
-            self._ix_time = ix_time(source if isinstance(source, Path) else None)
+            self._ix_time = ix_time(source if isinstance(source, Path) else None) if not isinstance(source, CommitView) \
+                else source.repo.committed(source.sha)      # a cited commit of a git source: its own committer time
         self._pins: dict[tuple[str, int], Pin] = {}                   # by config key and row index
         self._runner_paths: dict[tuple[str, int], PurePosixPath] = {}
         self._docs: dict[PurePosixPath, Document] = {}
@@ -160,6 +162,11 @@ class Workspace:
         if key not in self._selected:
             self._selected[key] = harness_placeholders(select(self.document(path), selector))
         return self._selected[key]
+
+    def pinned_commit(self, entry: ConfigEntry, row: Row) -> str | None:
+        """The srt-slurm commit a row's recipe is read at (with `--recipes`; after `recipe_path`), or None."""
+        pin = self._pins.get((entry.key, row.index))
+        return pin.commit if pin is not None else None
 
     def recipe_path(self, entry: ConfigEntry, row: Row) -> PurePosixPath:
         """The recipe file a row names (checked by `Checkout.recipe_path`; paths found are cached)."""
