@@ -70,6 +70,12 @@ def _value(text: str) -> str:
 
 def _flags(argv: list[str]) -> tuple[str, tuple[tuple[str, ...], ...]]:
     """(command words, flags with their values) of an argv; `--a=b` is `--a b`."""
+    words, flags = _words_and_flags(argv)
+    return " ".join(words), tuple(sorted(tuple(f) for f in flags))
+
+
+def _words_and_flags(argv: list[str]) -> tuple[list[str], list[list[str]]]:
+    """The words before the first flag, and each flag with its values in order; `--a=b` is `--a b`."""
     words: list[str] = []
     flags: list[list[str]] = []
     for word in argv:
@@ -80,7 +86,7 @@ def _flags(argv: list[str]) -> tuple[str, tuple[tuple[str, ...], ...]]:
             flags[-1].append(word)
         else:
             words.append(word)
-    return " ".join(words), tuple(sorted(tuple(f) for f in flags))
+    return words, flags
 
 
 def _normal_argv(argv: list[str], model_words: set[str]) -> tuple[str, tuple[tuple[str, ...], ...]]:
@@ -164,18 +170,7 @@ def _file(name: str, text: str) -> Any:
 
 def _last_wins(argv: list[str]) -> dict[str, str]:
     """A gflags command's flags, each with the value it runs with (a repeated flag's last)."""
-    return {f[0]: " ".join(f[1:]) for f in _flags_in_order(argv[1:])}
-
-
-def _flags_in_order(words: list[str]) -> list[list[str]]:
-    flags: list[list[str]] = []
-    for word in words:
-        if word.startswith("--"):
-            name, eq, value = word.partition("=")
-            flags.append([name] + ([value] if eq else []))
-        elif flags:
-            flags[-1].append(word)
-    return flags
+    return {f[0]: " ".join(f[1:]) for f in _words_and_flags(argv)[1]}
 
 
 def _front_key(norm: tuple[str, tuple[tuple[str, ...], ...]], env: tuple[tuple[str, str], ...]) -> tuple[Any, ...]:
