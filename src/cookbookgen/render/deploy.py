@@ -63,7 +63,8 @@ class RenderContext:
 
 def frontend_kind(typed: Recipe, layouts: dict[str, RoleLayout]) -> str:
     """`dynamo`, a router (`sglang-router`, `vllm-router`, `smg`), or `direct` (one worker serving
-    clients itself: frontend type `sglang` or `vllm`, the engine's own name)."""
+    clients itself: frontend type `sglang` or `vllm` with one worker, a script's `trtllm` or `atom`,
+    srtctl's `trtllm_serve`)."""
     if typed.frontend.type in ("dynamo", "vllm-router", "smg"):
         return typed.frontend.type
     single = list(layouts) == ["agg"] and layouts["agg"].workers == 1
@@ -417,8 +418,8 @@ def _direct(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts:
     """No frontend process: the one worker serves clients itself, so frontend args and env have
     nowhere to go (never dropped silently)."""
     if typed.frontend.type == "trtllm_serve" and (list(layouts) != ["agg"] or any(lay.workers != 1 for lay in layouts.values())):
-        raise recipe.error(("frontend", "type"), "trtllm_serve with prefill and decode workers (srtctl's orchestrator and its "
-                                                 "ser.yaml) is not rendered yet; only one aggregated trtllm-serve is")
+        raise recipe.error(("frontend", "type"), "trtllm_serve with prefill and decode workers, or several aggregated ones (srtctl's "
+                                                 "orchestrator and its ser.yaml), is not rendered yet; only one aggregated trtllm-serve is")
     for section in ("args", "env"):
         if getattr(typed.frontend, section):
             raise recipe.error(("frontend", section), f"frontend type {typed.frontend.type} with a single worker starts no router, "
