@@ -271,44 +271,33 @@ amd-smi() { :; }
 # --- benchmark_lib.sh, as stubs (same names and checks, no side effects) -------------------------
 export PORT="${PORT:-8888}"
 
+# The checks benchmark_lib.sh makes of the row: the same rows pass, the same rows stop the script
+# (exit 1), each with cookbookgen's own message.
+_cbg_row_error() { echo "benchmark_lib.sh check: $*" >&2; exit 1; }
 check_env_vars() {
     local name missing=()
     for name in "$@"; do
         [[ -n "${!name:-}" ]] || missing+=("$name")
     done
-    if (( ${#missing[@]} )); then
-        echo "Error: The following required environment variables are not set: ${missing[*]}" >&2
-        exit 1
-    fi
+    (( ${#missing[@]} == 0 )) || _cbg_row_error "unset: ${missing[*]}"
 }
-
 agentic_kv_offload_enabled() {
-    if [[ -z "${KV_OFFLOADING:-}" ]]; then
-        echo "Error: KV_OFFLOADING must be set for agentic benchmarks" >&2
-        exit 1
-    fi
+    [[ -n "${KV_OFFLOADING:-}" ]] || _cbg_row_error "KV_OFFLOADING is unset (an agentic row sets it)"
     [[ "$KV_OFFLOADING" != none ]]
 }
 require_agentic_kv_offload_none() {
-    if agentic_kv_offload_enabled; then
-        echo "Error: expected KV_OFFLOADING=none, got '$KV_OFFLOADING'" >&2
-        exit 1
-    fi
-    if [[ -n "${KV_OFFLOAD_BACKEND:-}" ]]; then
-        echo "Error: KV_OFFLOAD_BACKEND must be empty when KV_OFFLOADING=none" >&2
-        exit 1
-    fi
+    ! agentic_kv_offload_enabled || _cbg_row_error "the script runs KV_OFFLOADING=none only; the row has $KV_OFFLOADING"
+    [[ -z "${KV_OFFLOAD_BACKEND:-}" ]] || _cbg_row_error "KV_OFFLOAD_BACKEND=$KV_OFFLOAD_BACKEND on a row without KV offloading"
 }
-require_agentic_kv_offload_backend() {
-    agentic_kv_offload_enabled || return 1
-    if [[ "${KV_OFFLOAD_BACKEND:-}" != "$1" ]]; then
-        echo "Error: expected KV_OFFLOAD_BACKEND=$1 when KV_OFFLOADING=$KV_OFFLOADING, got '${KV_OFFLOAD_BACKEND:-}'" >&2
-        exit 1
-    fi
-    if [[ "$KV_OFFLOADING" == dram && ! "${TOTAL_CPU_DRAM_GB:-}" =~ ^[1-9][0-9]*$ ]]; then
-        echo "Error: DRAM KV offloading requires a positive TOTAL_CPU_DRAM_GB capacity" >&2
-        exit 1
-    fi
+require_agentic_kv_offload_backend() {     # true: offload with backend $1; false: no offloading
+    case "${KV_OFFLOADING:-}" in
+        "") _cbg_row_error "KV_OFFLOADING is unset (an agentic row sets it)" ;;
+        none) require_agentic_kv_offload_none; return 1 ;;
+        dram)
+            [[ "${KV_OFFLOAD_BACKEND:-}" == "$1" ]] || _cbg_row_error "the script offloads with $1; the row names '${KV_OFFLOAD_BACKEND:-}'"
+            [[ "${TOTAL_CPU_DRAM_GB:-}" =~ ^[1-9][0-9]*$ ]] || _cbg_row_error "DRAM offloading needs TOTAL_CPU_DRAM_GB > 0" ;;
+        *) _cbg_row_error "KV_OFFLOADING=$KV_OFFLOADING (benchmark_lib.sh knows none and dram)" ;;
+    esac
 }
 select_available_server_port() { export PORT=8888; }
 build_replay_cmd() { REPLAY_CMD=":"; }
