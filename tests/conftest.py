@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -111,3 +113,32 @@ def bundled_point_count() -> int:
     entries = {k: v for f in files for k, v in yaml.safe_load(f.read_text(encoding="utf-8")).items()}
     return sum(len(row["conc-list"]) for key in bundled_keys() for blocks in entries[key]["scenarios"].values()
                for block in blocks for row in block["search-space"])
+
+
+def git(repo: Path, *args: str, day: str | None = None) -> str:
+    """Run git in `repo` as a fixed test identity (authored and committed at `day`, when given); its output."""
+    env = {**os.environ, **({"GIT_AUTHOR_DATE": day, "GIT_COMMITTER_DATE": day} if day else {})}
+    done = subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                          capture_output=True, text=True, check=True, env=env)
+    return done.stdout.strip()
+
+
+def module_at_folder_commits(work: Path, module: Path, commits: list[tuple[Path, str]]) -> tuple[Path, Path]:
+    """A bare repository with one commit per (folder, the commit a published module cites for it), in
+    order, and a copy of the module citing those commits instead: a module checked at its cited commits."""
+    tree, text = work / "tree", module.read_text(encoding="utf-8")
+    tree.mkdir()
+    git(tree, "init", "-q")
+    for folder, cited in commits:
+        for old in [p for p in tree.iterdir() if p.name != ".git"]:
+            shutil.rmtree(old)
+        shutil.copytree(folder, tree, dirs_exist_ok=True)
+        git(tree, "add", "-A")
+        git(tree, "commit", "-q", "-m", folder.name)
+        assert cited in text
+        text = text.replace(cited, git(tree, "rev-parse", "HEAD"))
+    bare = work / "inferencex.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(tree), str(bare)], check=True)
+    copy = work / module.name
+    copy.write_text(text, encoding="utf-8")
+    return bare, copy

@@ -16,6 +16,8 @@ import pytest
 
 from cookbookgen.cli import main
 
+from conftest import git
+
 CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
 MODULE = CORPUS / "sglang-cookbook" / "agentx" / "deepseek-ai" / "deepseek-v4.jsx"
 DISAGG_RECIPE = "inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/dsv4/sglang/gb300-fp4/agentx/disagg-variants.yaml"
@@ -23,27 +25,21 @@ MEGAMOE = "        enable-w4a4-mxfp4-megamoe: true\n"
 AGG, DISAGG = "dsv4-fp4-gb300-dynamo-sglang-agentic-agg", "dsv4-fp4-gb300-dynamo-sglang-agentic-disagg"
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-                          capture_output=True, text=True, check=True)
-    return done.stdout.strip()
-
-
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     """A clone whose working tree is at B (HEAD), and the ids of commits A and B."""
     root = tmp_path_factory.mktemp("git") / "inferencex"
     shutil.copytree(CORPUS / "inferencex", root)
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "A")
-    a = _git(root, "rev-parse", "HEAD")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "A")
+    a = git(root, "rev-parse", "HEAD")
     recipe = root / DISAGG_RECIPE
     text = recipe.read_text(encoding="utf-8")
     head, _, tail = text.rpartition(MEGAMOE)
     recipe.write_text(head + tail, encoding="utf-8")
-    _git(root, "commit", "-q", "-am", "B")
-    return root, a, _git(root, "rev-parse", "HEAD")
+    git(root, "commit", "-q", "-am", "B")
+    return root, a, git(root, "rev-parse", "HEAD")
 
 
 def _module(tmp_path: Path, shas: dict[str, str]) -> Path:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from cookbookgen.cli import main
+
+from conftest import module_at_folder_commits
 
 CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
 MODULE = CORPUS / "sglang-cookbook" / "agentx" / "zai-org" / "glm-5.2.jsx"
@@ -46,31 +46,11 @@ PROHIBITED = {*[(config, f"c{c}", "agg", NEXTN, "1", None) for config, concs in 
               *[(config, f"c{c}", "decode", NEXTN, "1", None) for config, c in DISAGG_POINTS]}
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-                          capture_output=True, text=True, check=True)
-    return done.stdout.strip()
-
-
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A bare repository with one commit per folder of inferencex-git, and the module citing those commits."""
-    work = tmp_path_factory.mktemp("e2e")
-    tree, text = work / "tree", MODULE.read_text(encoding="utf-8")
-    tree.mkdir()
-    _git(tree, "init", "-q")
-    for folder, cited in COMMITS.items():
-        for old in [p for p in tree.iterdir() if p.name != ".git"]:
-            shutil.rmtree(old)
-        shutil.copytree(CORPUS / "inferencex-git" / folder, tree, dirs_exist_ok=True)
-        _git(tree, "add", "-A")
-        _git(tree, "commit", "-q", "-m", folder)
-        text = text.replace(cited, _git(tree, "rev-parse", "HEAD"))
-    bare = work / "inferencex.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(tree), str(bare)], check=True)
-    module = work / "glm-5.2.jsx"
-    module.write_text(text, encoding="utf-8")
-    return bare, module
+    return module_at_folder_commits(tmp_path_factory.mktemp("e2e"), MODULE,
+                                    [(CORPUS / "inferencex-git" / folder, cited) for folder, cited in COMMITS.items()])
 
 
 def _label(point: str) -> str:

@@ -12,8 +12,6 @@ store), so their 31 cells are unpaired naming the commit.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ from cookbookgen.recipes.schema import FrontendSpec
 from cookbookgen.render.deploy import frontend_layout
 from cookbookgen.render.model import Block
 from test_bad_input import run_cli
+from conftest import module_at_folder_commits
 from test_diff_published import _by_cell
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -38,32 +37,10 @@ DISAGG = "qwen3.5-fp4-gb300-dynamo-sglang-agentic-disagg"
 NIGHTLY = "lmsysorg/sglang:nightly-dev-cu13-20260724-433429b1"     # the GB300 FP4 cells' image
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-                          capture_output=True, text=True, check=True)
-    return done.stdout.strip()
-
-
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A bare repository with one commit per folder of inferencex-qwen35, and the module citing those commits."""
-    work = tmp_path_factory.mktemp("qwen")
-    tree, text = work / "tree", MODULE.read_text(encoding="utf-8")
-    tree.mkdir()
-    _git(tree, "init", "-q")
-    for cited in COMMITS:
-        for old in [p for p in tree.iterdir() if p.name != ".git"]:
-            shutil.rmtree(old)
-        shutil.copytree(FILES / cited[:8], tree, dirs_exist_ok=True)
-        _git(tree, "add", "-A")
-        _git(tree, "commit", "-q", "-m", cited[:8])
-        assert cited in text
-        text = text.replace(cited, _git(tree, "rev-parse", "HEAD"))
-    bare = work / "inferencex.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(tree), str(bare)], check=True)
-    module = work / "qwen3.5.jsx"
-    module.write_text(text, encoding="utf-8")
-    return bare, module
+    return module_at_folder_commits(tmp_path_factory.mktemp("qwen"), MODULE, [(FILES / cited[:8], cited) for cited in COMMITS])
 
 
 def _diff(capsys: pytest.CaptureFixture[str], module: Path, repo: Path, *extra: str) -> tuple[int, dict[str, Any]]:

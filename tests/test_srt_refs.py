@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path, PurePosixPath
 
 import pytest
-from conftest import CORPUS
+from conftest import CORPUS, git
 
 from cookbookgen.cli import main
 from cookbookgen.errors import CookbookError
@@ -29,10 +29,7 @@ SA_DAY, MAIN_DAY, IX_DAY = "2026-06-17T17:42:06+0000", "2026-08-22T03:37:28+0000
 
 
 def _git(repo: Path, *args: str, day: str | None = None) -> str:
-    env = {**os.environ, "GIT_AUTHOR_DATE": day or IX_DAY, "GIT_COMMITTER_DATE": day or IX_DAY}
-    done = subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-                          check=True, capture_output=True, text=True, env=env)
-    return done.stdout.strip()
+    return git(repo, *args, day=day or IX_DAY)
 
 
 def _commit(repo: Path, folder: Path, day: str) -> str:
