@@ -69,7 +69,7 @@ def path_facts(path: KeyPath) -> PathFacts:
 
 
 @lru_cache(maxsize=65536)
-def _path_facts(path: KeyPath, types: tuple[type, ...]) -> PathFacts:
+def _path_facts(path: KeyPath, types: tuple[type, ...]) -> PathFacts:     # `types`: in the cache key only (0 and '0' differ)
     key = tuple(str(p) for p in path)
     flag = as_flag(key[-1])
     check = recipe_check(key)

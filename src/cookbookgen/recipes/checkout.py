@@ -116,21 +116,6 @@ class Checkout:
         return path
 
 
-def _blame_days(porcelain: str) -> dict[int, dt.date]:
-    """Line number -> the UTC day of its commit, from `git blame --line-porcelain` output."""
-    days: dict[int, dt.date] = {}
-    line, when = 0, None
-    for text in porcelain.splitlines():
-        head = text.split(" ")
-        if len(head) >= 3 and len(head[0]) == 40 and head[1].isdigit() and head[2].isdigit():
-            line = int(head[2])
-        elif text.startswith("committer-time ") and head[1].isdigit():
-            when = dt.datetime.fromtimestamp(int(head[1]), dt.timezone.utc).date()
-        elif text.startswith("\t") and when is not None:
-            days[line] = when
-    return days
-
-
 def _entries(text: str) -> dict[str, int]:
     """The entries of a perf-changelog text (top-level `- ` items): each one's name (its `pr-link` line,
     else its whole text) -> the line it starts on (1-based)."""
