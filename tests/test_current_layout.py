@@ -117,7 +117,7 @@ def test_trtllm_serve_with_prefill_and_decode_is_refused_at_the_frontend_type(tm
                       "engine: trtllm\nroles:\n  prefill: {nodes: 1, workers: 1, gpus: 8, args: {tensor_parallel_size: 8}}\n"
                       "  decode: {nodes: 1, workers: 1, gpus: 8, args: {tensor_parallel_size: 8}}\n")
     assert main(["render", "--recipe", str(recipe)]) == 2
-    assert capsys.readouterr().err.startswith(f"cookbookgen: error: {recipe}:6: frontend.type: trtllm_serve with prefill and decode workers")
+    assert capsys.readouterr().err.startswith(f"cookbookgen: error: {recipe}:6: frontend.type: frontend type trtllm_serve is the engine serving clients itself")
 
 
 def test_list_of_the_slice_is_complete(capsys: pytest.CaptureFixture[str]) -> None:

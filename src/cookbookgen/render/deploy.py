@@ -70,12 +70,14 @@ def frontend_kind(typed: Recipe, layouts: dict[str, RoleLayout]) -> str:
     single = list(layouts) == ["agg"] and layouts["agg"].workers == 1
     if typed.frontend.type == "sglang" and srtctl_v1(typed):
         return "sglang-router"      # srtctl v1.0.68 starts sglang_router.launch_router even for one worker
-    if typed.frontend.type in SERVING_ALONE or typed.frontend.type == "trtllm_serve":    # srtctl's trtllm_serve: one aggregated trtllm-serve is the public endpoint
+    if typed.frontend.type in SERVING_ALONE:
         return "direct"
     return "direct" if typed.frontend.type in ("sglang", "vllm") and single else "sglang-router"
 
 
-SERVING_ALONE = ("trtllm", "atom")      # frontend types of engines that only ever serve clients themselves (one worker)
+# Frontend types of an engine that serves clients itself, one aggregated worker: a benchmark script's
+# trtllm-serve or ATOM, srtctl's trtllm_serve (its disaggregated orchestrator is not rendered).
+SERVING_ALONE = ("trtllm", "atom", "trtllm_serve")
 
 
 def srtctl_v1(typed: Recipe) -> bool:
@@ -97,7 +99,9 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
     _check_extra_args(recipe, typed, kind)
     if typed.frontend.type in SERVING_ALONE and not (list(layouts) == ["agg"] and layouts["agg"].workers == 1):
         raise recipe.error(("frontend", "type"), f"frontend type {typed.frontend.type} is the engine serving clients itself: "
-                                                 "one aggregated worker (roles.agg, one worker) expected")
+                                                 "one aggregated worker (roles.agg, one worker) expected"
+                                                 + ("; srtctl's orchestrator of prefill and decode trtllm-serve workers (its ser.yaml) "
+                                                    "is not rendered yet" if typed.frontend.type == "trtllm_serve" else ""))
     cluster_env, cluster_settings = _cluster_env(ctx, typed)
     blocks: list[Block] = []
     data = recipe.data
@@ -417,9 +421,6 @@ def _worker_urls(layout: RoleLayout) -> list[tuple[str, int]]:
 def _direct(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout]) -> list[Block]:
     """No frontend process: the one worker serves clients itself, so frontend args and env have
     nowhere to go (never dropped silently)."""
-    if typed.frontend.type == "trtllm_serve" and (list(layouts) != ["agg"] or any(lay.workers != 1 for lay in layouts.values())):
-        raise recipe.error(("frontend", "type"), "trtllm_serve with prefill and decode workers, or several aggregated ones (srtctl's "
-                                                 "orchestrator and its ser.yaml), is not rendered yet; only one aggregated trtllm-serve is")
     for section in ("args", "env"):
         if getattr(typed.frontend, section):
             raise recipe.error(("frontend", section), f"frontend type {typed.frontend.type} with a single worker starts no router, "
