@@ -19,7 +19,8 @@ from cookbookgen.recipes.gitrepo import GitRepo
 from cookbookgen.recipes.script import run_script
 from cookbookgen.recipes.view import script_files
 
-from test_diff_git import AGG, CORPUS, DISAGG, DISAGG_RECIPE, MEGAMOE, _git, _module
+from conftest import git as _git
+from test_diff_git import AGG, CORPUS, DISAGG, DISAGG_RECIPE, MEGAMOE, _module
 
 AGG_RECIPE = "inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/dsv4/sglang/gb300-fp4/agentx/agg-variants.yaml"
 MEGAMOE_POINTS = {"1p1d-dep8-dep16/c480", "2p1d-dep8-dep16/c960", "3p1d-dep8-dep16/c1440"}
