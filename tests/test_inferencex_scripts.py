@@ -7,7 +7,8 @@ renders or its config alone is refused with a located reason.
   paths, setup steps before the launch only, and the launch forms (`sglang serve`, `vllm serve`,
   `mpirun ... trtllm-serve`, ATOM, a script with its own EXIT trap);
 - `rendered_points.json` (same folder, checked by reading each script) pins the published commands of
-  7 trtllm-serve and ATOM points, the options file the script writes included;
+  7 trtllm-serve and ATOM points, the options file the script writes included, and of 2 vLLM
+  DP-attention points that start the vLLM router (vllm-router) in front of the worker;
 - the excerpt as a whole: `list` lists all 19 configs, the framework cookbookgen does not render
   (sglang-disagg) is refused with its reason, every point of the others renders;
 - with INFERENCEX_TREE naming a whole checkout (843c6254), every point of every config renders or is
@@ -28,8 +29,9 @@ from cookbookgen.cli import main
 from cookbookgen.errors import CookbookError
 from cookbookgen.pipeline import render_config_point, render_point
 from cookbookgen.policy.rules import load_policy
-from cookbookgen.recipes.launches import script_capture
+from cookbookgen.recipes.launches import recipe_from_capture, script_capture
 from cookbookgen.recipes.master import check_framework
+from cookbookgen.recipes.script import Capture, Launch
 from cookbookgen.recipes.workspace import Workspace
 from cookbookgen.render.deploy import RunMemo
 from cookbookgen.render.shell import block_argv
@@ -80,7 +82,7 @@ def test_the_excerpt_lists_every_config_and_refuses_the_frameworks_it_does_not_r
 
 
 @pytest.mark.parametrize("name", sorted(RENDERED))
-def test_a_trtllm_serve_or_atom_point_publishes_what_its_script_launches(ws: Workspace, name: str) -> None:
+def test_a_rendered_point_publishes_what_its_script_launches(ws: Workspace, name: str) -> None:
     key, point = name.split(" ")
     blocks = render_config_point(ws, load_policy(None), key, point).deployment.blocks
     got = [{"kind": b.kind, "role": b.role, "argv": block_argv(b), "files": b.files} for b in blocks]
@@ -152,9 +154,6 @@ def test_every_point_of_a_whole_checkout_renders_or_is_refused_with_its_location
 # A point the runner starts with more than cookbookgen renders is refused at the line that starts it,
 # never published without it (points of the excerpt's configs added for the image's programs).
 REFUSED_POINTS = {
-    # the DP-attention arm starts vllm-router in front of the worker once it is ready
-    ("dsv4-fp4-b200-vllm-agentic-mtp", "dep8/c32"): "benchmarks/single_node/agentic/dsv4_fp4_b200_vllm_mtp.sh:324: script: launches the vLLM "
-                                                    "router (vllm-router), which cookbookgen does not render from a benchmark script yet",
     # the Mooncake master, started in the background above the launch (its refusal raced the launch's record)
     ("minimaxm3-fp8-h100-vllm-agentic-mtp", "tp8/c6"): "benchmarks/single_node/agentic/minimaxm3_fp8_h100_mtp.sh:90: script: runs "
                                                        "`mooncake_master`, which the sandbox refuses",
@@ -168,3 +167,23 @@ def test_a_point_needing_a_process_cookbookgen_does_not_render_is_refused_at_its
     with pytest.raises(CookbookError) as refused:
         render_point(ws.point(entry, row, conc), load_policy(None), False, RunMemo())
     assert str(refused.value.problems[0]).startswith(REFUSED_POINTS[key, point])
+
+
+def test_a_router_is_rendered_only_in_front_of_a_worker_of_its_engine() -> None:
+    """The vLLM router fronts a vLLM worker and SGLang's router an SGLang worker; a script that puts
+    one before the other engine's worker is refused at the router's line, never half rendered."""
+    shown = "benchmarks/single_node/x.sh"
+    variables = {"MODEL": "org/model", "TP": "8"}
+    sglang = Launch("sglang", 10, ("--model-path", "org/model", "--tp", "8"), {})
+    vllm = Launch("vllm", 10, ("org/model", "--data-parallel-size", "8"), {})
+    vllm_router = Launch("vllm-router", 20, ("--worker-urls", "http://localhost:8889", "--intra-node-data-parallel-size", "8"), {})
+    sglang_router = Launch("sglang-router", 20, ("--worker-urls", "http://localhost:8889", "--dp-aware"), {})
+    recipe = recipe_from_capture(Capture((vllm, vllm_router), ()), shown, variables)
+    assert recipe.data["frontend"] == {"type": "vllm-router", "args": {"worker-urls": "http://localhost:8889",
+                                                                      "intra-node-data-parallel-size": "8"}}
+    assert recipe.data["roles"]["agg"] == {"args": {"data-parallel-size": "8"}, "gpus": 8}
+    for worker, router in ((sglang, vllm_router), (vllm, sglang_router)):
+        with pytest.raises(CookbookError) as refused:
+            recipe_from_capture(Capture((worker, router), ()), shown, variables)
+        assert str(refused.value.problems[0]) == (f"{shown}:20: script: starts 1 engine workers and 1 routers; one worker, with or "
+                                                  "without one router of its engine (SGLang's before SGLang, vllm-router before vLLM), expected")

@@ -12,18 +12,20 @@ I/O: through `recipes.script` only (the script's files arrive as bytes, `script.
   script must have written) as `options` (its keys) and `options_file` (flag, name, text as written);
 - an ATOM launch (`python3 -m atom.entrypoints.openai_server`, `--model` the config's) becomes
   `roles.agg` of engine `atom` served directly; its flags keep their spelling (`-tp`, `--kv_cache_dtype`);
-- trtllm-serve and ATOM workers get `roles.agg.gpus` (TP x PP);
+- trtllm-serve, ATOM and vLLM workers get `roles.agg.gpus` (TP x PP of the row: a vLLM DP-attention
+  arm launches TP1 x DP<TP>, on TP GPUs);
 - the script's shell files are given to the sandbox with their paths under `/workspace` (the runners'
   container work folder, where the checkout is) pointed into the sandbox's home folder; the stubs give
   them back as `/workspace/...` in the launches, and the script's folder as the checkout names it;
-- an SGLang router launch makes `frontend.type: sglang-router` with its flags as `frontend.args`,
-  and as `frontend.env` everything the script exported before launching it (the router process
-  inherits the engine settings too, and the SGLang cookbook shows them on its block); without one,
-  `frontend.type: sglang` (the worker serves clients);
+- a router launch in front of the worker (SGLang's router before an SGLang worker, the vLLM router
+  `vllm-router` before a vLLM worker, which DP-attention arms start once the worker is ready) makes
+  `frontend.type: sglang-router` / `vllm-router` with its flags as `frontend.args`, and as
+  `frontend.env` everything the script exported before launching it (the router process inherits the
+  engine settings too, and the SGLang cookbook shows them on its block); without one, the worker's
+  kind (the worker serves clients);
 - `resources.gpus_per_node` is the worker's GPUs (TP x PP: the script runs on one node);
 - setup steps (`python3 <script folder>/*.py`, `bash <script folder>/*.sh` patch scripts, package installs,
   `sed -i` of the image's files) are listed under `script.setup`;
-- a launch of the vLLM router (`vllm-router`, which DP-attention arms start after the worker) refuses the point;
 - every setting is located at the script line of its launch.
 """
 
@@ -50,8 +52,9 @@ from .merge import Origins, node_paths
 from .script import Capture, Launch, ScriptFiles, run_script, sandbox
 
 RawYaml = Any
-RENDERED = ("sglang", "sglang-router", "vllm", "trtllm", "atom")
+RENDERED = ("sglang", "sglang-router", "vllm", "vllm-router", "trtllm", "atom")
 WORKERS = ("sglang", "vllm", "trtllm", "atom")
+ROUTED = {"sglang-router": "sglang", "vllm-router": "vllm"}     # a router the scripts start -> the worker kind it fronts
 POSITIONAL_MODEL = ("vllm", "trtllm")      # `vllm serve MODEL`, `trtllm-serve MODEL`
 MODEL_FLAG = {"atom": "model"}             # ATOM names the model with --model
 OPTIONS_FLAGS = ("extra_llm_api_options", "config")    # trtllm-serve's flags naming its LLM-API options file
@@ -241,13 +244,15 @@ def recipe_from_capture(capture: Capture, shown: str, variables: dict[str, str])
     for launch in capture.launches:
         if launch.kind not in RENDERED:
             raise CookbookError.at(shown, launch.line, "script", f"launches {LAUNCHED_BY.get(launch.kind, launch.kind)}, which cookbookgen "
-                                                                 "does not render from a benchmark script yet (it renders SGLang, its router, and vLLM)")
+                                                                 "does not render from a benchmark script yet (it renders SGLang, vLLM, their routers, "
+                                                                 "trtllm-serve and ATOM)")
     workers = [x for x in capture.launches if x.kind in WORKERS]
-    routers = [x for x in capture.launches if x.kind == "sglang-router"]
-    if len(workers) != 1 or len(routers) > 1 or (routers and workers[0].kind != "sglang"):
+    routers = [x for x in capture.launches if x.kind in ROUTED]
+    if len(workers) != 1 or len(routers) > 1 or (routers and workers[0].kind != ROUTED[routers[0].kind]):
         first = (workers[1:] or routers[1:] or routers or capture.launches)[0]
         raise CookbookError.at(shown, first.line, "script", f"starts {len(workers)} engine workers and {len(routers)} routers; "
-                                                            "one worker, with or without one SGLang router, expected")
+                                                            "one worker, with or without one router of its engine (SGLang's "
+                                                            "before SGLang, vllm-router before vLLM), expected")
     worker = workers[0]
     if worker.wrapper and worker.kind != "trtllm":
         raise CookbookError.at(shown, worker.line, "script", f"starts {LAUNCHED_BY[worker.kind]} under {worker.wrapper[0]}, which "
@@ -262,12 +267,12 @@ def recipe_from_capture(capture: Capture, shown: str, variables: dict[str, str])
     if routers:
         router = routers[0]
         env = dict(sorted(router.env.items()))
-        frontend = {"type": "sglang-router", "args": _args(router, shown), **({"env": env} if env else {})}
+        frontend = {"type": router.kind, "args": _args(router, shown), **({"env": env} if env else {})}
         origins.update({p: (shown, router.line) for p in node_paths(frontend, ("frontend",))})
     role: dict[str, RawYaml] = {"args": _args(worker, shown), **({"env": dict(sorted(worker.env.items()))} if worker.env else {})}
     if worker.kind in MODEL_FLAG:
         _model_flag_is_the_configs(role["args"], MODEL_FLAG[worker.kind], worker, shown, variables)
-    if worker.kind in ("trtllm", "atom"):
+    if worker.kind in ("trtllm", "atom", "vllm"):      # vLLM: a TP1 x DP8 launch holds the node's 8 GPUs, not TP x PP
         role["gpus"] = gpus
     if worker.kind == "trtllm":
         role.update(_options_file(role["args"], worker, shown))

@@ -155,11 +155,22 @@ def router_block(typed: Recipe, policy: Policy, layouts: dict[str, RoleLayout], 
         args += [("--decode", url) for url in _worker_urls(layouts["decode"])]
     args = replace_args(args, kept_args(policy, ("frontend", "args"), typed.frontend.args))
     env = kept_env(policy, ("frontend", "env"), typed.frontend.env)
+    where = ("on the node of the worker (it reaches the worker at 127.0.0.1)" if _local(layouts)
+             else "on any node that reaches the workers (e.g. the first worker node)")
     return Block(kind=cast(BlockKind, kind), title=table["title"], cmd=table["command"], args=tuple(args), env=dict(sorted(env.items())),
-                 count=1, where="on any node that reaches the workers (e.g. the first worker node)")
+                 count=1, where=where)
+
+
+def _local(layouts: dict[str, RoleLayout]) -> bool:
+    """One aggregated worker on one node: the router runs beside it (as a benchmark script starts it)."""
+    agg = layouts.get("agg")
+    return agg is not None and agg.workers == 1 and agg.nodes_per_worker == 1
 
 
 def _worker_urls(layout: RoleLayout) -> list[str]:
-    """Worker i's URL (`$<ROLE>_<i>_HEAD_IP`), numbered slot by slot as the worker blocks show them."""
+    """Worker i's URL (`$<ROLE>_<i>_HEAD_IP`), numbered slot by slot as the worker blocks show them;
+    the one worker of a one-node aggregated deployment at 127.0.0.1 (`_local`)."""
     ports = [worker_port(slot.index) for slot in layout.slots for _ in range(slot.workers)]
+    if _local({layout.role: layout}):
+        return [f"http://127.0.0.1:{ports[0]}"]
     return [f"http://${layout.role.upper()}_{i}_HEAD_IP:{port}" for i, port in enumerate(ports)]

@@ -16,7 +16,7 @@
 # - the launch forms the scripts use: `python3 -m sglang.launch_server`, `sglang serve`,
 #   `python3 -m sglang_router.launch_router`, `vllm serve`, `trtllm-serve` (alone or under `mpirun`),
 #   `python3 -m atom.entrypoints.openai_server`, `python3 -m dynamo.*`, each also behind `nohup`,
-#   `timeout`, `exec`, `env NAME=VALUE ...` or `numactl`; `vllm-router` (recorded to refuse the point);
+#   `timeout`, `exec`, `env NAME=VALUE ...` or `numactl`; the vLLM router `vllm-router`;
 # - the image's programs around the launch (end of this file): awk, sed, paste run for real (allowed
 #   programs); python3 checks, rocm-smi probes and image patches as described there.
 # Ports are fixed: PORT is InferenceX's default 8888 (benchmark-tmpl.yml), never probed.
