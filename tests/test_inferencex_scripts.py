@@ -104,23 +104,20 @@ def test_the_options_file_is_published_as_the_script_wrote_it(ws: Workspace) -> 
     assert yaml.safe_load(unset.files["extra_llm_api_options_agg.yaml"]) == yaml.safe_load(block.files["dsr1-fp4.yml"])
 
 
-def test_the_recipe_configs_of_the_excerpt_are_refused_at_the_setting_they_would_drop(ws: Workspace) -> None:
+def test_the_recipe_config_of_the_excerpt_renders_its_per_gpu_workers(ws: Workspace) -> None:
     """dynamo-vllm (a framework refused before issue 31) is read through its recipes. These recipes launch
-    one vLLM process per GPU (`backend.dp_launch_mode: per_gpu`), which cookbookgen does not render yet:
-    every point is refused at that recipe line instead of being rendered with the setting dropped."""
+    one vLLM process per GPU (`backend.dp_launch_mode: per_gpu`): every point renders a block per process
+    of its data-parallel workers (checked against srtctl itself in test_srtctl_per_gpu.py)."""
     entry = ws.entry("kimik2.6-fp4-b200-dynamo-vllm")
     check_framework(entry)
     policy, memo = load_policy(None), RunMemo()
-    reasons = []
+    ranks = []
     for row in entry.rows:
         for conc in row.concs:
-            with pytest.raises(CookbookError) as refused:
-                render_point(ws.point(entry, row, conc), policy, False, memo)
-            reasons.append(str(refused.value.problems[0]))
-    assert len(reasons) == 6
-    assert all(re.fullmatch(r"benchmarks/multi_node/srt-slurm-recipes/vllm/kimi-k2\.6/b200-fp4/8k1k/[\w.-]+\.yaml:26: backend\.dp_launch_mode: "
-                            r"per_gpu \(srtctl's deprecated layout of one vLLM process per GPU\) is not rendered; use per_node, srtctl v1\.0\.68's default",
-                            r) for r in reasons), reasons
+            blocks = render_point(ws.point(entry, row, conc), policy, False, memo).blocks
+            ranks.append(sum(b.workers or 1 for b in blocks if b.arg_values("--data-parallel-rank")))   # processes
+    # the DEP8 or DEP4 prefill worker(s), and the DEP8 decode worker of the dep8-dep8 points
+    assert ranks == [8, 4, 4, 4, 16, 24]
 
 
 @pytest.mark.skipif(not os.environ.get("INFERENCEX_TREE"), reason="set INFERENCEX_TREE to an InferenceX checkout (843c6254) to walk it whole")

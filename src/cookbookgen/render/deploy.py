@@ -246,8 +246,24 @@ def sglang_worker_port(slot: int) -> int:
 
 def _vllm_workers(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
                   slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> list[Block]:
-    """The slot's vLLM worker blocks: one, or one per node of the worker (`vllm.node_ranks`)."""
+    """The slot's vLLM worker blocks: one, one per node of the worker (`vllm.node_ranks`), or one per GPU
+    (`vllm.gpu_processes`, srtctl's per_gpu layout)."""
+    if vllm.per_gpu(typed, spec):
+        return [_vllm_gpu_worker(typed, ctx, kind, layout, slot, spec, cluster_env, process)
+                for process in vllm.gpu_processes(typed, layout, slot)]
     return [_vllm_worker(typed, ctx, kind, layout, slot, spec, cluster_env, rank) for rank in node_ranks(typed, layout, spec)]
+
+
+def _vllm_gpu_worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout, slot: Slot, spec: RoleSpec,
+                     cluster_env: dict[str, tuple[str, str]], process: tuple[int, int]) -> Block:
+    """The process of one DP rank of a per-GPU worker, on its one GPU (a block per process, as for co-located workers)."""
+    rank, gpu = process
+    cmd, args, env = worker_parts(typed, ctx.policy, ctx.model_id, kind, layout, slot, spec, tables().ports["frontend"], process=process)
+    one = Slot(slot.index, slot.workers, (gpu,), slot.shared)
+    block = _worker_block(typed, kind, layout, one, cluster_env, cmd, args, env, pin_env=not device_ids(typed))
+    return block.model_copy(update={"title": f"{tables().title('worker', layout.role)} · DP rank {rank} of {layout.gpus_per_worker} (GPU {gpu})",
+                                    "where": f"{_worker_where(layout, one, str(gpu))}: one process per GPU of the worker "
+                                             "(srtctl's dp_launch_mode per_gpu)"})
 
 
 def _vllm_worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout, slot: Slot, spec: RoleSpec,

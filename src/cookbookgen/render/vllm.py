@@ -11,6 +11,12 @@ table `rules/engines.yaml` once.
   default) gets per node its local DP size and start rank, the head's DP address and RPC port, and
   `--data-parallel-hybrid-lb`, or, when a TP x PP replica spans nodes, the multi-node flags with the
   DP address and RPC port.
+- A v1 data-parallel role with `dp_launch_mode: per_gpu` (srtctl's deprecated layout, the default before
+  v1.0.68) runs one process per GPU of each worker (`gpu_processes`), as srtctl's `endpoints_to_processes`
+  and `build_worker_command` start them: each pinned to its one GPU, with its `--data-parallel-rank` (0 up,
+  in GPU order), the worker's DP address and RPC port, and the role's `--data-parallel-size`; each process
+  gets its own VLLM_PORT base (stepped by its GPU), the worker's NIXL side-channel base port is shared (vLLM
+  adds the rank). A per-GPU worker spanning nodes is refused (no recipe InferenceX runs has one).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from ..policy.rules import Policy
 from ..recipes.load import package_yaml
 from ..recipes.bundle import EffectiveRecipe
 from ..recipes.schema import EngineSpec, Recipe, RoleSpec
-from .layout import PARALLEL_KEYS, RoleLayout, Slot, int_arg
+from .layout import PARALLEL_KEYS, RoleLayout, Slot, int_arg, plan
 from .tables import order_worker_args
 from .model import Block, BlockKind
 from .values import kept_args, kept_env, replace_args, word
@@ -40,9 +46,11 @@ def worker_port(slot: int) -> int:
 
 
 def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout: RoleLayout, slot: Slot,
-                 spec: RoleSpec, public_port: int, rank: int | None = None) -> tuple[str, tuple[tuple[str, ...], ...], dict[str, str]]:
+                 spec: RoleSpec, public_port: int, rank: int | None = None,
+                 process: tuple[int, int] | None = None) -> tuple[str, tuple[tuple[str, ...], ...], dict[str, str]]:
     """The command, ordered args and env of one vLLM worker (slot) of `layout`'s role; `rank`: the
-    process on that node of the worker (`node_ranks`), else one block stands for all its nodes."""
+    process on that node of the worker (`node_ranks`), else one block stands for all its nodes;
+    `process`: (DP rank, GPU) of one process of a per-GPU worker (`gpu_processes`)."""
     table = engine_tables()["vllm"]
     role = layout.role
     port = public_port if kind == "direct" else worker_port(slot.index)
@@ -60,13 +68,13 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
         preset = table["connectors"].get(connector)
         lead.append(("--kv-transfer-config", json.dumps(preset, separators=(",", ":")) if preset else connector))
     if device_ids(typed):
-        gpus = slot.gpus if slot.gpus is not None else range(typed.resources.gpus_per_node)
+        gpus = (process[1],) if process else slot.gpus if slot.gpus is not None else range(typed.resources.gpus_per_node)
         lead.append(("--device-ids", ",".join(map(str, gpus))))
-    derived = node_args(layout, slot, spec, rank) if rank is not None else []
+    derived = (per_gpu_args(slot, spec, process[0]) if process else node_args(layout, slot, spec, rank) if rank is not None else [])
     args = lead + replace_args(kept_args(policy, ("roles", role, "args"), spec.args), derived)
     env = kept_env(policy, ("roles", role, "env"), spec.env)
     ports = table["ports"]
-    env["VLLM_PORT"] = str(ports["vllm_port"] + slot.index * ports["vllm_port_stride"])
+    env["VLLM_PORT"] = str(ports["vllm_port"] + (process[1] if process else slot.index) * ports["vllm_port_stride"])
     if role != "agg" and "NixlConnector" in " ".join(a[-1] for a in args if a[0] == "--kv-transfer-config"):
         env.update(table["nixl_env"])
         env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(ports["nixl_side_channel"] + slot.index)
@@ -117,20 +125,48 @@ def node_args(layout: RoleLayout, slot: Slot, spec: RoleSpec, rank: int) -> Args
             ("--data-parallel-hybrid-lb",)]
 
 
+def per_gpu(typed: Recipe, spec: RoleSpec) -> bool:
+    """Whether the role runs one process per GPU: a v1 data-parallel role with `backend.dp_launch_mode: per_gpu`."""
+    backend = (typed.model_extra or {}).get("backend")
+    mode = backend.get("dp_launch_mode") if isinstance(backend, dict) else None
+    return srtctl_v1(typed) and data_parallel(spec) and mode == "per_gpu"
+
+
+def gpu_processes(typed: Recipe, layout: RoleLayout, slot: Slot) -> list[tuple[int, int]]:
+    """(DP rank, GPU) of each process of a per-GPU worker in `slot`, in srtctl's order (GPU order)."""
+    gpus = slot.gpus if slot.gpus is not None else tuple(range(layout.gpus_per_worker))
+    return list(enumerate(sorted(gpus)))
+
+
+def per_gpu_args(slot: Slot, spec: RoleSpec, dp_rank: int) -> Args:
+    """What srtctl (`build_worker_command`, per_gpu) passes the process of DP rank `dp_rank`: its rank, the
+    worker's node as the DP address, and the DP RPC port (the recipe's, else the port table's, stepped per
+    co-located worker as for per_node)."""
+    given = spec.args.get("data-parallel-rpc-port", spec.args.get("data_parallel_rpc_port"))
+    rpc = str(given if given is not None else engine_tables()["vllm"]["ports"]["dp_rpc"] + slot.index)
+    return [("--data-parallel-rank", str(dp_rank)), ("--data-parallel-address", "$NODE_IP"), ("--data-parallel-rpc-port", rpc)]
+
+
 def check(recipe: EffectiveRecipe, typed: Recipe) -> None:
     """Refuse, at the setting, what srtctl v1.0.68 refuses or what the cookbook does not render: `headless`
-    in a per-node DP role (srtctl derives it from the topology and rejects it), `dp_launch_mode: per_gpu`
-    (srtctl's deprecated one-process-per-GPU layout)."""
+    in a per-node DP role (srtctl derives it from the topology and rejects it), a `dp_launch_mode: per_gpu`
+    worker spanning nodes (its process layout across nodes is not rendered), a direct vLLM frontend
+    with per_gpu (srtctl ignores the mode there; the cookbook would have to say so)."""
     if not srtctl_v1(typed) or typed.engine_type != "vllm":
         return
-    backend = recipe.data.get("backend")
-    mode = backend.get("dp_launch_mode", "per_node") if isinstance(backend, dict) else "per_node"
+    layouts = None
     for role, spec in typed.roles.items():
         if not data_parallel(spec):
             continue
-        if mode == "per_gpu":
-            raise recipe.error(("backend", "dp_launch_mode"), "per_gpu (srtctl's deprecated layout of one vLLM process per GPU) "
-                                                             "is not rendered; use per_node, srtctl v1.0.68's default")
+        if per_gpu(typed, spec):
+            layouts = layouts or plan(recipe, typed)
+            if layouts[role].nodes_per_worker > 1 or typed.frontend.type == "vllm":
+                raise recipe.error(("backend", "dp_launch_mode"), f"per_gpu (srtctl's deprecated layout of one vLLM process per GPU) "
+                                                                 f"is rendered for Dynamo workers on one node; the {role} worker "
+                                                                 + ("is served by vllm serve directly, where srtctl ignores it"
+                                                                    if typed.frontend.type == "vllm" else
+                                                                    f"spans {layouts[role].nodes_per_worker} nodes") + "; use per_node")
+            continue
         if "headless" in spec.args:
             raise recipe.error(("roles", role, "args", "headless"), "srtctl v1.0.68 rejects headless in a data-parallel role "
                                                                     "(dp_launch_mode per_node): it derives the headless nodes; remove it")
