@@ -320,6 +320,27 @@ def test_a_vllm_worker_is_held_to_its_gpus_as_the_pinned_srtctl_does(repos: dict
                    "main": (False, (f"srt-slurm@{str(repos['main'])[:12]}/src/srtctl/backends/vllm.py", 2))}
 
 
+def test_a_vllm_dp_role_is_launched_as_the_pinned_srtctl_does(repos: dict[str, Path | str]) -> None:
+    """srtctl v1.0.68 starts a vLLM data-parallel role one process per node (`dp_launch_mode: per_node`);
+    v1.0.30 to v1.0.67 default to per_gpu, and older refs (sa-submission-q2-2026 here) know only one process
+    per GPU. A v1 vLLM recipe that leaves the mode unset gets the pinned ref's, with that source line as origin;
+    a mode the recipe sets is kept."""
+    from cookbookgen.recipes.bundle import EffectiveRecipe
+    from cookbookgen.recipes.runners import Clone
+    from cookbookgen.recipes.srtslurm import Pin, SrtSlurm
+
+    srt = SrtSlurm(Path(repos["srt"]))
+    got = {}
+    for name in ("sa", "main"):
+        pin = Pin("runners/launch_x.sh:1", Clone(), str(repos[name]))
+        done = srt.with_defaults(pin, EffectiveRecipe("r.yaml", None, {"backend": {"type": "vllm"}}, {}))
+        got[name] = (done.data["backend"]["dp_launch_mode"], done.origins[("backend", "dp_launch_mode")])
+        kept = srt.with_defaults(pin, EffectiveRecipe("r.yaml", None, {"backend": {"type": "vllm", "dp_launch_mode": "per_node"}}, {}))
+        assert kept.data["backend"]["dp_launch_mode"] == "per_node"
+    assert got == {"sa": ("per_gpu", (f"srt-slurm@{str(repos['sa'])[:12]}/src/srtctl/backends/vllm.py", 3)),
+                   "main": ("per_node", (f"srt-slurm@{str(repos['main'])[:12]}/src/srtctl/backends/vllm.py", 3))}
+
+
 def test_build_and_diff_read_the_runners_recipes_too(repos: dict[str, Path | str], tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """A whole-checkout `build --recipes` publishes the point whose recipe lives in the runner's srt-slurm

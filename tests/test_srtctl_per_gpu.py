@@ -1,7 +1,8 @@
 """A v1 vLLM recipe with `backend.dp_launch_mode: per_gpu` as srtctl launches it: one `dynamo.vllm`
 process per GPU of each data-parallel worker, each on its one GPU (`--device-ids`) with its own
 `--data-parallel-rank`, the worker's DP address and RPC port, and the role's `--data-parallel-size`.
-The six kimik2.6-fp4-b200-dynamo-vllm recipes of InferenceX 843c6254 use it (they were refused).
+The six kimik2.6-fp4-b200-dynamo-vllm recipes of InferenceX 843c6254 set it (they were refused), and
+srtctl before v1.0.68 defaults to it (the runners pin such refs for other vLLM recipes; test_srt_refs.py).
 srtctl's own launches of all six were recorded (scripts/srtctl_reference.py) with srtctl v1.0.68 and
 with c180328b (v1.0.38), the commit launch_b200-nscale-slurm.sh checks out for them; both launch the
 same processes, and every role of every recipe must agree with cookbookgen's render."""
@@ -9,13 +10,12 @@ same processes, and every role of every recipe must agree with cookbookgen's ren
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from cookbookgen.errors import CookbookError
 from cookbookgen.policy.rules import load_policy
 from cookbookgen.recipes.workspace import Workspace
 from cookbookgen.render.deploy import RenderContext, render
@@ -104,11 +104,21 @@ def test_nothing_is_dropped() -> None:
         assert unmapped(effective(path, None), _render(path)) == [], path.name
 
 
-def test_a_per_gpu_worker_spanning_nodes_is_refused_at_the_setting() -> None:
-    """No recipe InferenceX runs has one; its process layout across nodes is not rendered, never guessed."""
-    path = CHECKOUT / FOLDER / "disagg-b200-1p1d-dep8-dep8-c2048.yaml"
-    with pytest.raises(CookbookError) as refused:
-        _render(path, "resources.gpus_per_prefill=16", "resources.prefill_nodes=2", "backend.vllm_config.prefill.data-parallel-size=16")
-    assert re.fullmatch(r".*disagg-b200-1p1d-dep8-dep8-c2048\.yaml:26: backend\.dp_launch_mode: per_gpu \(srtctl's deprecated layout of "
-                        r"one vLLM process per GPU\) is rendered for Dynamo workers on one node; the prefill worker spans 2 nodes; "
-                        r"use per_node", str(refused.value.problems[0]))
+def test_a_worker_spanning_nodes_runs_its_ranks_node_by_node(tmp_path: Path) -> None:
+    """dsv4-fp4-gb200-dynamo-vllm c1 (disagg-gb200-low-latency.yaml, GB200: 4 GPUs a node): the runner pins
+    srt-slurm 0f31474a (v1.0.31), whose default dp_launch_mode is per_gpu (the recipe sets none; `--recipes`
+    writes that default in, test_srt_refs.py). srtctl there starts the DEP8 prefill worker as 8 processes,
+    ranks 0-3 on its head node and 4-7 on the next, all with the head node as DP address. The recipe with
+    the pinned default written in, as `--recipes` reads it, agrees with srtctl's launch process by process."""
+    [golden] = srtctl_compare.load_goldens(DATA / "golden" / "srtctl-v1.0.31-per-gpu.jsonl.gz")
+    assert golden["srt_slurm_commit"] == "0f31474a9b3831af28b5f44c95913776daed9f38"
+    data = yaml.safe_load((DATA / "inferencex" / golden["recipe"]).read_text())
+    assert "dp_launch_mode" not in data["backend"]
+    data["backend"].update(dp_launch_mode="per_gpu", set_cuda_visible_devices=False)     # v1.0.31's defaults
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    assert srtctl_compare.differences({**golden, "recipe": "recipe.yaml"}, tmp_path) == []
+    prefill = [b for b in _render(tmp_path / "recipe.yaml").blocks if b.kind == "worker" and b.role == "prefill"]
+    assert [(b.arg_values("--data-parallel-rank")[0][1], b.arg_values("--device-ids")[0][1], b.node_rank) for b in prefill] == [
+        ("0", "0", 0), ("4", "0", 1), ("1", "1", 0), ("5", "1", 1), ("2", "2", 0), ("6", "2", 1), ("3", "3", 0), ("7", "3", 1)]
+    assert {b.arg_values("--data-parallel-address")[0] for b in prefill} == {("--data-parallel-address", "$PREFILL_HEAD_IP")}
+    assert not any(b.arg_values("--master-addr") or b.arg_values("--headless") for b in prefill)

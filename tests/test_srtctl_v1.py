@@ -199,7 +199,6 @@ def test_a_single_node_data_parallel_worker_gets_its_local_ranks() -> None:
 
 
 @pytest.mark.parametrize(("setting", "message"), [
-    ("backend.dp_launch_mode=per_gpu", "backend.dp_launch_mode: per_gpu (srtctl's deprecated layout of one vLLM process per GPU) is not rendered"),
     ("backend.vllm_config.decode.headless=true", "roles.decode.args.headless: srtctl v1.0.68 rejects headless in a data-parallel role"),
 ])
 def test_what_per_node_data_parallel_cannot_take_is_a_located_error(setting: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:

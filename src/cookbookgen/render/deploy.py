@@ -250,20 +250,24 @@ def _vllm_workers(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, la
     (`vllm.gpu_processes`, srtctl's per_gpu layout)."""
     if vllm.per_gpu(typed, spec):
         return [_vllm_gpu_worker(typed, ctx, kind, layout, slot, spec, cluster_env, process)
-                for process in vllm.gpu_processes(typed, layout, slot)]
+                for process in vllm.gpu_processes(layout, slot)]
     return [_vllm_worker(typed, ctx, kind, layout, slot, spec, cluster_env, rank) for rank in node_ranks(typed, layout, spec)]
 
 
 def _vllm_gpu_worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout, slot: Slot, spec: RoleSpec,
-                     cluster_env: dict[str, tuple[str, str]], process: tuple[int, int]) -> Block:
-    """The process of one DP rank of a per-GPU worker, on its one GPU (a block per process, as for co-located workers)."""
-    rank, gpu = process
+                     cluster_env: dict[str, tuple[str, str]], process: tuple[int, int, int]) -> Block:
+    """The process of one DP rank of a per-GPU worker, on its one GPU: a block per process, as co-located
+    workers have; on a worker spanning nodes, the block of that node (`Block.node_rank`)."""
+    rank, gpu, node = process
     cmd, args, env = worker_parts(typed, ctx.policy, ctx.model_id, kind, layout, slot, spec, tables().ports["frontend"], process=process)
     one = Slot(slot.index, slot.workers, (gpu,), slot.shared)
     block = _worker_block(typed, kind, layout, one, cluster_env, cmd, args, env, pin_env=not device_ids(typed))
-    return block.model_copy(update={"title": f"{tables().title('worker', layout.role)} · DP rank {rank} of {layout.gpus_per_worker} (GPU {gpu})",
-                                    "where": f"{_worker_where(layout, one, str(gpu))}: one process per GPU of the worker "
-                                             "(srtctl's dp_launch_mode per_gpu)"})
+    multi = layout.nodes_per_worker > 1
+    where = f"{_rank_where(layout, slot, node)}, GPU {gpu}" if multi else _worker_where(layout, one, str(gpu))
+    title = f"{tables().title('worker', layout.role)} · DP rank {rank} of {layout.gpus_per_worker} (GPU {gpu}"
+    return block.model_copy(update={"title": title + (f", node {node + 1} of {layout.nodes_per_worker})" if multi else ")"),
+                                    "node_rank": node if multi else None,
+                                    "where": f"{where}: one process per GPU of the worker (srtctl's dp_launch_mode per_gpu)"})
 
 
 def _vllm_worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout, slot: Slot, spec: RoleSpec,

@@ -16,7 +16,7 @@ table `rules/engines.yaml` once.
   and `build_worker_command` start them: each pinned to its one GPU, with its `--data-parallel-rank` (0 up,
   in GPU order), the worker's DP address and RPC port, and the role's `--data-parallel-size`; each process
   gets its own VLLM_PORT base (stepped by its GPU), the worker's NIXL side-channel base port is shared (vLLM
-  adds the rank). A per-GPU worker spanning nodes is refused (no recipe InferenceX runs has one).
+  adds the rank); a worker spanning nodes runs its ranks node by node, the DP address its head node's.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ..policy.rules import Policy
 from ..recipes.load import package_yaml
 from ..recipes.bundle import EffectiveRecipe
 from ..recipes.schema import EngineSpec, Recipe, RoleSpec
-from .layout import PARALLEL_KEYS, RoleLayout, Slot, int_arg, plan
+from .layout import PARALLEL_KEYS, RoleLayout, Slot, int_arg
 from .tables import order_worker_args
 from .model import Block, BlockKind
 from .values import kept_args, kept_env, replace_args, word
@@ -47,10 +47,10 @@ def worker_port(slot: int) -> int:
 
 def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout: RoleLayout, slot: Slot,
                  spec: RoleSpec, public_port: int, rank: int | None = None,
-                 process: tuple[int, int] | None = None) -> tuple[str, tuple[tuple[str, ...], ...], dict[str, str]]:
+                 process: tuple[int, int, int] | None = None) -> tuple[str, tuple[tuple[str, ...], ...], dict[str, str]]:
     """The command, ordered args and env of one vLLM worker (slot) of `layout`'s role; `rank`: the
     process on that node of the worker (`node_ranks`), else one block stands for all its nodes;
-    `process`: (DP rank, GPU) of one process of a per-GPU worker (`gpu_processes`)."""
+    `process`: (DP rank, GPU, node rank) of one process of a per-GPU worker (`gpu_processes`)."""
     table = engine_tables()["vllm"]
     role = layout.role
     port = public_port if kind == "direct" else worker_port(slot.index)
@@ -61,7 +61,7 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
         lead.append(("--disaggregation-mode", role))
     if kind == "dynamo" and typed.dynamo.request_plane:
         lead.append(("--request-plane", word(typed.dynamo.request_plane)))
-    if layout.nodes_per_worker > 1 and rank is None:
+    if layout.nodes_per_worker > 1 and rank is None and process is None:
         lead += [("--master-addr", f"${role.upper()}_HEAD_IP"), ("--nnodes", str(layout.nodes_per_worker)), ("--node-rank", "$NODE_RANK")]
     connector = typed.engine.connector if isinstance(typed.engine, EngineSpec) else None
     if role != "agg" and connector and "kv-transfer-config" not in spec.args:
@@ -70,7 +70,7 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
     if device_ids(typed):
         gpus = (process[1],) if process else slot.gpus if slot.gpus is not None else range(typed.resources.gpus_per_node)
         lead.append(("--device-ids", ",".join(map(str, gpus))))
-    derived = (per_gpu_args(slot, spec, process[0]) if process else node_args(layout, slot, spec, rank) if rank is not None else [])
+    derived = (per_gpu_args(layout, slot, spec, process[0]) if process else node_args(layout, slot, spec, rank) if rank is not None else [])
     args = lead + replace_args(kept_args(policy, ("roles", role, "args"), spec.args), derived)
     env = kept_env(policy, ("roles", role, "env"), spec.env)
     ports = table["ports"]
@@ -126,46 +126,39 @@ def node_args(layout: RoleLayout, slot: Slot, spec: RoleSpec, rank: int) -> Args
 
 
 def per_gpu(typed: Recipe, spec: RoleSpec) -> bool:
-    """Whether the role runs one process per GPU: a v1 data-parallel role with `backend.dp_launch_mode: per_gpu`."""
+    """Whether the role runs one process per GPU: a v1 data-parallel role with `backend.dp_launch_mode: per_gpu`
+    under Dynamo (srtctl ignores the mode for a direct `vllm serve`, frontend type vllm)."""
     backend = (typed.model_extra or {}).get("backend")
     mode = backend.get("dp_launch_mode") if isinstance(backend, dict) else None
-    return srtctl_v1(typed) and data_parallel(spec) and mode == "per_gpu"
+    return srtctl_v1(typed) and data_parallel(spec) and mode == "per_gpu" and typed.frontend.type != "vllm"
 
 
-def gpu_processes(typed: Recipe, layout: RoleLayout, slot: Slot) -> list[tuple[int, int]]:
-    """(DP rank, GPU) of each process of a per-GPU worker in `slot`, in srtctl's order (GPU order)."""
-    gpus = slot.gpus if slot.gpus is not None else tuple(range(layout.gpus_per_worker))
-    return list(enumerate(sorted(gpus)))
+def gpu_processes(layout: RoleLayout, slot: Slot) -> list[tuple[int, int, int]]:
+    """(DP rank, GPU, node rank) of each process of a per-GPU worker in `slot`. srtctl numbers the ranks
+    node by node in GPU order; the blocks come GPU by GPU, each node's process of that GPU after the head
+    node's, as the blocks of a multi-node worker come (`Block.node_rank`)."""
+    nodes = layout.nodes_per_worker
+    gpus = sorted(slot.gpus if slot.gpus is not None else range(layout.gpus_per_worker // nodes))
+    return [(node * len(gpus) + i, gpu, node) for i, gpu in enumerate(gpus) for node in range(nodes)]
 
 
-def per_gpu_args(slot: Slot, spec: RoleSpec, dp_rank: int) -> Args:
+def per_gpu_args(layout: RoleLayout, slot: Slot, spec: RoleSpec, dp_rank: int) -> Args:
     """What srtctl (`build_worker_command`, per_gpu) passes the process of DP rank `dp_rank`: its rank, the
-    worker's node as the DP address, and the DP RPC port (the recipe's, else the port table's, stepped per
-    co-located worker as for per_node)."""
+    worker's head node as the DP address, and the DP RPC port (the recipe's, else the port table's, stepped
+    per co-located worker as for per_node)."""
     given = spec.args.get("data-parallel-rpc-port", spec.args.get("data_parallel_rpc_port"))
     rpc = str(given if given is not None else engine_tables()["vllm"]["ports"]["dp_rpc"] + slot.index)
-    return [("--data-parallel-rank", str(dp_rank)), ("--data-parallel-address", "$NODE_IP"), ("--data-parallel-rpc-port", rpc)]
+    head = f"${layout.role.upper()}_HEAD_IP" if layout.nodes_per_worker > 1 else "$NODE_IP"
+    return [("--data-parallel-rank", str(dp_rank)), ("--data-parallel-address", head), ("--data-parallel-rpc-port", rpc)]
 
 
 def check(recipe: EffectiveRecipe, typed: Recipe) -> None:
-    """Refuse, at the setting, what srtctl v1.0.68 refuses or what the cookbook does not render: `headless`
-    in a per-node DP role (srtctl derives it from the topology and rejects it), a `dp_launch_mode: per_gpu`
-    worker spanning nodes (its process layout across nodes is not rendered), a direct vLLM frontend
-    with per_gpu (srtctl ignores the mode there; the cookbook would have to say so)."""
+    """Refuse, at the setting, what srtctl v1.0.68 refuses: `headless` in a per-node DP role (srtctl
+    derives it from the topology and rejects it)."""
     if not srtctl_v1(typed) or typed.engine_type != "vllm":
         return
-    layouts = None
     for role, spec in typed.roles.items():
-        if not data_parallel(spec):
-            continue
-        if per_gpu(typed, spec):
-            layouts = layouts or plan(recipe, typed)
-            if layouts[role].nodes_per_worker > 1 or typed.frontend.type == "vllm":
-                raise recipe.error(("backend", "dp_launch_mode"), f"per_gpu (srtctl's deprecated layout of one vLLM process per GPU) "
-                                                                 f"is rendered for Dynamo workers on one node; the {role} worker "
-                                                                 + ("is served by vllm serve directly, where srtctl ignores it"
-                                                                    if typed.frontend.type == "vllm" else
-                                                                    f"spans {layouts[role].nodes_per_worker} nodes") + "; use per_node")
+        if not data_parallel(spec) or per_gpu(typed, spec):
             continue
         if "headless" in spec.args:
             raise recipe.error(("roles", role, "args", "headless"), "srtctl v1.0.68 rejects headless in a data-parallel role "

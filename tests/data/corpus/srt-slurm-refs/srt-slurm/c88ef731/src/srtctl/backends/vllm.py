@@ -1,2 +1,3 @@
 class VLLMProtocol:
     set_cuda_visible_devices: bool = False
+    dp_launch_mode: DPLaunchMode = "per_node"

@@ -1,2 +1,3 @@
 class VLLMProtocol:
     def build_worker_command(self) -> None: ...
+        # DP+EP mode: one process per GPU
