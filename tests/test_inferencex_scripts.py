@@ -9,8 +9,8 @@ renders or its config alone is refused with a located reason.
 - `rendered_points.json` (same folder, checked by reading each script) pins the published commands of
   7 trtllm-serve and ATOM points, the options file the script writes included, and of 2 vLLM
   DP-attention points that start the vLLM router (vllm-router) in front of the worker;
-- the excerpt as a whole: `list` lists all 19 configs, the framework cookbookgen does not render
-  (sglang-disagg) is refused with its reason, every point of the others renders;
+- the excerpt as a whole: `list` lists all 21 configs, the frameworks cookbookgen does not render
+  (sglang-disagg, llmd-vllm, tilert) are refused with their reasons, every point of the others renders;
 - with INFERENCEX_TREE naming a whole checkout (843c6254), every point of every config renders or is
   refused with a located reason (`file:line: key: reason`), and `list` exits 0.
 """
@@ -71,12 +71,21 @@ def test_no_path_of_this_machine_reaches_a_launch() -> None:
 def test_the_excerpt_lists_every_config_and_refuses_the_frameworks_it_does_not_render(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "--source", str(EXCERPT), "--format", "json"]) == 0
     configs = {c["key"]: c for c in json.loads(capsys.readouterr().out)["configs"]}
-    assert len(configs) == 19
+    assert len(configs) == 21
     refused = {k: c["problem"] for k, c in configs.items() if c["problem"]}
-    assert sorted(refused) == ["dsr1-fp8-mi355x-sglang-disagg"]
+    assert sorted(refused) == ["dsr1-fp8-mi355x-sglang-disagg", "dsv4-fp4-gb200-llmd-vllm", "glm5.1-fp8-b200-tilert"]
     assert all(LOCATED.match(p) for p in refused.values())
     assert "starts it with its own multi-node script, benchmarks/multi_node/dsr1_fp8_mi355x_sglang-disagg.sh, which submits" \
         in refused["dsr1-fp8-mi355x-sglang-disagg"]
+    # what llm-d's and TileRT's scripts start, and why no command is published (a Slurm job of shell processes,
+    # not a Kubernetes deployment, whose processes cookbookgen has no renderer for)
+    llmd, tilert = refused["dsv4-fp4-gb200-llmd-vllm"], refused["glm5.1-fp8-b200-tilert"]
+    assert llmd.startswith("configs/nvidia-master.yaml:303: dsv4-fp4-gb200-llmd-vllm.framework: framework 'llmd-vllm' is not rendered: ")
+    assert all(part in llmd for part in ("benchmarks/multi_node/dsv4_fp4_gb200_llmd-vllm-disagg.sh", "no Kubernetes", "llm-d/server.sh",
+                                         "--data-parallel-hybrid-lb", "llm-d-recipes/", "pd-sidecar", "EPP", "Envoy"))
+    assert tilert.startswith("configs/nvidia-master.yaml:383: glm5.1-fp8-b200-tilert.framework: framework 'tilert' is not rendered: ")
+    assert all(part in tilert for part in ("benchmarks/multi_node/glm5.1_fp8_b200_tilert-disagg.sh", "tilert_utils/submit.sh",
+                                           "tilert.pd_vllm.decode_server", "TileRTConnector", "tilert.pd_vllm.pd_router", "PREFILL_IMAGE"))
     assert main(["list", "--source", str(EXCERPT), "--strict"]) == 1
     capsys.readouterr()
 
