@@ -187,7 +187,7 @@ def test_a_router_is_rendered_only_in_front_of_a_worker_of_its_engine() -> None:
     recipe = recipe_from_capture(Capture((vllm, vllm_router), ()), shown, variables)
     assert recipe.data["frontend"] == {"type": "vllm-router", "args": {"worker-urls": "http://localhost:8889",
                                                                       "intra-node-data-parallel-size": "8"}}
-    assert recipe.data["roles"]["agg"] == {"args": {"data-parallel-size": "8"}, "gpus": 8}
+    assert recipe.data["roles"]["agg"] == {"args": {"data-parallel-size": "8"}}
     for worker, router in ((sglang, vllm_router), (vllm, sglang_router)):
         with pytest.raises(CookbookError) as refused:
             recipe_from_capture(Capture((worker, router), ()), shown, variables)

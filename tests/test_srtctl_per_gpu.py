@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cookbookgen.cells.describe import topology_label
 from cookbookgen.policy.rules import load_policy
 from cookbookgen.recipes.workspace import Workspace
 from cookbookgen.render.deploy import RenderContext, render
@@ -122,3 +123,18 @@ def test_a_worker_spanning_nodes_runs_its_ranks_node_by_node(tmp_path: Path) -> 
         ("0", "0", 0), ("4", "0", 1), ("1", "1", 0), ("5", "1", 1), ("2", "2", 0), ("6", "2", 1), ("3", "3", 0), ("7", "3", 1)]
     assert {b.arg_values("--data-parallel-address")[0] for b in prefill} == {("--data-parallel-address", "$PREFILL_HEAD_IP")}
     assert not any(b.arg_values("--master-addr") or b.arg_values("--headless") for b in prefill)
+
+
+def test_the_processes_of_one_worker_count_as_one_worker() -> None:
+    """A block per DP rank (`Block.dp_rank`) is not a worker of its own: the cell label counts engines
+    (1P8D: one DEP4 prefill worker of four processes, eight TP4 decode workers), as the recipe names them."""
+    labels = {p.name: topology_label(_render(p)) for p in sorted((CHECKOUT / FOLDER).glob("*.yaml"))}
+    assert labels == {"disagg-b200-1p1d-dep8-dep8-c2048.yaml": "Disagg 1P1D · prefill TP1·EP8 · decode TP1·EP8",
+                      "disagg-b200-1p1d-dep8-tp8-c1.yaml": "Disagg 1P1D · prefill TP1·EP8 · decode TP8",
+                      "disagg-b200-1p4d-dep4-tp4-c512.yaml": "Disagg 1P4D · prefill TP1·EP4 · decode TP4",
+                      "disagg-b200-1p8d-dep4-tp4-c128.yaml": "Disagg 1P8D · prefill TP1·EP4 · decode TP4",
+                      "disagg-b200-1p8d-dep4-tp4-c32.yaml": "Disagg 1P8D · prefill TP1·EP4 · decode TP4",
+                      "disagg-b200-2p1d-dep8-dep8-c8192.yaml": "Disagg 2P1D · prefill TP1·EP8 · decode TP1·EP8"}
+    blocks = _render(CHECKOUT / FOLDER / "disagg-b200-2p1d-dep8-dep8-c8192.yaml").blocks
+    assert [b.dp_rank for b in blocks if b.role == "prefill"] == list(range(8))
+    assert all(b.workers == 2 for b in blocks if b.role == "prefill")      # each rank's block stands for both prefill workers

@@ -188,7 +188,7 @@ def _block_fields(b: Json, router: str, worker_count: int) -> Json:
         "args": tuple(tuple(_js_str(x) for x in a) for a in args),
         "env": {k: _js_str(v) for k, v in (b.get("env") or {}).items()},
         "preamble": tuple(b.get("preamble") or ()),
-        "workers": b.get("workers"), "nodes_per_worker": b.get("nodes_per_worker"), "node_rank": b.get("node_rank"),
+        "workers": b.get("workers"), "nodes_per_worker": b.get("nodes_per_worker"), "node_rank": b.get("node_rank"), "dp_rank": b.get("dp_rank"),
         "count": b.get("count"), "count_nodes": b.get("count_nodes"),
         "gpu_pinning": None if pinning is None else tuple(tuple(_js_str(x or "") for x in w) for w in pinning),
         "ports": None if ports is None else tuple(_js_str(p) for p in ports),
@@ -209,7 +209,7 @@ def to_block(b: Json, router: str, worker_count: int, files: list[Json], file: s
 
 def to_blocks(dicts: list[Json], router: str, files: list[Json], file: str, path: str) -> list[Block]:
     """The `Block`s of one deployment's decoded dicts (`to_block`); `path` + `[i]` names a bad one."""
-    workers = sum(d.get("workers") or 1 for d in dicts if d.get("kind") == "worker" and not d.get("node_rank"))
+    workers = sum(d.get("workers") or 1 for d in dicts if d.get("kind") == "worker" and not d.get("node_rank") and not d.get("dp_rank"))
     return [to_block(d, router, workers, files, file, key_join(path, i)) for i, d in enumerate(dicts)]
 
 

@@ -62,7 +62,7 @@ def block_dict(block: Block) -> Json:
     out: Json = {"kind": block.kind}
     if block.role is not None:
         out["role"] = block.role
-    for key in ("workers", "nodes_per_worker", "node_rank", "count", "count_nodes"):
+    for key in ("workers", "nodes_per_worker", "node_rank", "dp_rank", "count", "count_nodes"):
         if getattr(block, key) is not None:
             out[key] = getattr(block, key)
     if block.ports is not None:
@@ -137,7 +137,7 @@ def _layouts(workers: list[Block]) -> dict[str, RoleLayout]:
     base, stride = tables().ports["worker"], tables().ports["worker_stride"]
     out: dict[str, RoleLayout] = {}
     for role in ROLES:
-        blocks = [b for b in workers if b.role == role and not b.node_rank]     # a later node's block: the same workers
+        blocks = [b for b in workers if b.role == role and not b.node_rank and not b.dp_rank]     # a later node's or DP rank's block: the same workers
         if not blocks:
             continue
         slots = tuple(Slot((_int(flag_value(b, "--port"), base) - base) // stride, b.workers or 1, None) for b in blocks)

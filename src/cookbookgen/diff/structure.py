@@ -275,7 +275,7 @@ def _bootstrap_ports(ctx: Ctx) -> list[Finding]:
 
 def _topology(ctx: Ctx, topo: RoleTopology, blocks: list[Block]) -> list[Finding]:
     role = topo.role
-    workers = sum(b.workers or 1 for b in blocks if not b.node_rank)     # a later node's block: the same workers
+    workers = sum(b.workers or 1 for b in blocks if not b.node_rank and not b.dp_rank)     # a later node's or DP rank's block: the same workers
     npw = max(b.nodes_per_worker or 1 for b in blocks)
     pins = _pins(blocks)
     nodes = workers * npw if npw > 1 else math.ceil(workers / max(1, len(pins)))

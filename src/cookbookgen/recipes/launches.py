@@ -12,8 +12,7 @@ I/O: through `recipes.script` only (the script's files arrive as bytes, `script.
   script must have written) as `options` (its keys) and `options_file` (flag, name, text as written);
 - an ATOM launch (`python3 -m atom.entrypoints.openai_server`, `--model` the config's) becomes
   `roles.agg` of engine `atom` served directly; its flags keep their spelling (`-tp`, `--kv_cache_dtype`);
-- trtllm-serve, ATOM and vLLM workers get `roles.agg.gpus` (TP x PP of the row: a vLLM DP-attention
-  arm launches TP1 x DP<TP>, on TP GPUs);
+- trtllm-serve and ATOM workers get `roles.agg.gpus` (TP x PP);
 - the script's shell files are given to the sandbox with their paths under `/workspace` (the runners'
   container work folder, where the checkout is) pointed into the sandbox's home folder; the stubs give
   them back as `/workspace/...` in the launches, and the script's folder as the checkout names it;
@@ -272,7 +271,7 @@ def recipe_from_capture(capture: Capture, shown: str, variables: dict[str, str])
     role: dict[str, RawYaml] = {"args": _args(worker, shown), **({"env": dict(sorted(worker.env.items()))} if worker.env else {})}
     if worker.kind in MODEL_FLAG:
         _model_flag_is_the_configs(role["args"], MODEL_FLAG[worker.kind], worker, shown, variables)
-    if worker.kind in ("trtllm", "atom", "vllm"):      # vLLM: a TP1 x DP8 launch holds the node's 8 GPUs, not TP x PP
+    if worker.kind in ("trtllm", "atom"):
         role["gpus"] = gpus
     if worker.kind == "trtllm":
         role.update(_options_file(role["args"], worker, shown))

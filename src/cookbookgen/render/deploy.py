@@ -266,7 +266,7 @@ def _vllm_gpu_worker(typed: Recipe, ctx: RenderContext, kind: str, layout: RoleL
     where = f"{_rank_where(layout, slot, node)}, GPU {gpu}" if multi else _worker_where(layout, one, str(gpu))
     title = f"{tables().title('worker', layout.role)} · DP rank {rank} of {layout.gpus_per_worker} (GPU {gpu}"
     return block.model_copy(update={"title": title + (f", node {node + 1} of {layout.nodes_per_worker})" if multi else ")"),
-                                    "node_rank": node if multi else None,
+                                    "node_rank": node if multi else None, "dp_rank": rank,
                                     "where": f"{where}: one process per GPU of the worker (srtctl's dp_launch_mode per_gpu)"})
 
 

@@ -35,6 +35,7 @@ class Block(BaseModel):
     nodes_per_worker: int | None = None
     idle_nodes: int | None = None   # nodes the role reserves beyond those its workers fill (srtctl v1.0.68's packing)
     node_rank: int | None = None    # the block is the process on this node of each of its workers (the other nodes' are other blocks)
+    dp_rank: int | None = None      # the process of this data-parallel rank of each of its workers (srtctl's per_gpu layout; other blocks run the others)
     count: int | None = None
     count_nodes: int | None = None
     gpu_pinning: tuple[tuple[str, ...], ...] | None = None
