@@ -1,7 +1,7 @@
-"""`cookbookgen diff` of the trtllm-serve and ATOM points InferenceX's benchmark scripts launch (issue 31):
+"""`cookbookgen diff` of the trtllm-serve, ATOM and vllm-router points InferenceX's benchmark scripts launch (issue 31):
 the published commands of the excerpt (tests/data/corpus/inferencex-843c6254) are at parity with the
 scripts, and a drift of a script (a value of the options file it writes, the mpirun it starts trtllm-serve
-under, a flag, an exported variable) is a mismatch naming the setting."""
+under, a flag, an exported variable, a flag of the vLLM router) is a mismatch naming the setting."""
 
 from __future__ import annotations
 
@@ -21,9 +21,10 @@ from cookbookgen.recipes.workspace import Workspace
 from conftest import CORPUS
 
 EXCERPT = CORPUS / "inferencex-843c6254"
-CONFIGS = ("dsr1-fp4-b200-trt", "dsr1-fp4-mi355x-atom")
+CONFIGS = ("dsr1-fp4-b200-trt", "dsr1-fp4-mi355x-atom", "dsv4-fp4-b200-vllm-agentic-mtp")
 TRT = "benchmarks/single_node/fixed_seq_len/dsr1_fp4_b200_trt.sh"
 ATOM = "benchmarks/single_node/fixed_seq_len/dsr1_fp4_mi355x_atom.sh"
+VLLM = "benchmarks/single_node/agentic/dsv4_fp4_b200_vllm_mtp.sh"       # its DEP8 rows start vllm-router in front of the worker
 DRIFTS = [  # (script, text replaced once, new text, the setting the mismatch names)
     (TRT, "    free_gpu_memory_fraction: 0.8\n", "    free_gpu_memory_fraction: 0.85\n", "roles.agg.options_file.text"),
     (TRT, "    free_gpu_memory_fraction: 0.8\n", "    free_gpu_memory_fraction: 0.85\n",
@@ -35,6 +36,8 @@ DRIFTS = [  # (script, text replaced once, new text, the setting the mismatch na
     (ATOM, "BLOCK_SIZE=${BLOCK_SIZE:-16}", "BLOCK_SIZE=${BLOCK_SIZE:-32}", "roles.agg.args.block-size"),
     (ATOM, "export OMP_NUM_THREADS=1", "export OMP_NUM_THREADS=2", "roles.agg.env.OMP_NUM_THREADS"),
     (ATOM, "    -tp $TP \\\n", "    -tp 1 \\\n", "roles.agg.args.-tp"),
+    (VLLM, "VLLM_ROUTER_POLICY=consistent_hash", "VLLM_ROUTER_POLICY=round_robin", "frontend.args.policy"),
+    (VLLM, "        --request-timeout-secs 14400 \\\n        --disable-retries >", "        --request-timeout-secs 14400 >", "--disable-retries"),
 ]
 
 
@@ -74,7 +77,7 @@ def test_a_drift_of_the_script_is_a_mismatch_naming_its_setting(published: tuple
     assert original.count(old) == 1
     path.write_text(original.replace(old, new), encoding="utf-8")
     try:
-        status, found = _mismatches(cookbook, source, CONFIGS[0] if script == TRT else CONFIGS[1])
+        status, found = _mismatches(cookbook, source, CONFIGS[(TRT, ATOM, VLLM).index(script)])
     finally:
         path.write_text(original, encoding="utf-8")
     assert status == 1 and any(names in (f["item"], f.get("path")) for f in found), [(f["item"], f.get("path")) for f in found][:5]
