@@ -1,0 +1,93 @@
+"""Probes of the container or machine in InferenceX's benchmark scripts (issue 31, scripts run as the
+runners run them): `find ... -name ptxas`, `hostname`, `df --output=avail` are answered inside the sandbox
+by stubs with documented placeholders, never by the host; a Python program on standard input never runs.
+
+- `probe_points.json` (tests/data/corpus/inferencex-843c6254-golden/, checked by reading the script: see
+  its README) pins the published commands of 3 points of dsv4_fp4_b200_sglang_mtp.sh, whose
+  TRITON_PTXAS_PATH comes from `find` over the container's CUDA folders: `$PTXAS_PATH` for the reader;
+- the points still refused are refused at the script line that stops them, with the reason
+  (REFUSED_POINTS: what each script checks is said beside it).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cookbookgen.errors import CookbookError
+from cookbookgen.pipeline import render_config_point
+from cookbookgen.policy.rules import load_policy
+from cookbookgen.recipes.workspace import Workspace
+from cookbookgen.render import shell
+from cookbookgen.render.shell import block_argv
+
+from conftest import CORPUS
+
+EXCERPT = CORPUS / "inferencex-843c6254"
+PROBED = json.loads((CORPUS / "inferencex-843c6254-golden" / "probe_points.json").read_text(encoding="utf-8"))
+AGENTIC = "benchmarks/single_node/agentic/"
+
+
+@pytest.fixture(scope="module")
+def ws() -> Workspace:
+    return Workspace(EXCERPT)
+
+
+@pytest.mark.parametrize("name", sorted(PROBED))
+def test_a_probed_point_publishes_what_its_script_launches(ws: Workspace, name: str) -> None:
+    key, point = name.split(" ")
+    blocks = render_config_point(ws, load_policy(None), key, point).deployment.blocks
+    got = [{"kind": b.kind, "role": b.role, "argv": block_argv(b), "files": b.files} for b in blocks]
+    assert got == PROBED[name]
+
+
+def test_the_ptxas_placeholder_is_documented_and_expands_in_the_readers_shell(ws: Workspace) -> None:
+    """The published line `TRITON_PTXAS_PATH="$PTXAS_PATH"`: the reader's shell expands the placeholder
+    (a documented one), the settings report says where it comes from, and no path of this machine or of
+    the sandbox is in it."""
+    rendered = render_config_point(ws, load_policy(None), "dsv4-fp4-b200-sglang-agentic-hicache-mtp", "tp8/c4")
+    block = rendered.deployment.blocks[0]
+    assert shell.documented("PTXAS_PATH")
+    assert block.env["TRITON_PTXAS_PATH"] == "$PTXAS_PATH"
+    assert 'TRITON_PTXAS_PATH="$PTXAS_PATH" \\' in shell.command_lines(block)
+    settings = {s.path: s for s in rendered.deployment.settings}
+    ptxas = settings["roles.agg.env.TRITON_PTXAS_PATH"]
+    assert (ptxas.cls, ptxas.replacement) == ("placeholder", "$PTXAS_PATH")
+    # the script's PATH (AIPerf's virtualenv before the sandbox's /bin) is the benchmark client's, never published
+    assert settings["roles.agg.env.PATH"].cls == "harness-only" and "PATH" not in block.env
+
+
+# Points the probes' stubs do not make renderable: the script line that stops each, and why.
+REFUSED_POINTS = {
+    # `hostname` is answered ($HOSTNAME, in the script's own error message); what stops the point is the RDMA
+    # rail probe before it: `grep -q ACTIVE /sys/class/infiniband/mlx5_N/ports/1/state` for 16 NICs. The
+    # sandbox has no /sys, and a rail name is no placeholder the script's yes/no loop could take.
+    ("kimik3-fp4-b300-vllm-agentic-dspark", "tp8/c8"):
+        AGENTIC + "kimik3_fp4_b300_vllm_mtp.sh:146: script: a command fails with exit status 1: Error: no active RDMA rail on $HOSTNAME; "
+                  "Mooncake cannot initialise",
+    # resolve_complete_model_snapshot (lines 13-44): a Python program on standard input that reads the Hugging
+    # Face cache (refs/main, config.json, the shards of model.safetensors.index.json) and prints the complete
+    # snapshot's folder: a probe of the runner's disk, not a computation: python3 never runs
+    ("minimaxm3-fp8-h200-vllm-agentic-mtp", "tp8/c1"):
+        AGENTIC + "minimaxm3_fp8_h200_mtp.sh:14: script: runs `python3 -`, which the sandbox refuses",
+    # checkpoint_is_complete (lines 45-67): a folder with config.json, then a Python program on standard input
+    # that checks every shard model.safetensors.index.json names (or any *.safetensors). The sandbox's
+    # `hf download` writes nothing, so the draft's folder is never complete: the script's own error at line 121
+    ("minimaxm3-fp4-b200-vllm-agentic-mtp", "tp4/c5"):
+        AGENTIC + "minimaxm3_fp4_b200_mtp.sh:121: script: fails with exit status 1: Error: nvidia/MiniMax-M3-EAGLE3-GQA is incomplete after "
+                  "hf download Inferact/MiniMax-M3-EAGLE3-GQA.",
+    # `df -BG --output=avail /dev/shm` (line 104) is answered ($FREE_SPACE: no number, so the script skips its
+    # /dev/shm size check, as it does when df says nothing); the LMCache servers it then starts are refused
+    ("minimaxm3-fp4-mi355x-vllm-agentic-mtp", "tp4-2/c32"):
+        AGENTIC + "minimaxm3_fp4_mi355x_mtp.sh:141: script: runs `lmcache`, which the sandbox refuses",
+    ("minimaxm3-fp8-mi300x-vllm-agentic-mtp", "tp8/c16"):
+        AGENTIC + "minimaxm3_fp8_mi300x_mtp.sh:110: script: runs `lmcache`, which the sandbox refuses",
+}
+
+
+@pytest.mark.parametrize("key,point", sorted(REFUSED_POINTS))
+def test_a_point_the_probes_do_not_free_is_refused_at_its_line(ws: Workspace, key: str, point: str) -> None:
+    with pytest.raises(CookbookError) as refused:
+        render_config_point(ws, load_policy(None), key, point)
+    assert str(refused.value.problems[0]).startswith(REFUSED_POINTS[key, point])
