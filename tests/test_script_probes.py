@@ -78,11 +78,18 @@ REFUSED_POINTS = {
         AGENTIC + "minimaxm3_fp4_b200_mtp.sh:121: script: fails with exit status 1: Error: nvidia/MiniMax-M3-EAGLE3-GQA is incomplete after "
                   "hf download Inferact/MiniMax-M3-EAGLE3-GQA.",
     # `df -BG --output=avail /dev/shm` (line 104) is answered ($FREE_SPACE: no number, so the script skips its
-    # /dev/shm size check, as it does when df says nothing); the LMCache servers it then starts are refused
+    # /dev/shm size check, as it does when df says nothing; it stopped the point before); the LMCache servers it
+    # then starts in the background, one per TP rank (lines 122-146), are a service of the deployment
+    # cookbookgen does not render from a script yet: the point stops at the first
     ("minimaxm3-fp4-mi355x-vllm-agentic-mtp", "tp4-2/c32"):
-        AGENTIC + "minimaxm3_fp4_mi355x_mtp.sh:141: script: runs `lmcache`, which the sandbox refuses",
+        AGENTIC + "minimaxm3_fp4_mi355x_mtp.sh:141: script: starts `lmcache server`, an LMCache server (the engine's KV cache tier in "
+                  "host memory, one per TP rank): a service of the deployment beside the engine, which cookbookgen does not render",
     ("minimaxm3-fp8-mi300x-vllm-agentic-mtp", "tp8/c16"):
-        AGENTIC + "minimaxm3_fp8_mi300x_mtp.sh:110: script: runs `lmcache`, which the sandbox refuses",
+        AGENTIC + "minimaxm3_fp8_mi300x_mtp.sh:110: script: starts `lmcache server`, an LMCache server",
+    # the Mooncake master (line 90), started in the background before the engine, which connects to it
+    ("minimaxm3-fp8-h100-vllm-agentic-mtp", "tp8/c8"):
+        AGENTIC + "minimaxm3_fp8_h100_mtp.sh:90: script: starts `mooncake_master`, the Mooncake master (the metadata service of the "
+                  "engine's Mooncake KV store): a service of the deployment beside the engine",
 }
 
 

@@ -58,6 +58,10 @@ LIMIT_FILES = 256               # files of the checkout given to the sandbox (Sc
 LIMIT_FILES_BYTES = 8 << 20     # ... and their bytes in all
 ALLOWED = ("awk", "basename", "cat", "cut", "date", "dirname", "env", "grep", "head", "id", "mkdir", "paste",
            "sed", "seq", "sort", "tail", "tee", "touch", "tr", "uname", "wc")
+# Services of the deployment the scripts start beside the engine (`... &` before its launch), which the
+# stubs stop at (rules/script_stubs.sh): the command as the stubs record it, and what it is
+SERVICES = {"mooncake_master": "the Mooncake master (the metadata service of the engine's Mooncake KV store)",
+            "lmcache server": "an LMCache server (the engine's KV cache tier in host memory, one per TP rank)"}
 NOBODY = 65534
 # the sandbox's host name (its own UTS namespace would start with the host's): the placeholder the
 # `hostname` stub answers (rules/script_stubs.sh), so `uname -n` and bash's $HOSTNAME give it too
@@ -410,6 +414,9 @@ def _problem(text: dict[str, str], files: dict[str, bytes], returncode: int | No
     """(line, "script", message) when the run went wrong: a refused command, a limit, a failure."""
     if text["denied"]:
         where, _, command = text["denied"].splitlines()[0].partition(" ")
+        if command in SERVICES:
+            return _number([where]), "script", (f"starts `{command}`, {SERVICES[command]}: a service of the deployment beside the engine, "
+                                                "which cookbookgen does not render from a benchmark script yet (the point is not published without it)")
         return _number([where]), "script", (f"runs `{command}`, which the sandbox refuses (allowed: the engine launches, benchmark_lib.sh's "
                                             f"functions, hf download, nvidia-smi, the probes `find -name ptxas`, `hostname` and `df --output=avail`, "
                                             f"the shell's builtins and {', '.join(ALLOWED)})")

@@ -121,7 +121,7 @@ source() {
 # these stubs (nohup, exec, mpirun, pip3... add frames).
 _cbg_where() {
     local depth=1
-    while [[ "${FUNCNAME[depth]:-}" == @(_cbg_*|python3|python|vllm|sglang|sglang_router|trtllm-serve|mpirun|nohup|setsid|timeout|exec|env|numactl|pip|pip3|agentic_pip_install|bash|sed|vllm-router|find|hostname|df) ]] \
+    while [[ "${FUNCNAME[depth]:-}" == @(_cbg_*|python3|python|vllm|sglang|sglang_router|trtllm-serve|mpirun|nohup|setsid|timeout|exec|env|numactl|pip|pip3|agentic_pip_install|bash|sed|vllm-router|find|hostname|df|mooncake_master|lmcache) ]] \
           && (( depth + 1 < ${#FUNCNAME[@]} )); do
         depth=$((depth + 1))
     done
@@ -309,6 +309,13 @@ df() {
     if [[ -z "$output" ]]; then _cbg_deny "df $*"; return; fi
     printf '%s\n' Avail '$FREE_SPACE'
 }
+
+# Services of the deployment the scripts start beside the engine, in the background before its launch
+# (`mooncake_master ... &`, `lmcache server ... &`): not rendered from a script yet, so the point stops
+# at their line with a message saying what they are (recipes/script.py SERVICES), never published
+# without them.
+mooncake_master() { _cbg_deny mooncake_master; }
+lmcache() { _cbg_deny "lmcache ${1:-}"; }
 
 # --- benchmark_lib.sh, as stubs (same names and checks, no side effects) -------------------------
 export PORT="${PORT:-8888}"
