@@ -5,18 +5,24 @@ by stubs with documented placeholders, never by the host; a Python program on st
 - `probe_points.json` (tests/data/corpus/inferencex-843c6254-golden/, checked by reading the script: see
   its README) pins the published commands of 3 points of dsv4_fp4_b200_sglang_mtp.sh, whose
   TRITON_PTXAS_PATH comes from `find` over the container's CUDA folders: `$PTXAS_PATH` for the reader;
+- `diff` of the config's 12 published points against the script is parity, and a drift is a mismatch;
 - the points still refused are refused at the script line that stops them, with the reason
   (REFUSED_POINTS: what each script checks is said beside it).
 """
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
+from cookbookgen.commands.diff import run_diff
 from cookbookgen.errors import CookbookError
-from cookbookgen.pipeline import render_config_point
+from cookbookgen.pipeline import render_all_points, render_config_point
 from cookbookgen.policy.rules import load_policy
 from cookbookgen.recipes.workspace import Workspace
 from cookbookgen.render import shell
@@ -27,6 +33,7 @@ from conftest import CORPUS
 EXCERPT = CORPUS / "inferencex-843c6254"
 PROBED = json.loads((CORPUS / "inferencex-843c6254-golden" / "probe_points.json").read_text(encoding="utf-8"))
 AGENTIC = "benchmarks/single_node/agentic/"
+PROBED_CONFIG = "dsv4-fp4-b200-sglang-agentic-hicache-mtp"
 
 
 @pytest.fixture(scope="module")
@@ -98,3 +105,40 @@ def test_a_point_the_probes_do_not_free_is_refused_at_its_line(ws: Workspace, ke
     with pytest.raises(CookbookError) as refused:
         render_config_point(ws, load_policy(None), key, point)
     assert str(refused.value.problems[0]).startswith(REFUSED_POINTS[key, point])
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The probed config's published points (as `build` writes them) and a copy of the excerpt to drift."""
+    tmp = tmp_path_factory.mktemp("probes")
+    shutil.copytree(EXCERPT, tmp / "inferencex")
+    ws, policy = Workspace(EXCERPT), load_policy()
+    docs = []
+    for rendered in render_all_points(ws, policy, PROBED_CONFIG):
+        point, dep = rendered.point, rendered.deployment
+        docs.append({"config": PROBED_CONFIG, "point": point.point_id, "label": point.label, "concurrencies": [point.conc],
+                     "recipe": point.recipe.label, "model": dep.model, "image": dep.image, "blocks": [b.to_json() for b in dep.blocks]})
+    (tmp / "rendered.json").write_text(json.dumps(docs), encoding="utf-8")
+    return tmp / "rendered.json", tmp / "inferencex"
+
+
+def _mismatches(cookbook: Path, source: Path) -> tuple[int, list[dict]]:
+    out = io.StringIO()
+    status = run_diff(argparse.Namespace(cookbook=[cookbook], source=source, config=PROBED_CONFIG, logs=None, format="json", policy=None), out)
+    return status, [f for f in json.loads(out.getvalue())["findings"] if f["cls"] == "mismatch"]
+
+
+def test_the_probed_points_are_at_parity_and_a_drift_is_a_mismatch(published: tuple[Path, Path]) -> None:
+    """`diff` of the 12 published points against the script: parity (the placeholder is what the script's
+    probe stands for, not a drift); a flag the script changes is a mismatch naming it."""
+    cookbook, source = published
+    assert _mismatches(cookbook, source) == (0, [])
+    script = source / AGENTIC / "dsv4_fp4_b200_sglang_mtp.sh"
+    original = script.read_text(encoding="utf-8")
+    assert original.count("MEM_FRACTION_STATIC=0.88\n") == 1
+    script.write_text(original.replace("MEM_FRACTION_STATIC=0.88\n", "MEM_FRACTION_STATIC=0.86\n"), encoding="utf-8")
+    try:
+        status, found = _mismatches(cookbook, source)
+    finally:
+        script.write_text(original, encoding="utf-8")
+    assert status == 1 and any("mem-fraction-static" in (f["item"] + str(f.get("path"))) for f in found), found[:3]
