@@ -9,7 +9,7 @@ renders or its config alone is refused with a located reason.
 - `rendered_points.json` (same folder, checked by reading each script) pins the published commands of
   7 trtllm-serve and ATOM points, the options file the script writes included, and of 2 vLLM
   DP-attention points that start the vLLM router (vllm-router) in front of the worker;
-- the excerpt as a whole: `list` lists all 21 configs, the frameworks cookbookgen does not render
+- the excerpt as a whole: `list` lists all 27 configs, the frameworks cookbookgen does not render
   (sglang-disagg, llmd-vllm, tilert) are refused with their reasons, every point of the others renders;
 - with INFERENCEX_TREE naming a whole checkout (843c6254), every point of every config renders or is
   refused with a located reason (`file:line: key: reason`), and `list` exits 0.
@@ -71,7 +71,7 @@ def test_no_path_of_this_machine_reaches_a_launch() -> None:
 def test_the_excerpt_lists_every_config_and_refuses_the_frameworks_it_does_not_render(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "--source", str(EXCERPT), "--format", "json"]) == 0
     configs = {c["key"]: c for c in json.loads(capsys.readouterr().out)["configs"]}
-    assert len(configs) == 21
+    assert len(configs) == 27
     refused = {k: c["problem"] for k, c in configs.items() if c["problem"]}
     assert sorted(refused) == ["dsr1-fp8-mi355x-sglang-disagg", "dsv4-fp4-gb200-llmd-vllm", "glm5.1-fp8-b200-tilert"]
     assert all(LOCATED.match(p) for p in refused.values())
@@ -161,8 +161,8 @@ def test_every_point_of_a_whole_checkout_renders_or_is_refused_with_its_location
 # never published without it (points of the excerpt's configs added for the image's programs).
 REFUSED_POINTS = {
     # the Mooncake master, started in the background above the launch (its refusal raced the launch's record)
-    ("minimaxm3-fp8-h100-vllm-agentic-mtp", "tp8/c6"): "benchmarks/single_node/agentic/minimaxm3_fp8_h100_mtp.sh:90: script: runs "
-                                                       "`mooncake_master`, which the sandbox refuses",
+    ("minimaxm3-fp8-h100-vllm-agentic-mtp", "tp8/c6"): "benchmarks/single_node/agentic/minimaxm3_fp8_h100_mtp.sh:90: script: starts "
+                                                       "`mooncake_master`, the Mooncake master",
 }
 
 

@@ -123,6 +123,49 @@ def test_hostile_script_is_contained_with_one_line(capsys, tmp_path: Path, case:
     assert not Path("/x").exists()
 
 
+
+# --- probes of the container or machine: answered by stubs with placeholders, never by the host ----------
+
+PROBES_REFUSED = {
+    # (script body, line, message start): each probe program answers one documented question only
+    "find the host": ("find / -name shadow\n" + LAUNCH, 3, "runs `find`, which the sandbox refuses"),
+    "find by command": ("command find / -maxdepth 1\n" + LAUNCH, 3, "runs `find`, which the sandbox refuses"),
+    "find by path": ("/usr/bin/find /\n" + LAUNCH, 3, "bash: /usr/bin/find: No such file or directory"),
+    "hostname set": ("hostname evil\n" + LAUNCH, 3, "runs `hostname evil`, which the sandbox refuses"),
+    "hostname by path": ("/bin/hostname\n" + LAUNCH, 3, "bash: /bin/hostname: No such file or directory"),
+    "df of everything": ("df\n" + LAUNCH, 3, "runs `df `, which the sandbox refuses"),
+    "df of a root": ("df -a --output=source,target /\n" + LAUNCH, 3, "runs `df -a --output=source,target /`, which the sandbox refuses"),
+}
+
+
+@pytest.mark.parametrize("case", list(PROBES_REFUSED))
+def test_a_probe_program_outside_its_one_question_is_refused(capsys, tmp_path: Path, case: str) -> None:
+    body, line, message = PROBES_REFUSED[case]
+    said_line, said = _refused(capsys, _checkout(tmp_path, body))
+    assert said_line == line and said.startswith(message), said
+
+
+def test_probes_answer_with_placeholders_never_with_the_host(capsys, tmp_path: Path) -> None:
+    """`find ... -name ptxas` (its -exec never runs), `hostname` in its forms, bash's $HOSTNAME, `uname -n`
+    (the sandbox's own host name) and `df --output=avail`: every answer is a documented placeholder,
+    which the published command shows for the reader's shell to expand; the host's name, its files and
+    its free space reach nothing."""
+    body = ("P=$(find /usr/local/cuda* / -type f -name ptxas -exec cat /etc/shadow \\; -print -quit 2>/dev/null || true)\n"
+            "H=$(hostname); S=$(hostname -s); F=$(hostname -f); I=$(hostname -I); U=$(uname -n)\n"
+            "D=$(df -BG --output=avail /dev/shm | tail -1)\n"
+            'export TRITON_PTXAS_PATH="$P" PROBES="$H,$S,$F,$U,$HOSTNAME,$I,$D"\n' + LAUNCH)
+    code, out, err = _render(capsys, _checkout(tmp_path, body), "--format", "json")
+    assert code == 0, err
+    env = json.loads(out)["blocks"][0]["env"]
+    assert env["TRITON_PTXAS_PATH"] == "$PTXAS_PATH"
+    assert env["PROBES"] == "$HOSTNAME,$HOSTNAME,$HOSTNAME,$HOSTNAME,$HOSTNAME,$NODE_IP,$FREE_SPACE"
+    host = re.compile(rf"\b{re.escape(socket.gethostname())}\b")
+    assert not host.search(out)
+    code, out, err = _render(capsys, _checkout(tmp_path / "sh", body), "--format", "sh")
+    assert code == 0, err
+    assert 'TRITON_PTXAS_PATH="$PTXAS_PATH"' in out and not host.search(out)
+    assert 'PROBES="$HOSTNAME,$HOSTNAME,$HOSTNAME,$HOSTNAME,$HOSTNAME,$NODE_IP,$FREE_SPACE"' in out
+
 def test_process_substitution_reads_the_sandboxs_own_processes_only(capsys, tmp_path: Path) -> None:
     """`done < <(env)` (InferenceX's dsv4 TensorRT-LLM scripts) needs /dev/fd: it works, and the procfs
     behind it lists the sandbox's processes, never the host's (this test's own process is not there)."""

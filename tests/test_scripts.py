@@ -186,7 +186,8 @@ def _hostile_checkout(tmp_path: Path, fixture: str) -> Path:
     return root
 
 
-REFUSED = "which the sandbox refuses (allowed: the engine launches, benchmark_lib.sh's functions, hf download, nvidia-smi, the shell's builtins and "
+REFUSED = ("which the sandbox refuses (allowed: the engine launches, benchmark_lib.sh's functions, hf download, nvidia-smi, "
+           "the probes `find -name ptxas`, `hostname` and `df --output=avail`, the shell's builtins and ")
 HOSTILE_CASES = {
     "network.sh": ({4}, "runs `curl`, " + REFUSED),
     "devtcp.sh": ({4}, "bash: /dev/tcp/1.1.1.1/80: Network is unreachable"),

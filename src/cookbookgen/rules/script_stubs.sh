@@ -18,7 +18,9 @@
 #   `python3 -m atom.entrypoints.openai_server`, `python3 -m dynamo.*`, each also behind `nohup`,
 #   `timeout`, `exec`, `env NAME=VALUE ...` or `numactl`; the vLLM router `vllm-router`;
 # - the image's programs around the launch (end of this file): awk, sed, paste run for real (allowed
-#   programs); python3 checks, rocm-smi probes and image patches as described there.
+#   programs); python3 checks, rocm-smi probes and image patches as described there;
+# - probes of the container or machine (`find -name ptxas`, `hostname`, `df --output=avail`) answer
+#   with the placeholder the published command shows, never a value of the host.
 # Ports are fixed: PORT is InferenceX's default 8888 (benchmark-tmpl.yml), never probed.
 # The script's `/workspace` paths point at "$HOME/workspace" (cookbookgen.recipes.launches), made here.
 # Nothing here opens a file outside the sandbox's folder or a socket.
@@ -119,7 +121,7 @@ source() {
 # these stubs (nohup, exec, mpirun, pip3... add frames).
 _cbg_where() {
     local depth=1
-    while [[ "${FUNCNAME[depth]:-}" == @(_cbg_*|python3|python|vllm|sglang|sglang_router|trtllm-serve|mpirun|nohup|setsid|timeout|exec|env|numactl|pip|pip3|agentic_pip_install|bash|sed|vllm-router) ]] \
+    while [[ "${FUNCNAME[depth]:-}" == @(_cbg_*|python3|python|vllm|sglang|sglang_router|trtllm-serve|mpirun|nohup|setsid|timeout|exec|env|numactl|pip|pip3|agentic_pip_install|bash|sed|vllm-router|find|hostname|df|mooncake_master|lmcache) ]] \
           && (( depth + 1 < ${#FUNCNAME[@]} )); do
         depth=$((depth + 1))
     done
@@ -267,6 +269,53 @@ rocm-smi() {
     done
 }
 amd-smi() { :; }
+# Probes of the container or the machine the runner's job runs on: no value of them is true on the
+# reader's machine, and the real programs are absent from the sandbox. Each answers with the
+# placeholder the published command shows (rules/render.yaml `placeholders`); any other use of
+# these programs is refused.
+# - `find ... -name ptxas`: where the image's ptxas is (the dsv4 SGLang scripts set TRITON_PTXAS_PATH
+#   from the first match under /usr/local/cuda* and the pip nvidia packages): $PTXAS_PATH;
+find() {
+    local word previous=
+    for word; do
+        if [[ "$previous" == -name && "$word" == ptxas ]]; then printf '%s\n' '$PTXAS_PATH'; return 0; fi
+        previous="$word"
+    done
+    _cbg_deny find
+}
+# - `hostname` (`-s`, `-f`): this node's host name, $HOSTNAME (bash sets it on the reader's node; the
+#   sandbox's own host name is that placeholder too, so `uname -n` and bash's $HOSTNAME give it);
+#   `hostname -i` / `-I`: this node's address, $NODE_IP;
+HOSTNAME='$HOSTNAME'
+hostname() {
+    case "$*" in
+        "" | -s | -f | --short | --fqdn | --long) printf '%s\n' '$HOSTNAME' ;;
+        -i | -I | --ip-address | --all-ip-addresses) printf '%s\n' '$NODE_IP' ;;
+        *) _cbg_deny "hostname $*" ;;
+    esac
+}
+# - `df --output=avail [-BG|-h|...] PATH` (free space, such as /dev/shm's before sizing a host-memory
+#   cache: the scripts check their size against it and skip the check when df gives no number): the
+#   header and $FREE_SPACE, the free space on the reader's node.
+df() {
+    local word output=
+    for word; do
+        case "$word" in
+            --output=avail) output=1 ;;
+            -B?* | -h | -H | -k | -m | -P | --si | --block-size=* | --) ;;
+            -*) _cbg_deny "df $*"; return ;;
+        esac
+    done
+    if [[ -z "$output" ]]; then _cbg_deny "df $*"; return; fi
+    printf '%s\n' Avail '$FREE_SPACE'
+}
+
+# Services of the deployment the scripts start beside the engine, in the background before its launch
+# (`mooncake_master ... &`, `lmcache server ... &`): not rendered from a script yet, so the point stops
+# at their line with a message saying what they are (recipes/script.py SERVICES), never published
+# without them.
+mooncake_master() { _cbg_deny mooncake_master; }
+lmcache() { _cbg_deny "lmcache ${1:-}"; }
 
 # --- benchmark_lib.sh, as stubs (same names and checks, no side effects) -------------------------
 export PORT="${PORT:-8888}"
