@@ -123,8 +123,8 @@ def test_trtllm_serve_with_prefill_and_decode_is_refused_at_the_frontend_type(tm
 def test_list_of_the_slice_is_complete(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "--source", str(SLICE), "--format", "json"]) == 0
     configs = json.loads(capsys.readouterr().out)["configs"]
-    assert len(configs) == 7 and all(c["problem"] is None for c in configs)
-    assert all(p["problem"] is None for c in configs for p in c["points"])
+    assert len(configs) == 11 and all(c["problem"] is None for c in configs)
+    assert all(p["problem"] is None for c in configs for p in c["points"])     # list resolves points; render refuses two (below)
 
 
 def test_the_derived_sglang_router_uses_the_bootstrap_port_the_prefill_worker_sets() -> None:
@@ -158,3 +158,135 @@ def test_unset_takes_the_path_errors_name(capsys: pytest.CaptureFixture[str]) ->
     assert "DYN_HEALTH_CHECK_ENABLED" not in worker_env("backend.aggregated_environment.DYN_HEALTH_CHECK_ENABLED")
     assert main(["render", "--recipe", recipe, "--unset", "roles.agg.env.NOPE"]) == 2
     assert "'roles.agg.env.NOPE': no such setting in the effective recipe" in capsys.readouterr().err
+
+
+# srtctl 2.x's ATOM launch, by hand from SemiAnalysisAI/srt-slurm (not runnable here), each rule cited:
+ATOM_WORKER = ("SemiAnalysisAI/srt-slurm@05a3cec4 src/srtctl/backends/atom.py AtomProtocol.build_worker_command: "
+               "env ATOM_HOST_IP=<node IP>, python3 -m atom.entrypoints.openai_server --model M --host 0.0.0.0 --server-port P "
+               "-tp <the worker's GPU count>, --kv-transfer-config for prefill/decode (_kv_transfer_config: kv_role, "
+               "kv_connector mooncake, proxy_ip, handshake_port), then _config_to_cli_args: the role's args sorted by key, "
+               "spelled as written, True a bare switch, False/None no flag")
+ATOMESH = ("SemiAnalysisAI/srt-slurm@0e8514e7 src/srtctl/frontends/atomesh.py AtomeshFrontend (atomesh launch, "
+           "--pd-disaggregation, no bootstrap ports, get_managed_frontend_args: --backend atom) over "
+           "@06275a3e src/srtctl/frontends/static_router.py StaticRouterFrontend.build_router_command / start_frontends "
+           "(--worker-urls or --prefill/--decode, --host 0.0.0.0 --port, managed args, get_frontend_args_list: "
+           "frontend.args in order, '_' as '-')")
+# Placeholders and ports are cookbookgen's (the same exclusions as the schema-2 expectations): srtctl's
+# worker IPs are $NODE_IP / $<ROLE>_<i>_HEAD_IP, its allocated ports the port table's (rules/engines.yaml atom.srtctl).
+ATOM_CMD = ["python3", "-m", "atom.entrypoints.openai_server"]
+
+
+def _argv(block: Block) -> list[str]:
+    return [*block.cmd.split(), *(w for arg in block.args for w in arg)]
+
+
+def _atom_point(ws: Workspace, key: str, point: str) -> dict[str, Block]:
+    entry = ws.entry(key)
+    check_framework(entry)
+    row, conc = next((r, c) for r in entry.rows for c in r.concs if f"{r.slug}/c{c}" == point)
+    deployment = render_point(ws.point(entry, row, conc), load_policy(None), False, RunMemo())
+    return {b.role or b.kind: b for b in deployment.blocks}
+
+
+def test_atom_behind_atomesh_aggregated_as_srtctl_launches_it(ws: Workspace) -> None:
+    """dsr1-fp4-mi355x-atom tp4/c4 (8k1k.yaml base + zip_override_tp4_ep1[0], which sets only the benchmark's CONC)."""
+    blocks = _atom_point(ws, "dsr1-fp4-mi355x-atom", "tp4/c4")
+    assert _argv(blocks["atomesh"]) == ["atomesh", "launch", "--worker-urls", "http://$AGG_0_HEAD_IP:30000",
+                                        "--host", "0.0.0.0", "--port", "8000", "--backend", "atom"], ATOMESH
+    worker = blocks["agg"]
+    assert _argv(worker) == [*ATOM_CMD, "--model", "amd/DeepSeek-R1-0528-MXFP4-Preview", "--host", "0.0.0.0",
+                             "--server-port", "30000", "-tp", "4",
+                             "--block-size", "16", "--kv_cache_dtype", "fp8", "--max-model-len", "10240"], ATOM_WORKER
+    assert worker.env == {"ATOM_HOST_IP": "$NODE_IP", "OMP_NUM_THREADS": "1"}
+    assert list(blocks) == ["atomesh", "agg"]       # the router starts before the worker it lists
+
+
+def test_atom_switches_keep_their_native_spelling(ws: Workspace) -> None:
+    """dsr1-fp8-mi355x-atom-mtp: `no-enable_prefix_caching: true` is a bare switch spelled as written, after
+    `method`, before `num-speculative-tokens` (sorted by key: 'no-' < 'num')."""
+    worker = _atom_point(ws, "dsr1-fp8-mi355x-atom-mtp", "tp8/c4")["agg"]
+    assert _argv(worker) == [*ATOM_CMD, "--model", "deepseek-ai/DeepSeek-R1-0528", "--host", "0.0.0.0", "--server-port", "30000",
+                             "-tp", "8", "--kv_cache_dtype", "fp8", "--method", "mtp", "--no-enable_prefix_caching",
+                             "--num-speculative-tokens", "3"], ATOM_WORKER
+
+
+def test_atom_prefill_and_decode_behind_atomesh(ws: Workspace) -> None:
+    """dsv4 1P1D (disagg-lmcache-dspark.yaml:override_tp8_c1): the router in P/D mode with the override's
+    frontend args after the base's (prometheus-port is held back by the policy: the harness's metrics port);
+    both workers share the `*server` args; decode adds its capture sizes; each gets its Mooncake role."""
+    blocks = _atom_point(ws, "dsv4-fp4-mi355x-atom-disagg-agentic-lmcache-dspark", "1p1d-tp8-tp8/c1")
+    assert _argv(blocks["atomesh"]) == [
+        "atomesh", "launch", "--pd-disaggregation", "--prefill", "http://$PREFILL_0_HEAD_IP:30000",
+        "--decode", "http://$DECODE_0_HEAD_IP:30000", "--host", "0.0.0.0", "--port", "8000", "--backend", "atom",
+        "--log-level", "info", "--disable-health-check", "--disable-circuit-breaker",
+        "--prefill-policy", "round_robin", "--decode-policy", "round_robin", "--atom-pd-rank-mapping-policy", "none"], ATOMESH
+    server = ["--attn-prefill-chunk-size", "16384", "--block-size", "256"]
+    rest = ["--cudagraph-mode", "FULL", "--enable-prefix-caching", "--gpu-memory-utilization", "0.9", "--index-cache-dtype", "fp4",
+            "--kv_cache_dtype", "fp8", "--level", "3", "--max-model-len", "1000000", "--max-num-batched-tokens", "16384",
+            "--max-num-seqs", "2", "--method", "dspark", "--num-speculative-tokens", "3",
+            "--served-model-name", "deepseek-ai/DeepSeek-V4-Pro-0813", "--state-checkpoint-interval-tokens", "8192", "--trust-remote-code"]
+    for role, kv_role, capture in (("prefill", "kv_producer", []), ("decode", "kv_consumer", ["--cudagraph-capture-sizes", "[1,2]"])):
+        kv = json.dumps({"kv_role": kv_role, "kv_connector": "mooncake", "proxy_ip": "$NODE_IP", "handshake_port": 6550},
+                        separators=(",", ":"))
+        assert _argv(blocks[role]) == [*ATOM_CMD, "--model", "deepseek-ai/DeepSeek-V4-Pro-0813", "--host", "0.0.0.0",
+                                       "--server-port", "30000", "-tp", "8", "--kv-transfer-config", kv,
+                                       *server, *capture, *rest], ATOM_WORKER
+        assert blocks[role].env["ATOM_HOST_IP"] == "$NODE_IP" and blocks[role].env["ATOM_PREFIX_CACHE_POLICY"] == "lru"
+
+
+def test_atom_variants_srtctl_or_cookbookgen_cannot_launch_are_refused_at_their_line(ws: Workspace) -> None:
+    """A setup_script (it starts the LMCache server ATOM's lmcache_mp tier needs) and extra-kv-connectors as a
+    list of mappings (srtctl would pass each as Python's str() of a dict) are refused, located."""
+    from cookbookgen.errors import CookbookError
+
+    entry = ws.entry("dsv4-fp4-mi355x-atom-agentic-mtp")
+    row = next(r for r in entry.rows if 256 in r.concs)
+    with pytest.raises(CookbookError) as setup:
+        render_point(ws.point(entry, row, 256), load_policy(None), False, RunMemo())
+    assert str(setup.value.problems[0]).startswith(
+        "inferencex-e2e/benchmarks/single_node/srt-slurm-recipes/dsv4/atom/mi355x-fp4-mtp/agentic.yaml:242: setup_script: srtctl runs")
+    entry = ws.entry("dsv4-fp4-mi355x-atom-disagg-agentic-lmcache-dspark")
+    row = next(r for r in entry.rows if 256 in r.concs)
+    with pytest.raises(CookbookError) as connectors:
+        render_point(ws.point(entry, row, 256), load_policy(None), False, RunMemo())
+    assert ":225: roles.prefill.args.extra-kv-connectors:" in str(connectors.value.problems[0])
+
+
+def test_srtctl_refusals_of_atom_recipes_are_located(tmp_path, capsys) -> None:
+    """atomesh routes only to ATOM and ATOM runs only behind atomesh (AtomeshFrontend.backend_type, build_worker_command);
+    an arg srtctl sets itself is refused (build_worker_command's reserved set)."""
+    base = ("schema: 2\nname: a\nmodel: {{path: \"hf:org/m\"}}\nresources: {{gpu_type: mi355x, gpus_per_node: 8}}\n"
+            "frontend:\n  type: {front}\nengine: {engine}\nroles:\n  agg: {{nodes: 1, workers: 1, gpus: 8, args: {{{args}}}}}\n")
+    cases = [("atomesh", "sglang", "", ":6: frontend.type: frontend type atomesh routes only to engine 'atom', not 'sglang'"),
+             ("sglang", "atom", "", ":7: engine: engine 'atom' is not supported yet"),
+             ("atomesh", "atom", "server-port: 9", ":9: roles.agg.args.server-port: srtctl sets --server-port of an ATOM worker itself")]
+    for i, (front, engine, args, error) in enumerate(cases):
+        recipe = tmp_path / f"r{i}.yaml"
+        recipe.write_text(base.format(front=front, engine=engine, args=args))
+        assert main(["render", "--recipe", str(recipe)]) == 2
+        assert capsys.readouterr().err.startswith(f"cookbookgen: error: {recipe}{error}"), error
+
+
+def test_every_point_of_the_slice_renders_with_nothing_lost_or_is_refused_located(ws: Workspace) -> None:
+    """The independent leaf check (nothing_dropped.unmapped) over every point of the slice's configs."""
+    from cookbookgen.errors import CookbookError
+    from nothing_dropped import effective, unmapped
+
+    rendered, refused = 0, []
+    for key, entry in ws.entries().items():
+        check_framework(entry)
+        for row in entry.rows:
+            for conc in row.concs:
+                try:
+                    point = ws.point(entry, row, conc)
+                    deployment = render_point(point, load_policy(None), False, RunMemo())
+                except CookbookError as exc:
+                    refused.append((key, f"{row.slug}/c{conc}", str(exc.problems[0]).split(": ")[0]))
+                    continue
+                assert unmapped(effective(SLICE / point.recipe.file, point.recipe.selector), deployment) == [], (key, row.slug, conc)
+                rendered += 1
+    assert rendered == 80
+    assert refused == [("dsv4-fp4-mi355x-atom-agentic-mtp", "dep8/c256",
+                        "inferencex-e2e/benchmarks/single_node/srt-slurm-recipes/dsv4/atom/mi355x-fp4-mtp/agentic.yaml:242"),
+                       ("dsv4-fp4-mi355x-atom-disagg-agentic-lmcache-dspark", "1p1d-dep8-dep8/c256",
+                        "inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/dsv4/atom/mi355x-fp4/agentx/disagg-lmcache-dspark.yaml:225")]

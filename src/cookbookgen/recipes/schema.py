@@ -60,7 +60,10 @@ def _env_name(name: str) -> str:
 EnvName = Annotated[str, AfterValidator(_env_name)]
 Env = dict[EnvName, Scalar | None]
 SUPPORTED_ENGINES = ("sglang", "vllm", "trtllm")
-SCRIPT_ONLY_ENGINES = ("atom",)     # rendered only as a benchmark script starts them, serving clients themselves
+SCRIPT_ONLY_ENGINES = ("atom",)     # rendered as a benchmark script starts them, serving clients themselves, or behind their router
+# Engines srtctl 2.x launches only behind one router of their own (`frontend.type`), their args spelled as written
+# (SemiAnalysisAI/srt-slurm 05a3cec4 backends/atom.py: `backend.type: atom requires frontend.type: atomesh`).
+ROUTED_ENGINES = {"atom": "atomesh"}
 # Engines whose recipe-wide `environment:` srt-slurm exports into every serving process (workers and
 # the front process); it is moved into `roles.*.env` and `frontend.env`, where a role's own entry wins.
 ENVIRONMENT_REACHES_PROCESSES = ("vllm",)
@@ -122,7 +125,7 @@ class Placement(_Open):
 
 
 class FrontendSpec(_Open):
-    type: Literal["dynamo", "sglang", "sglang-router", "vllm", "vllm-router", "smg", "trtllm_serve", "trtllm", "atom"] = "dynamo"
+    type: Literal["dynamo", "sglang", "sglang-router", "vllm", "vllm-router", "smg", "trtllm_serve", "trtllm", "atom", "atomesh"] = "dynamo"
     # srtctl's defaults (FrontendConfig, NVIDIA/srt-slurm since 2025-11); see `render.deploy.frontend_layout`
     enable_multiple_frontends: bool = True
     num_additional_frontends: int = Field(default=9, ge=0)
@@ -240,7 +243,7 @@ def normalise(recipe: EffectiveRecipe) -> Typed:
         normal = EffectiveRecipe(normal.file, normal.selector, *_environment_to_processes(normal.data, dict(normal.origins)))
     if _engine_type(normal.data) in OPTIONS_FILE_ENGINES and not direct:
         normal = EffectiveRecipe(normal.file, normal.selector, *_args_to_options(normal.data, dict(normal.origins)))
-    elif not direct:
+    elif not direct and _engine_type(normal.data) not in ROUTED_ENGINES:
         normal = _dashed_args(normal)
     model = OptionsRecipe if _engine_type(normal.data) in OPTIONS_FILE_ENGINES else Recipe
     try:
@@ -335,11 +338,20 @@ def _check_engine(recipe: EffectiveRecipe) -> None:
     """`engine: sglang`, or srt-slurm's mapping form `engine: {type: vllm, connector: nixl, ...}`."""
     engine = _engine_type(recipe.data)
     where: KeyPath = ("engine", "type") if isinstance(recipe.data.get("engine"), dict) else ("engine",)
+    frontend = recipe.data.get("frontend")
+    front = frontend.get("type") if isinstance(frontend, dict) else None
+    routed = ROUTED_ENGINES.get(str(engine))
+    if routed is not None and front == routed:
+        return
+    if front in ROUTED_ENGINES.values() and routed != front:     # srtctl: frontend.type atomesh requires backend.type atom
+        raise recipe.error(("frontend", "type"), f"frontend type {front} routes only to engine "
+                                                 f"{next(e for e, f in ROUTED_ENGINES.items() if f == front)!r}, not {engine!r}")
     if engine in SUPPORTED_ENGINES or (engine in SCRIPT_ONLY_ENGINES and served_directly(recipe.data)):
         return
     if engine in SCRIPT_ONLY_ENGINES:
         raise recipe.error(where, f"engine {engine!r} is not supported yet (supported: {', '.join(SUPPORTED_ENGINES)}); it is rendered "
-                                  f"only as a benchmark script starts it, serving clients itself (frontend.type: {engine})")
+                                  f"as a benchmark script starts it, serving clients itself (frontend.type: {engine}), and as srtctl "
+                                  f"starts it behind its router (frontend.type: {ROUTED_ENGINES[engine]})")
     if isinstance(engine, str) and engine in KNOWN_ENGINES:
         raise recipe.error(where, f"engine {engine!r} is not supported yet (supported: {', '.join(SUPPORTED_ENGINES)})")
     raise recipe.error(where, unknown("engine", engine, KNOWN_ENGINES))
