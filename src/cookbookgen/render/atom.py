@@ -110,7 +110,7 @@ def _frontend_args(policy: Policy, typed: Recipe) -> Args:
     for key, value in typed.frontend.args.items():
         if value is False:
             continue
-        items = value if isinstance(value, list) else [value]
+        items: list[Any] = list(value) if isinstance(value, list) else [value]
         for item in items:
             out += kept_args(policy, ("frontend", "args"), {key: item})
     return [(a[0].replace("_", "-"), *a[1:]) for a in out]
