@@ -4,7 +4,8 @@ The effective recipe is built here from plain PyYAML (`yaml.safe_load`, base + o
 zip-override slicing, sweep substitution, as srt-slurm documents them), not with cookbookgen's loader.
 Every leaf of it must then be found in the rendered deployment as srtctl v1.0.68 would pass it (and a
 schema-2 recipe's `roles.<role>.args.KEY` / `roles.<role>.env.NAME` as srtctl 2.x does: a flag / env entry of
-that role's workers, an ATOM flag spelled as written):
+that role's workers, an ATOM flag spelled as written, a key of an ATOM `extra-kv-connectors` entry inside that
+worker's --kv-transfer-config JSON):
 - `backend.<engine>_config.<mode>.KEY` of SGLang and vLLM: a `--KEY` flag (each `_` a `-`) of a worker of
   that mode with the value (a `false` switch: no flag, as srtctl omits it); of TRT-LLM: the same key path
   with the same value in that mode's options file;
@@ -143,6 +144,8 @@ def unmapped(recipe: dict[str, Any], deployment: Deployment) -> list[str]:
             continue        # a null section: srtctl reads it as empty, nothing to pass
         if path[:1] == ("backend",) and len(path) >= 4 and path[1] == f"{engine}_config" and path[2] in MODES:
             found = _in_worker(workers, MODES[path[2]], path[3:], value, engine)
+        elif path[:1] == ("roles",) and len(path) >= 6 and path[2:4] == ("args", "extra-kv-connectors") and engine == "atom":
+            found = _in_kv_connectors(workers, path[1], path[5:], value)   # ATOM: inside --kv-transfer-config
         elif path[:1] == ("roles",) and len(path) >= 4 and path[1] in MODES.values() and path[2] == "args":
             found = _in_worker(workers, path[1], path[3:], value, engine)      # schema 2: a role's flag (TRT-LLM: option)
         elif path[:1] == ("roles",) and len(path) == 4 and path[1] in MODES.values() and path[2] == "env":
@@ -175,6 +178,23 @@ def unmapped(recipe: dict[str, Any], deployment: Deployment) -> list[str]:
         if not found and not _classified(policy, path, value, command=True):
             problems.append(f"{dotted} = {value!r}: in no command, and no policy class holds it back")
     return problems
+
+
+def _in_kv_connectors(workers: list[Any], role: str, key: tuple[str, ...], value: Any) -> bool:
+    """A key of one of ATOM's extra KV connectors: in a connector of the role's --kv-transfer-config JSON (the
+    config itself, or an entry of a `multi` config's `connectors`), as the runners' patched srtctl folds them in."""
+    for block in workers:
+        for arg in block.args:
+            if block.role != role or arg[0] != "--kv-transfer-config":
+                continue
+            config = json.loads(arg[1].replace("$NODE_IP", "0.0.0.0"))
+            for connector in [config, *config.get("connectors", [])]:
+                node = connector
+                for part in key:
+                    node = node.get(part, "\0") if isinstance(node, dict) else "\0"
+                if node == value:
+                    return True
+    return False
 
 
 def _in_json_file(files: dict[str, str], key: str, value: Any) -> bool:

@@ -127,7 +127,7 @@ def test_list_of_the_slice_is_complete(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["list", "--source", str(SLICE), "--format", "json"]) == 0
     configs = json.loads(capsys.readouterr().out)["configs"]
     assert len(configs) == 11 and all(c["problem"] is None for c in configs)
-    assert all(p["problem"] is None for c in configs for p in c["points"])     # list resolves points; render refuses two (below)
+    assert all(p["problem"] is None for c in configs for p in c["points"])     # list resolves points; render refuses one (below)
 
 
 def test_the_derived_sglang_router_uses_the_bootstrap_port_the_prefill_worker_sets() -> None:
@@ -237,9 +237,48 @@ def test_atom_prefill_and_decode_behind_atomesh(ws: Workspace) -> None:
         assert blocks[role].env["ATOM_HOST_IP"] == "$NODE_IP" and blocks[role].env["ATOM_PREFIX_CACHE_POLICY"] == "lru"
 
 
-def test_atom_variants_srtctl_or_cookbookgen_cannot_launch_are_refused_at_their_line(ws: Workspace) -> None:
-    """A setup_script (it starts the LMCache server ATOM's lmcache_mp tier needs) and extra-kv-connectors as a
-    list of mappings (srtctl would pass each as Python's str() of a dict) are refused, located."""
+PATCH_507 = ("SemiAnalysisAI/InferenceX@30933546 inferencex-e2e/runners/srt-slurm/patches/507-lmcache-server-atom-sglang.patch, "
+             "which the runners apply to srtctl (its atom.py base has proxy_ip, as at 05a3cec4): build_worker_command pops "
+             "extra-kv-connectors; _kv_transfer_config puts Mooncake first for P/D, then each extra connector (lmcache_mp gets "
+             "lmcache.mp.port 8750 unless set); one connector as is, several as {kv_connector: multi, connectors: [...]}")
+
+
+def test_atom_extra_kv_connectors_ride_beside_mooncake_in_a_multi_connector(ws: Workspace) -> None:
+    """dsv4 1P1D c256 (override_dpa8_c256_lmcache): prefill's lmcache_offload connector joins Mooncake in ATOM's
+    `multi` connector, the mapping as written (nulls, empty lists) and never an --extra-kv-connectors flag;
+    decode, without extra connectors, keeps the bare Mooncake connector."""
+    blocks = _atom_point(ws, "dsv4-fp4-mi355x-atom-disagg-agentic-lmcache-dspark", "1p1d-dep8-dep8/c256")
+    recipe = yaml.safe_load((SLICE / "inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/dsv4/atom/mi355x-fp4/agentx/"
+                                     "disagg-lmcache-dspark.yaml").read_text())
+    offload = recipe["override_dpa8_c256_lmcache"]["roles"]["prefill"]["args"]["extra-kv-connectors"]
+    configs = {role: json.loads(next(a[1] for a in blocks[role].args if a[0] == "--kv-transfer-config")) for role in ("prefill", "decode")}
+    assert configs["prefill"] == {"kv_connector": "multi", "connectors": [
+        {"kv_role": "kv_producer", "kv_connector": "mooncake", "proxy_ip": "$NODE_IP", "handshake_port": 6550}, *offload]}, PATCH_507
+    assert configs["decode"] == {"kv_role": "kv_consumer", "kv_connector": "mooncake", "proxy_ip": "$NODE_IP", "handshake_port": 6550}
+    assert not any(a[0] == "--extra-kv-connectors" for b in blocks.values() for a in b.args)
+    assert offload[0]["lmcache.local_disk"] is None and '"lmcache.local_disk":null' in json.dumps(configs["prefill"], separators=(",", ":"))
+
+
+def test_an_lmcache_mp_connector_dials_the_lmcache_server_port_unless_it_names_one(tmp_path) -> None:
+    """An aggregated ATOM worker with one extra connector runs it alone; lmcache_mp gets lmcache.mp.port 8750 (PATCH_507)."""
+    from cookbookgen.recipes.workspace import Workspace as Ws
+
+    recipe = tmp_path / "mp.yaml"
+    recipe.write_text("schema: 2\nname: a\nmodel: {path: \"hf:org/m\"}\nresources: {gpu_type: mi355x, gpus_per_node: 8}\n"
+                      "frontend: {type: atomesh}\nengine: atom\nroles:\n  agg:\n    nodes: 1\n    workers: 1\n    gpus: 8\n"
+                      "    args:\n      extra-kv-connectors:\n        - {kv_connector: lmcache_mp, kv_role: offload, "
+                      "kv_connector_extra_config: {lmcache.mp.host: \"tcp://127.0.0.1\"}}\n")
+    point = Ws(tmp_path).bare_recipe(str(recipe))
+    from cookbookgen.render.deploy import RenderContext, render
+    worker = next(b for b in render(point.recipe, point.typed, RenderContext("org/m", load_policy(None))).blocks if b.kind == "worker")
+    assert json.loads(next(a[1] for a in worker.args if a[0] == "--kv-transfer-config")) == {
+        "kv_connector": "lmcache_mp", "kv_role": "offload",
+        "kv_connector_extra_config": {"lmcache.mp.port": 8750, "lmcache.mp.host": "tcp://127.0.0.1"}}, PATCH_507
+
+
+def test_atom_variants_cookbookgen_cannot_launch_are_refused_at_their_line(ws: Workspace, tmp_path, capsys) -> None:
+    """A setup_script (it starts the LMCache server ATOM's lmcache_mp tier needs) is refused, located; so is a
+    list of mappings in any other engine's args (it is no flag value)."""
     from cookbookgen.errors import CookbookError
 
     entry = ws.entry("dsv4-fp4-mi355x-atom-agentic-mtp")
@@ -248,11 +287,12 @@ def test_atom_variants_srtctl_or_cookbookgen_cannot_launch_are_refused_at_their_
         render_point(ws.point(entry, row, 256), load_policy(None), False, RunMemo())
     assert str(setup.value.problems[0]).startswith(
         "inferencex-e2e/benchmarks/single_node/srt-slurm-recipes/dsv4/atom/mi355x-fp4-mtp/agentic.yaml:242: setup_script: srtctl runs")
-    entry = ws.entry("dsv4-fp4-mi355x-atom-disagg-agentic-lmcache-dspark")
-    row = next(r for r in entry.rows if 256 in r.concs)
-    with pytest.raises(CookbookError) as connectors:
-        render_point(ws.point(entry, row, 256), load_policy(None), False, RunMemo())
-    assert ":225: roles.prefill.args.extra-kv-connectors:" in str(connectors.value.problems[0])
+    recipe = tmp_path / "sg.yaml"
+    recipe.write_text("schema: 2\nname: a\nmodel: {path: \"hf:org/m\"}\nfrontend: {type: sglang}\nengine: sglang\n"
+                      "roles:\n  agg:\n    gpus: 1\n    args:\n      extra-kv-connectors: [{kv_connector: x}]\n")
+    assert main(["render", "--recipe", str(recipe)]) == 2
+    assert capsys.readouterr().err.startswith(f"cookbookgen: error: {recipe}:10: roles.agg.args.extra-kv-connectors: a list of "
+                                              "mappings is not a value this engine's flags take")
 
 
 def test_srtctl_refusals_of_atom_recipes_are_located(tmp_path, capsys) -> None:
@@ -262,7 +302,8 @@ def test_srtctl_refusals_of_atom_recipes_are_located(tmp_path, capsys) -> None:
             "frontend:\n  type: {front}\nengine: {engine}\nroles:\n  agg: {{nodes: 1, workers: 1, gpus: 8, args: {{{args}}}}}\n")
     cases = [("atomesh", "sglang", "", ":6: frontend.type: frontend type atomesh routes only to engine 'atom', not 'sglang'"),
              ("sglang", "atom", "", ":7: engine: engine 'atom' is not supported yet"),
-             ("atomesh", "atom", "server-port: 9", ":9: roles.agg.args.server-port: srtctl sets --server-port of an ATOM worker itself")]
+             ("atomesh", "atom", "server-port: 9", ":9: roles.agg.args.server-port: srtctl sets --server-port of an ATOM worker itself"),
+             ("atomesh", "atom", "extra-kv-connectors: x", ":9: roles.agg.args.extra-kv-connectors: a list of KV connector mappings expected")]
     for i, (front, engine, args, error) in enumerate(cases):
         recipe = tmp_path / f"r{i}.yaml"
         recipe.write_text(base.format(front=front, engine=engine, args=args))
@@ -288,11 +329,9 @@ def test_every_point_of_the_slice_renders_with_nothing_lost_or_is_refused_locate
                     continue
                 assert unmapped(effective(SLICE / point.recipe.file, point.recipe.selector), deployment) == [], (key, row.slug, conc)
                 rendered += 1
-    assert rendered == 80
+    assert rendered == 81
     assert refused == [("dsv4-fp4-mi355x-atom-agentic-mtp", "dep8/c256",
-                        "inferencex-e2e/benchmarks/single_node/srt-slurm-recipes/dsv4/atom/mi355x-fp4-mtp/agentic.yaml:242"),
-                       ("dsv4-fp4-mi355x-atom-disagg-agentic-lmcache-dspark", "1p1d-dep8-dep8/c256",
-                        "inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/dsv4/atom/mi355x-fp4/agentx/disagg-lmcache-dspark.yaml:225")]
+                        "inferencex-e2e/benchmarks/single_node/srt-slurm-recipes/dsv4/atom/mi355x-fp4-mtp/agentic.yaml:242")]
 
 
 MASTERS = CORPUS / "inferencex-e2e-masters"     # both current masters whole, and the recipes of 64 configs (SOURCES.md)
@@ -305,7 +344,7 @@ def _complete_configs() -> list[str]:
 
 def test_sixty_configs_of_the_current_masters_render_every_point_with_nothing_lost() -> None:
     """Every point of the 64 configs whose recipes are here renders and passes the independent leaf check,
-    or is refused at its line; 60 configs render whole, covering every framework the masters use but tilert."""
+    or is refused at its line; 61 configs render whole, covering every framework the masters use but tilert."""
     from cookbookgen.errors import CookbookError
     from nothing_dropped import effective, unmapped
 
@@ -329,17 +368,34 @@ def test_sixty_configs_of_the_current_masters_render_every_point_with_nothing_lo
                 assert unmapped(effective(MASTERS / point.recipe.file, point.recipe.selector), deployment) == [], (key, row.slug, conc)
                 points[entry.framework] = points.get(entry.framework, 0) + 1
         whole[entry.framework] = whole.get(entry.framework, 0) + ok
-    assert whole == {"atom": 7, "atom-disagg": 0, "dynamo-sglang": 7, "dynamo-trt": 3, "dynamo-vllm": 3, "sglang": 21,
+    assert whole == {"atom": 7, "atom-disagg": 1, "dynamo-sglang": 7, "dynamo-trt": 3, "dynamo-vllm": 3, "sglang": 21,
                      "sglang-disagg": 4, "tilert": 0, "trt": 8, "vllm": 7}
-    assert sum(whole.values()) == 60
-    assert points == {"atom": 82, "atom-disagg": 4, "dynamo-sglang": 50, "dynamo-trt": 19, "dynamo-vllm": 27, "sglang": 159,
+    assert sum(whole.values()) == 61
+    assert points == {"atom": 82, "atom-disagg": 5, "dynamo-sglang": 50, "dynamo-trt": 19, "dynamo-vllm": 27, "sglang": 159,
                       "sglang-disagg": 45, "trt": 66, "vllm": 88}
     single = "inferencex-e2e/benchmarks/single_node/srt-slurm-recipes/"
     assert refused == [
         ("dsv4-fp4-mi355x-atom-agentic-mtp", "dep8/c256", single + "dsv4/atom/mi355x-fp4-mtp/agentic.yaml:242"),
-        ("dsv4-fp4-mi355x-atom-disagg-agentic-lmcache-dspark", "1p1d-dep8-dep8/c256",
-         "inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/dsv4/atom/mi355x-fp4/agentx/disagg-lmcache-dspark.yaml:225"),
         ("dsv41flash-fp4-mi355x-vllm-agentic-dspark", "tp4/c128", "inferencex-e2e/configs/amd-master.yaml:1478"),
         ("dsv41flash-fp4-mi355x-vllm-agentic-dspark", "tp2/c128", "inferencex-e2e/configs/amd-master.yaml:1479"),
         ("glm5.3-fp8-mi355x-tilert-agentic", "1p1d-tp8-tp8/c1",
          "inferencex-e2e/benchmarks/multi_node/srt-slurm-recipes/glm5.3/tilert/mi355x-fp8/agentx/disagg-1p1d-tp8-mtp.yaml:18")]
+
+
+def test_the_leaf_check_catches_a_dropped_extra_kv_connector(ws: Workspace) -> None:
+    """Not vacuous: the c256 prefill worker with Mooncake alone in its --kv-transfer-config fails the leaf check,
+    naming the extra connector's settings."""
+    from nothing_dropped import effective, unmapped
+
+    entry = ws.entry("dsv4-fp4-mi355x-atom-disagg-agentic-lmcache-dspark")
+    row = next(r for r in entry.rows if 256 in r.concs)
+    point = ws.point(entry, row, 256)
+    deployment = render_point(point, load_policy(None), False, RunMemo())
+
+    def mooncake_only(block: Block) -> Block:
+        args = tuple((a[0], json.dumps(json.loads(a[1])["connectors"][0])) if a[0] == "--kv-transfer-config" else a for a in block.args)
+        return block.model_copy(update={"args": args})
+    blocks = tuple(mooncake_only(b) if b.role == "prefill" else b for b in deployment.blocks)
+    problems = unmapped(effective(SLICE / point.recipe.file, point.recipe.selector), deployment.model_copy(update={"blocks": blocks}))
+    assert problems and all(p.startswith("roles.prefill.args.extra-kv-connectors.0.") for p in problems)
+    assert len(problems) == 15

@@ -43,7 +43,8 @@ Scalar = str | int | Float | bool
 # an int: `True` is an int too): the value a YAML scalar builds is kept as it is, as the smart
 # union keeps it, at a third of the cost (a recipe holds hundreds of args, each checked per point).
 _ExactScalar = Union[Annotated[str, Strict()], Annotated[bool, Strict()], Annotated[int, Strict()], Float]
-ArgValue = Annotated[Union[_ExactScalar, list[_ExactScalar], None], Field(union_mode="left_to_right")]
+# A list of mappings is one arg only ATOM takes (`MAPPING_LIST_ARGS`); anywhere else it is refused at its line.
+ArgValue = Annotated[Union[_ExactScalar, list[_ExactScalar], list[dict[str, Any]], None], Field(union_mode="left_to_right")]
 RoleName = Literal["agg", "prefill", "decode"]
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -64,6 +65,10 @@ SCRIPT_ONLY_ENGINES = ("atom",)     # rendered as a benchmark script starts them
 # Engines srtctl 2.x launches only behind one router of their own (`frontend.type`), their args spelled as written
 # (SemiAnalysisAI/srt-slurm 05a3cec4 backends/atom.py: `backend.type: atom requires frontend.type: atomesh`).
 ROUTED_ENGINES = {"atom": "atomesh"}
+# Role args whose value is a list of mappings, by engine: ATOM's extra KV connectors, which the srtctl the
+# InferenceX runners patch (runners/srt-slurm/patches/507-lmcache-server-atom-sglang.patch) folds into
+# --kv-transfer-config (render.atom).
+MAPPING_LIST_ARGS = {"atom": ("extra-kv-connectors",)}
 # Engines whose recipe-wide `environment:` srt-slurm exports into every serving process (workers and
 # the front process); it is moved into `roles.*.env` and `frontend.env`, where a role's own entry wins.
 ENVIRONMENT_REACHES_PROCESSES = ("vllm",)
@@ -254,6 +259,7 @@ def normalise(recipe: EffectiveRecipe) -> Typed:
         found = ", ".join(typed.roles) or "none"
         raise normal.error(("roles",), f"worker roles {found}: expected roles.agg, or roles.prefill and roles.decode")
     _check_parallel_sizes(normal, typed)
+    _check_mapping_lists(normal, typed)
     return normal, typed
 
 
@@ -310,6 +316,17 @@ def _check_parallel_sizes(recipe: EffectiveRecipe, typed: Recipe) -> None:
     problems = [recipe.problem(("roles", role, "args", key), f"must be a positive whole number (received {spec.args[key]!r})")
                 for role, spec in typed.roles.items() for key in PARALLEL_SIZE_ARGS
                 if key in spec.args and not _positive_whole(spec.args[key])]
+    if problems:
+        raise CookbookError(problems)
+
+
+def _check_mapping_lists(recipe: EffectiveRecipe, typed: Recipe) -> None:
+    """A role arg whose value is a list of mappings is no flag value: only the args in MAPPING_LIST_ARGS take one."""
+    allowed = MAPPING_LIST_ARGS.get(typed.engine_type, ())
+    problems = [recipe.problem(("roles", role, "args", key), f"a list of mappings is not a value this engine's flags take (only "
+                                                             f"{', '.join(allowed) or 'none'} for engine {typed.engine_type!r})")
+                for role, spec in typed.roles.items() for key, value in spec.args.items()
+                if isinstance(value, list) and any(isinstance(v, dict) for v in value) and key not in allowed]
     if problems:
         raise CookbookError(problems)
 

@@ -6,7 +6,9 @@
   `--kv_cache_dtype`).
 - As srtctl 2.x launches a recipe's `engine: atom` behind `frontend.type: atomesh` (the `srtctl` table):
   each worker runs with ATOM_HOST_IP set to its node's IP, `--model`, `--host 0.0.0.0`, its own
-  `--server-port`, `-tp` its GPU count, a prefill or decode worker's Mooncake `--kv-transfer-config`, then
+  `--server-port`, `-tp` its GPU count, a `--kv-transfer-config` (a prefill or decode worker's Mooncake
+  connector, then the role's `extra-kv-connectors`, several wrapped in ATOM's `multi` connector, as the
+  InferenceX runners' patch 507 to srtctl makes it), then
   the role's args sorted by key in their native spelling (a `true` value is a bare switch, `false` no
   flag); the AToMesh router lists the workers (`--worker-urls`, or `--pd-disaggregation` with
   `--prefill`/`--decode` URLs and no bootstrap ports), then `--host`, `--port`, `--backend atom` and
@@ -62,6 +64,8 @@ def check_srtctl(recipe: EffectiveRecipe, typed: Recipe, layouts: dict[str, Role
                                                              "refuses it in the role's args; remove it")
                 for role, spec in typed.roles.items() for key in spec.args
                 if key.lstrip("-").replace("_", "-") in reserved]
+    problems += [recipe.problem(("roles", role, "args", EXTRA_CONNECTORS), "a list of KV connector mappings expected")
+                 for role, spec in typed.roles.items() if EXTRA_CONNECTORS in spec.args and not _connector_list(spec.args[EXTRA_CONNECTORS])]
     problems += [recipe.problem(("roles", role, "gpus"), f"srtctl runs an ATOM worker on one node: {layout.gpus_per_worker} GPUs "
                                                          f"span {layout.nodes_per_worker} nodes")
                  for role, layout in layouts.items() if layout.nodes_per_worker > 1]
@@ -76,14 +80,34 @@ def srtctl_worker_parts(policy: Policy, model_id: str, layout: RoleLayout, slot:
     role = layout.role
     args: Args = [("--model", model_id), ("--host", "0.0.0.0"), ("--server-port", str(srtctl_port(slot))),
                   ("-tp", str(layout.gpus_per_worker))]
+    extra = spec.args.get(EXTRA_CONNECTORS)
+    connectors = [_with_lmcache_port(c) for c in extra if isinstance(c, dict)] if isinstance(extra, list) else []
     if role != "agg":
-        payload = {"kv_role": "kv_producer" if role == "prefill" else "kv_consumer", "kv_connector": table["connector"],
-                   "proxy_ip": "$NODE_IP", "handshake_port": int(table["ports"]["handshake"]) + slot.index}
+        connectors.insert(0, {"kv_role": "kv_producer" if role == "prefill" else "kv_consumer", "kv_connector": table["connector"],
+                              "proxy_ip": "$NODE_IP", "handshake_port": int(table["ports"]["handshake"]) + slot.index})
+    if connectors:
+        payload = connectors[0] if len(connectors) == 1 else {"kv_connector": "multi", "connectors": connectors}
         args.append(("--kv-transfer-config", json.dumps(payload, separators=(",", ":"))))
-    own = {k: v for k, v in spec.args.items() if v is not False}     # srtctl passes no flag for false (and none for null)
+    # srtctl passes no flag for false (and none for null); the extra connectors are in --kv-transfer-config
+    own = {k: v for k, v in spec.args.items() if v is not False and k != EXTRA_CONNECTORS}
     shown = sorted(kept_args(policy, ("roles", role, "args"), own), key=lambda a: a[0])
     env = {**kept_env(policy, ("roles", role, "env"), spec.env), **table["env"]}
     return engine_tables()["atom"]["command"], (*args, *shown), env
+
+
+EXTRA_CONNECTORS = "extra-kv-connectors"
+
+
+def _connector_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(c, dict) for c in value)
+
+
+def _with_lmcache_port(connector: dict[str, Any]) -> dict[str, Any]:
+    """An `lmcache_mp` connector dials srtctl's lmcache-server port unless its extra config names one."""
+    if connector.get("kv_connector") != "lmcache_mp":
+        return connector
+    extra = {"lmcache.mp.port": int(_srtctl()["ports"]["lmcache_server"]), **(connector.get("kv_connector_extra_config") or {})}
+    return {**connector, "kv_connector_extra_config": extra}
 
 
 def router_block(typed: Recipe, policy: Policy, layouts: dict[str, RoleLayout], public_port: int) -> Block:
