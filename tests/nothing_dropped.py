@@ -2,7 +2,10 @@
 
 The effective recipe is built here from plain PyYAML (`yaml.safe_load`, base + override deep merge,
 zip-override slicing, sweep substitution, as srt-slurm documents them), not with cookbookgen's loader.
-Every leaf of it must then be found in the rendered deployment as srtctl v1.0.68 would pass it:
+Every leaf of it must then be found in the rendered deployment as srtctl v1.0.68 would pass it (and a
+schema-2 recipe's `roles.<role>.args.KEY` / `roles.<role>.env.NAME` as srtctl 2.x does: a flag / env entry of
+that role's workers, an ATOM flag spelled as written, a key of an ATOM `extra-kv-connectors` entry inside that
+worker's --kv-transfer-config JSON):
 - `backend.<engine>_config.<mode>.KEY` of SGLang and vLLM: a `--KEY` flag (each `_` a `-`) of a worker of
   that mode with the value (a `false` switch: no flag, as srtctl omits it); of TRT-LLM: the same key path
   with the same value in that mode's options file;
@@ -103,7 +106,13 @@ def leaves(node: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...
     return [(prefix, node)]
 
 
+_HARNESS_VALUE = re.compile(r"@(?:fabric|dram)\.[\w.-]+")      # a site value the benchmark harness fills in
+
+
 def _same(shown: str, value: Any) -> bool:
+    if isinstance(value, str) and _HARNESS_VALUE.search(value):       # published as a shell placeholder ($NAME)
+        pattern = r"\$[A-Z][A-Z0-9_]*".join(map(re.escape, _HARNESS_VALUE.split(value)))
+        return re.fullmatch(pattern, shown) is not None or re.fullmatch(pattern, shown.replace('"', "")) is not None
     if isinstance(value, bool):
         return shown.lower() == str(value).lower()
     if isinstance(value, (int, float)):
@@ -124,9 +133,10 @@ def _same(shown: str, value: Any) -> bool:
 def unmapped(recipe: dict[str, Any], deployment: Deployment) -> list[str]:
     """Every leaf of `recipe` that `deployment` neither shows nor classifies, with why."""
     policy = load_policy()
-    engine = (recipe.get("backend") or {}).get("type", "sglang")
+    engine = (recipe.get("backend") or {}).get("type", recipe.get("engine", "sglang"))
+    engine = engine.get("type") if isinstance(engine, dict) else engine       # schema 2: `engine: {type: ...}`
     workers = [b for b in deployment.blocks if b.kind == "worker"]
-    fronts = [b for b in deployment.blocks if b.kind in ("dynamo-frontend", "sglang-router", "vllm-router", "smg")]
+    fronts = [b for b in deployment.blocks if b.kind in ("dynamo-frontend", "sglang-router", "vllm-router", "smg", "atomesh")]
     problems = []
     for path, value in leaves(recipe):
         dotted = ".".join(path)
@@ -134,6 +144,12 @@ def unmapped(recipe: dict[str, Any], deployment: Deployment) -> list[str]:
             continue        # a null section: srtctl reads it as empty, nothing to pass
         if path[:1] == ("backend",) and len(path) >= 4 and path[1] == f"{engine}_config" and path[2] in MODES:
             found = _in_worker(workers, MODES[path[2]], path[3:], value, engine)
+        elif path[:1] == ("roles",) and len(path) >= 6 and path[2:4] == ("args", "extra-kv-connectors") and engine == "atom":
+            found = _in_kv_connectors(workers, path[1], path[5:], value)   # ATOM: inside --kv-transfer-config
+        elif path[:1] == ("roles",) and len(path) >= 4 and path[1] in MODES.values() and path[2] == "args":
+            found = _in_worker(workers, path[1], path[3:], value, engine)      # schema 2: a role's flag (TRT-LLM: option)
+        elif path[:1] == ("roles",) and len(path) == 4 and path[1] in MODES.values() and path[2] == "env":
+            found = any(_same(b.env.get(path[3], "\0"), value) for b in workers if b.role == path[1])
         elif path[:1] == ("backend",) and len(path) == 3 and path[1].endswith("_environment") and path[1][:-12] in MODES:
             found = any(_same(b.env.get(path[2], "\0"), value) for b in workers if b.role == MODES[path[1][:-12]])
         elif path[:2] == ("backend", "kv_events_config"):
@@ -148,6 +164,8 @@ def unmapped(recipe: dict[str, Any], deployment: Deployment) -> list[str]:
         elif path == ("backend", "mooncake_kv_store", "master_extra_args"):
             masters = [b for b in deployment.blocks if b.kind == "mooncake-master"]
             found = len(masters) == 1 and all(_has_word_flag(masters[0].args, word) for word in value)
+        elif len(path) == 3 and path[0] == "roles" and path[1] in MODES.values() and path[2] == "extra_args":
+            found = any(_has_word_flag(b.args, str(w)) for b in workers if b.role == path[1] for w in value if str(w).startswith("-"))
         elif path[:2] == ("frontend", "args") and len(path) == 3:
             found = any(_has_flag(b.args, path[2], value) for b in fronts)
         elif path[:2] == ("frontend", "env") and len(path) == 3:
@@ -160,6 +178,23 @@ def unmapped(recipe: dict[str, Any], deployment: Deployment) -> list[str]:
         if not found and not _classified(policy, path, value, command=True):
             problems.append(f"{dotted} = {value!r}: in no command, and no policy class holds it back")
     return problems
+
+
+def _in_kv_connectors(workers: list[Any], role: str, key: tuple[str, ...], value: Any) -> bool:
+    """A key of one of ATOM's extra KV connectors: in a connector of the role's --kv-transfer-config JSON (the
+    config itself, or an entry of a `multi` config's `connectors`), as the runners' patched srtctl folds them in."""
+    for block in workers:
+        for arg in block.args:
+            if block.role != role or arg[0] != "--kv-transfer-config":
+                continue
+            config = json.loads(arg[1].replace("$NODE_IP", "0.0.0.0"))
+            for connector in [config, *config.get("connectors", [])]:
+                node = connector
+                for part in key:
+                    node = node.get(part, "\0") if isinstance(node, dict) else "\0"
+                if node == value:
+                    return True
+    return False
 
 
 def _in_json_file(files: dict[str, str], key: str, value: Any) -> bool:
@@ -197,9 +232,10 @@ def _kv_events(args: Any, key: tuple[str, ...], value: Any) -> bool:
 
 
 def _has_flag(args: Any, key: str, value: Any) -> bool:
-    name = "--" + key.replace("_", "-")
+    """`--KEY` with each `_` a `-` (srtctl's SGLang, vLLM, routers) or as written (ATOM's native spelling)."""
+    names = {"--" + key.replace("_", "-"), "--" + key}
     for arg in args:
-        if arg[0] != name:
+        if arg[0] not in names:
             continue
         if value is True and len(arg) == 1:
             return True

@@ -22,11 +22,11 @@ from conftest import CORPUS
 from recipes_factory import dump, minimal_recipe
 
 INFERENCEX = CORPUS / "inferencex"
-# The recipes of the issue-31 excerpts (inferencex-843c6254/, inferencex-e2e-slice/) are walked by their own tests
+# The recipes of the issue-31 excerpts (inferencex-843c6254/, inferencex-e2e-slice/, inferencex-e2e-masters/) are walked by their own tests
 # (test_inferencex_scripts.py, test_current_layout.py); their v1 vLLM recipes need the srtctl branch's reading of
 # backend.vllm_config to pass the classification check below.
 RECIPES = sorted(p for p in CORPUS.rglob("*.yaml") if ("srt-slurm-recipes" in str(p) or "examples" in str(p))
-                 and p.relative_to(CORPUS).parts[0] not in ("inferencex-843c6254", "inferencex-e2e-slice"))
+                 and p.relative_to(CORPUS).parts[0] not in ("inferencex-843c6254", "inferencex-e2e-slice", "inferencex-e2e-masters"))
 # The corpus excerpt names recipes it does not hold (it says so in its header): a clear error is expected.
 MISSING = {"glm5.2-fp4-gb300-dynamo-sglang-agentic-agg", "glm5.2-fp4-gb300-dynamo-sglang-agentic-disagg",
            "dsv4-fp4-b200-dynamo-sglang-agentic-agg", "dsv41flash-fp4-h200-vllm-agentic-dspark"}

@@ -17,7 +17,8 @@ from cookbookgen.recipes.schema import ArgValue, Scalar
 
 from conftest import examples
 
-SMART = TypeAdapter(dict[str, Scalar | list[Scalar] | None])    # the union as pydantic checks it by default
+# the union as pydantic checks it by default (a list of mappings: ATOM's extra-kv-connectors, schema.MAPPING_LIST_ARGS)
+SMART = TypeAdapter(dict[str, Scalar | list[Scalar] | list[dict[str, Any]] | None])
 EXACT = TypeAdapter(dict[str, ArgValue])
 
 SCALARS = st.one_of(st.text(max_size=5), st.booleans(), st.integers(),

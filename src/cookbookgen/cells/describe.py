@@ -149,7 +149,7 @@ def image_parts(image: str) -> tuple[str, str | None, str | None]:
 
 
 # The front block that names a deployment's router; without one, a worker serves clients itself.
-_FRONT_ROUTERS = {"dynamo-frontend": "dynamo", "vllm-router": "vllm-router", "smg": "smg"}
+_FRONT_ROUTERS = {"dynamo-frontend": "dynamo", "vllm-router": "vllm-router", "smg": "smg", "atomesh": "atomesh"}
 _OTHER_ENGINES = ("trtllm", "vllm")     # a word of their worker commands; SGLang's commands have neither
 
 

@@ -331,6 +331,7 @@ _SERVICE_PORTS: dict[str, Callable[[Block, Json], list[int | None]]] = {
     "sglang-router": lambda b, d: [_int(flag_value(b, "--port"), d["router_port"])],
     "vllm-router": lambda b, d: [_int(flag_value(b, "--port"), d["frontend_port"])],
     "smg": lambda b, d: [_int(flag_value(b, "--port"), d["frontend_port"])],
+    "atomesh": lambda b, d: [_int(flag_value(b, "--port"), d["frontend_port"])],
     "dynamo-frontend": lambda b, d: [_int(flag_value(b, "--http-port"), d["frontend_port"])],
     "nginx": lambda b, d: [int(p) for p in re.findall(r"listen\s+(\d+)", "".join(b.files.values()))] or [d["frontend_port"]],
     "etcd": lambda b, d: [_int(flag_value(b, "--listen-client-urls"), d["etcd_ports"][0]), *d["etcd_ports"][1:]],

@@ -29,8 +29,8 @@ from .tables import table
 from .words import flag_key, recipe_words
 
 RawYaml = Any
-FRONTEND_KINDS = ("dynamo-frontend", "sglang-router", "vllm-router", "smg")
-KIND_LABEL = {"dynamo-frontend": "frontend", "sglang-router": "router", "vllm-router": "router", "smg": "router"}
+FRONTEND_KINDS = ("dynamo-frontend", "sglang-router", "vllm-router", "smg", "atomesh")
+KIND_LABEL = {"dynamo-frontend": "frontend", "sglang-router": "router", "vllm-router": "router", "smg": "router", "atomesh": "router"}
 
 
 # --- lookups shared with compare.py -----------------------------------------------------------------

@@ -43,7 +43,8 @@ Scalar = str | int | Float | bool
 # an int: `True` is an int too): the value a YAML scalar builds is kept as it is, as the smart
 # union keeps it, at a third of the cost (a recipe holds hundreds of args, each checked per point).
 _ExactScalar = Union[Annotated[str, Strict()], Annotated[bool, Strict()], Annotated[int, Strict()], Float]
-ArgValue = Annotated[Union[_ExactScalar, list[_ExactScalar], None], Field(union_mode="left_to_right")]
+# A list of mappings is one arg only ATOM takes (`MAPPING_LIST_ARGS`); anywhere else it is refused at its line.
+ArgValue = Annotated[Union[_ExactScalar, list[_ExactScalar], list[dict[str, Any]], None], Field(union_mode="left_to_right")]
 RoleName = Literal["agg", "prefill", "decode"]
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -60,7 +61,14 @@ def _env_name(name: str) -> str:
 EnvName = Annotated[str, AfterValidator(_env_name)]
 Env = dict[EnvName, Scalar | None]
 SUPPORTED_ENGINES = ("sglang", "vllm", "trtllm")
-SCRIPT_ONLY_ENGINES = ("atom",)     # rendered only as a benchmark script starts them, serving clients themselves
+SCRIPT_ONLY_ENGINES = ("atom",)     # rendered as a benchmark script starts them, serving clients themselves, or behind their router
+# Engines srtctl 2.x launches only behind one router of their own (`frontend.type`), their args spelled as written
+# (SemiAnalysisAI/srt-slurm 05a3cec4 backends/atom.py: `backend.type: atom requires frontend.type: atomesh`).
+ROUTED_ENGINES = {"atom": "atomesh"}
+# Role args whose value is a list of mappings, by engine: ATOM's extra KV connectors, which the srtctl the
+# InferenceX runners patch (runners/srt-slurm/patches/507-lmcache-server-atom-sglang.patch) folds into
+# --kv-transfer-config (render.atom).
+MAPPING_LIST_ARGS = {"atom": ("extra-kv-connectors",)}
 # Engines whose recipe-wide `environment:` srt-slurm exports into every serving process (workers and
 # the front process); it is moved into `roles.*.env` and `frontend.env`, where a role's own entry wins.
 ENVIRONMENT_REACHES_PROCESSES = ("vllm",)
@@ -122,7 +130,7 @@ class Placement(_Open):
 
 
 class FrontendSpec(_Open):
-    type: Literal["dynamo", "sglang", "sglang-router", "vllm", "vllm-router", "smg", "trtllm_serve", "trtllm", "atom"] = "dynamo"
+    type: Literal["dynamo", "sglang", "sglang-router", "vllm", "vllm-router", "smg", "trtllm_serve", "trtllm", "atom", "atomesh"] = "dynamo"
     # srtctl's defaults (FrontendConfig, NVIDIA/srt-slurm since 2025-11); see `render.deploy.frontend_layout`
     enable_multiple_frontends: bool = True
     num_additional_frontends: int = Field(default=9, ge=0)
@@ -240,7 +248,7 @@ def normalise(recipe: EffectiveRecipe) -> Typed:
         normal = EffectiveRecipe(normal.file, normal.selector, *_environment_to_processes(normal.data, dict(normal.origins)))
     if _engine_type(normal.data) in OPTIONS_FILE_ENGINES and not direct:
         normal = EffectiveRecipe(normal.file, normal.selector, *_args_to_options(normal.data, dict(normal.origins)))
-    elif not direct:
+    elif not direct and _engine_type(normal.data) not in ROUTED_ENGINES:
         normal = _dashed_args(normal)
     model = OptionsRecipe if _engine_type(normal.data) in OPTIONS_FILE_ENGINES else Recipe
     try:
@@ -251,6 +259,7 @@ def normalise(recipe: EffectiveRecipe) -> Typed:
         found = ", ".join(typed.roles) or "none"
         raise normal.error(("roles",), f"worker roles {found}: expected roles.agg, or roles.prefill and roles.decode")
     _check_parallel_sizes(normal, typed)
+    _check_mapping_lists(normal, typed)
     return normal, typed
 
 
@@ -311,6 +320,17 @@ def _check_parallel_sizes(recipe: EffectiveRecipe, typed: Recipe) -> None:
         raise CookbookError(problems)
 
 
+def _check_mapping_lists(recipe: EffectiveRecipe, typed: Recipe) -> None:
+    """A role arg whose value is a list of mappings is no flag value: only the args in MAPPING_LIST_ARGS take one."""
+    allowed = MAPPING_LIST_ARGS.get(typed.engine_type, ())
+    problems = [recipe.problem(("roles", role, "args", key), f"a list of mappings is not a value this engine's flags take (only "
+                                                             f"{', '.join(allowed) or 'none'} for engine {typed.engine_type!r})")
+                for role, spec in typed.roles.items() for key, value in spec.args.items()
+                if isinstance(value, list) and any(isinstance(v, dict) for v in value) and key not in allowed]
+    if problems:
+        raise CookbookError(problems)
+
+
 def _positive_whole(value: object) -> bool:
     if isinstance(value, bool):
         return False
@@ -335,11 +355,20 @@ def _check_engine(recipe: EffectiveRecipe) -> None:
     """`engine: sglang`, or srt-slurm's mapping form `engine: {type: vllm, connector: nixl, ...}`."""
     engine = _engine_type(recipe.data)
     where: KeyPath = ("engine", "type") if isinstance(recipe.data.get("engine"), dict) else ("engine",)
+    frontend = recipe.data.get("frontend")
+    front = frontend.get("type") if isinstance(frontend, dict) else None
+    routed = ROUTED_ENGINES.get(str(engine))
+    if routed is not None and front == routed:
+        return
+    if front in ROUTED_ENGINES.values() and routed != front:     # srtctl: frontend.type atomesh requires backend.type atom
+        raise recipe.error(("frontend", "type"), f"frontend type {front} routes only to engine "
+                                                 f"{next(e for e, f in ROUTED_ENGINES.items() if f == front)!r}, not {engine!r}")
     if engine in SUPPORTED_ENGINES or (engine in SCRIPT_ONLY_ENGINES and served_directly(recipe.data)):
         return
     if engine in SCRIPT_ONLY_ENGINES:
         raise recipe.error(where, f"engine {engine!r} is not supported yet (supported: {', '.join(SUPPORTED_ENGINES)}); it is rendered "
-                                  f"only as a benchmark script starts it, serving clients itself (frontend.type: {engine})")
+                                  f"as a benchmark script starts it, serving clients itself (frontend.type: {engine}), and as srtctl "
+                                  f"starts it behind its router (frontend.type: {ROUTED_ENGINES[engine]})")
     if isinstance(engine, str) and engine in KNOWN_ENGINES:
         raise recipe.error(where, f"engine {engine!r} is not supported yet (supported: {', '.join(SUPPORTED_ENGINES)})")
     raise recipe.error(where, unknown("engine", engine, KNOWN_ENGINES))

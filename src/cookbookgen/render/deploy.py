@@ -65,7 +65,7 @@ def frontend_kind(typed: Recipe, layouts: dict[str, RoleLayout]) -> str:
     """`dynamo`, a router (`sglang-router`, `vllm-router`, `smg`), or `direct` (one worker serving
     clients itself: frontend type `sglang` or `vllm` with one worker, a script's `trtllm` or `atom`,
     srtctl's `trtllm_serve`)."""
-    if typed.frontend.type in ("dynamo", "vllm-router", "smg"):
+    if typed.frontend.type in ("dynamo", "vllm-router", "smg", "atomesh"):
         return typed.frontend.type
     single = list(layouts) == ["agg"] and layouts["agg"].workers == 1
     if typed.frontend.type == "sglang" and srtctl_v1(typed):
@@ -97,6 +97,8 @@ def render(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext) -> Deploy
     layouts = plan(recipe, typed)
     kind = frontend_kind(typed, layouts)
     _check_extra_args(recipe, typed, kind)
+    if kind == "atomesh":
+        atom.check_srtctl(recipe, typed, layouts)
     if typed.frontend.type in SERVING_ALONE and not (list(layouts) == ["agg"] and layouts["agg"].workers == 1):
         raise recipe.error(("frontend", "type"), f"frontend type {typed.frontend.type} is the engine serving clients itself: "
                                                  "one aggregated worker (roles.agg, one worker) expected"
@@ -303,7 +305,10 @@ def _trtllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, l
 
 def _atom_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
                  slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> list[Block]:
-    cmd, args, env = atom.worker_parts(ctx.policy, ctx.model_id, layout, spec, tables().ports["frontend"])
+    if kind == "atomesh":
+        cmd, args, env = atom.srtctl_worker_parts(ctx.policy, ctx.model_id, layout, slot, spec)
+    else:
+        cmd, args, env = atom.worker_parts(ctx.policy, ctx.model_id, layout, spec, tables().ports["frontend"])
     return [_worker_block(typed, kind, layout, slot, cluster_env, cmd, args, env)]
 
 
@@ -452,11 +457,16 @@ def _vllm_router(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, lay
     return [router_block(typed, ctx.policy, layouts, tables().ports["frontend"])]
 
 
+def _atomesh(recipe: EffectiveRecipe, typed: Recipe, ctx: RenderContext, layouts: dict[str, RoleLayout]) -> list[Block]:
+    return [atom.router_block(typed, ctx.policy, layouts, tables().ports["frontend"])]
+
+
 FRONTENDS: dict[str, Callable[[EffectiveRecipe, Recipe, RenderContext, dict[str, RoleLayout]], list[Block]]] = {
     "dynamo": dynamo_frontend_blocks,
     "sglang-router": router_blocks,
     "vllm-router": _vllm_router,
     "smg": _vllm_router,
+    "atomesh": _atomesh,
     "direct": _direct,
 }
 

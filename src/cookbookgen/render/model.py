@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..policy.rules import Setting
 
 BlockKind = Literal[
-    "etcd", "nats", "nginx", "dynamo-frontend", "sglang-router", "vllm-router", "smg", "mooncake-master", "mooncake-store", "worker"
+    "etcd", "nats", "nginx", "dynamo-frontend", "sglang-router", "vllm-router", "smg", "atomesh", "mooncake-master", "mooncake-store", "worker"
 ]
 Role = Literal["agg", "prefill", "decode"]
 ROLES: tuple[Role, ...] = ("prefill", "decode", "agg")
