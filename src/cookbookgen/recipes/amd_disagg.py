@@ -1,0 +1,328 @@
+"""An InferenceX AMD multi-node disaggregated SGLang point (framework `sglang-disagg`) as an effective
+recipe: what `amd_utils/server_sglang.sh` launches on each node for the row, composed from the row's
+topology, the model's entry of `amd_utils/models.yaml` (read as data) and `rules/amd_disagg.yaml` (the
+values of env.sh and of the scripts). No I/O: the caller passes the parsed models file and the texts of
+server_sglang.sh and env.sh (for the lines settings are located at).
+
+The chain (InferenceX 843c6254): the runner starts `benchmarks/multi_node/<name>.sh` with the row's
+topology in its environment; that script calls `amd_utils/submit.sh PREFILL_NODES PREFILL_WORKERS
+DECODE_NODES DECODE_WORKERS ISL OSL CONCS inf PREFILL_ENABLE_EP PREFILL_ENABLE_DP DECODE_ENABLE_EP
+DECODE_ENABLE_DP PREFILL_TP DECODE_TP RATIO`, which sizes each worker (`*_TP_SIZE = NODES * TP / WORKERS`)
+and submits job.slurm: one container per node, running server.sh -> server_sglang.sh. Node 0 runs
+prefill worker 0 and the SGLang router; nodes 1..xP-1 the other prefill workers; the next yD nodes
+the decode workers. Every server's command is `python3 -m sglang.launch_server --model-path
+/models/<MODEL_NAME> --disaggregation-mode <role> --disaggregation-ib-device $IBDEVICES --host 0.0.0.0
+--port 8000 --trust-remote-code` + `build_server_config` (parallel sizes, the model's base flags with
+the row's KV transfer backend, EP / MTP / DP-attention flags, the role's mode flags), with env.sh's
+exports and the role's own assignments in front (`SGLANG_MORI_*`, `MORI_IO_*`).
+
+- The settings the script makes for every process (env.sh) are each role's `env` and the router's;
+  values found on the node (NICs, interfaces, traffic class) go to `script.node`, the job's HiCache /
+  Mooncake settings file (empty for these rows) to `script.job`: recorded, not published (the policy).
+- The concurrency the decode and DP-attention prefill limits come from is the row's largest: one job
+  runs every concurrency of a row (BENCH_MAX_CONCURRENCY), as InferenceX's sweep generator gives it.
+- job.slurm's container variables (node rank, IPs, benchmark client settings) are the harness's
+  plumbing, as the workflow's variables of a single-node script are.
+- What server_sglang.sh would do that is not rendered (a worker spanning nodes, an agentic row's
+  HiCache and trace replay, a formula or key it cannot read) refuses that point at the line of the
+  setting, never a command without it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..errors import CookbookError
+from .bundle import EffectiveRecipe
+from .load import Document, KeyPath, package_yaml
+from .master import ConfigEntry, Row
+from .merge import Origins, node_paths
+
+RawYaml = Any
+RULES = "rules/amd_disagg.yaml"
+_FORMULA = re.compile(r"\s*[A-Za-z_]\w*|\s*\d+")
+
+
+def rules() -> dict[str, RawYaml]:
+    return package_yaml(RULES)
+
+
+def disagg_recipe(entry: ConfigEntry, row: Row, script: str, models: Document, texts: dict[str, str]) -> EffectiveRecipe:
+    """The point's recipe (module docstring). `script`: the row's multi-node script as reports name it;
+    `texts`: server_sglang.sh and env.sh by their file names (`rules/amd_disagg.yaml`)."""
+    table = rules()
+    if row.scenario != "fixed-seq-len":
+        raise entry.doc.error(row.path, f"the {row.scenario} arm of {script} (HiCache host cache, its own router policy, the trace-replay "
+                                        "client) is not rendered yet; only fixed-seq-len rows of sglang-disagg are")
+    top = _topology(entry, row)
+    name = str(entry.model or "").rsplit("/", 1)[-1]
+    key, model = _model_entry(models, name, table["key_suffix"][row.scenario], entry)
+    env, env_lines = _env(name, table, texts[table["env_script"]])
+    conc = max(row.concs)
+    values = _values(model, table["defaults"])
+    args, env = _compose(top, values, env, conc, str(entry.data.get("kv-p2p-transfer") or ""), models, key, name)
+    launch_line = {role: _line_of(texts[table["server_script"]], marker) for role, marker in table["launch_lines"].items()}
+    shown_server = f"{table['folder']}/{table['server_script']}"
+    roles: dict[str, RawYaml] = {}
+    for role in ("prefill", "decode"):
+        role_env = {**env["common"], **env[role]}
+        roles[role] = {"nodes": top[role]["workers"], "workers": top[role]["workers"], "args": args[role], "env": dict(sorted(role_env.items()))}
+    frontend = {"type": "sglang-router", "args": _router_args(table["router_args"][row.scenario]),
+                "env": dict(sorted({**env["common"], **table["router_env"]}.items()))}
+    data: dict[str, RawYaml] = {"engine": "sglang", "resources": {"gpus_per_node": table["gpus_per_node"]}, "frontend": frontend, "roles": roles,
+                                "script": {"node": dict(table["env"]["node"]), "job": {n: "" for n in table["env"]["job"]}}}
+    origins: Origins = {}
+    shown_env = f"{table['folder']}/{table['env_script']}"
+    for role in ("prefill", "decode"):
+        origins.update({p: (shown_server, launch_line[role]) for p in node_paths(roles[role], ("roles", role))})
+        origins.update({("roles", role, "args", flag): (models.file, line) for flag, line in args[f"{role}_lines"].items()})
+        origins.update({("roles", role, "env", n): (shown_env, env_lines[n]) for n in env["common"] if n in env_lines})
+        origins.update({("roles", role, k): (entry.doc.file, entry.doc.line_of(row.path + (role,))) for k in ("nodes", "workers")})
+    origins.update({p: (shown_server, launch_line["router"]) for p in node_paths(frontend, ("frontend",))})
+    origins.update({("frontend", "env", n): (shown_env, env_lines[n]) for n in env["common"] if n in env_lines})
+    origins.update({p: (shown_env, 0) for p in node_paths(data["script"], ("script",))})
+    origins.update({("engine",): (shown_server, launch_line["prefill"]), ("resources", "gpus_per_node"): (shown_server, launch_line["prefill"])})
+    return EffectiveRecipe(script, None, data, origins)
+
+
+def _topology(entry: ConfigEntry, row: Row) -> dict[str, dict[str, RawYaml]]:
+    """Each side's workers, TP size per worker (submit.sh), EP and DP-attention switches (the multi-node
+    script), and the row's `additional-settings` the scripts read; a worker spanning nodes is refused."""
+    allowed = rules()["row_settings"]
+    out: dict[str, dict[str, RawYaml]] = {}
+    for side, prefix in (("prefill", "PREFILL"), ("decode", "DECODE")):
+        spec = row.data.get(side)
+        path = row.path + (side,)
+        if not isinstance(spec, dict):
+            raise entry.doc.error(path, "a disaggregated row needs a prefill and a decode side")
+        settings = _settings(entry, spec.get("additional-settings") or [], path + ("additional-settings",), allowed[side], side == "prefill")
+        workers, tp, ep = (spec.get(k, d) for k, d in (("num-worker", 1), ("tp", 8), ("ep", 1)))
+        nodes = settings.get(f"{prefix}_NODES")
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (workers, tp, ep)):
+            raise entry.doc.error(path, "num-worker, tp and ep must be positive integers")
+        if nodes is None or not nodes.isdigit():
+            raise entry.doc.error(path + ("additional-settings",), f"needs {prefix}_NODES=<nodes> (the multi-node script checks it)")
+        tp_size = int(nodes) * tp // workers
+        if (tp_size + 7) // rules()["gpus_per_node"] != 1:
+            raise entry.doc.error(path + ("tp",), f"{prefix}_TP_SIZE {tp_size} ({prefix}_NODES * tp / num-worker, submit.sh) spans nodes: "
+                                                  "job.slurm starts num-worker prefill + decode nodes only, which is not rendered")
+        mtp = settings.get("DECODE_MTP_SIZE", "0")
+        if not mtp.isdigit():
+            raise entry.doc.error(path + ("additional-settings",), f"DECODE_MTP_SIZE must be a whole number (received {mtp!r})")
+        out[side] = {"workers": workers, "tp_size": tp_size, "ep": ep != 1, "dp": spec.get("dp-attn") is True, "mtp": int(mtp)}
+    return out
+
+
+def _settings(entry: ConfigEntry, items: RawYaml, path: KeyPath, allowed: list[str], first: bool) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if not isinstance(items, list):
+        raise entry.doc.error(path, "must be a list of KEY=VALUE strings")
+    for i, item in enumerate(items):
+        name, eq, value = str(item).partition("=")
+        if not eq or name not in allowed:
+            raise entry.doc.error(path + (i,), f"{item!r} is not a setting the sglang-disagg scripts read on this side "
+                                               f"({', '.join(allowed)}); cookbookgen cannot tell what it changes")
+        out[name] = value
+    return out
+
+
+def _model_entry(models: Document, name: str, suffix: str, entry: ConfigEntry) -> tuple[str, dict[str, RawYaml]]:
+    data = models.data if isinstance(models.data, dict) else {}
+    key = name + suffix if name + suffix in data else name
+    if key not in data or not isinstance(data[key], dict):
+        raise entry.doc.error((entry.key, "model"), f"{models.file} has no entry {name + suffix!r} nor {name!r} (server_sglang.sh stops)")
+    return key, data[key]
+
+
+def _env(name: str, table: dict[str, RawYaml], text: str) -> tuple[dict[str, str], dict[str, int]]:
+    """env.sh's exports for MODEL_NAME `name` (None: unset) and the line of each in env.sh."""
+    env: dict[str, str] = dict(table["env"]["common"])
+    lines = {n: _line_of(text, f"export {n}=") for n in env}
+    model = table["env"]["models"].get(name, {})
+    start = _line_of(text, f'if [[ "$MODEL_NAME" == "{name}" ]]') if model else 0
+    for n, value in model.items():
+        if value is None:
+            env.pop(n, None)
+            lines.pop(n, None)
+        else:
+            env[n] = value
+            lines[n] = _line_of(text, f"export {n}=", start)
+    return env, lines
+
+
+def _values(model: dict[str, RawYaml], defaults: dict[str, RawYaml]) -> dict[str, RawYaml]:
+    """The model's entry with server_sglang.sh's defaults for what it leaves out (one level of sections)."""
+    out: dict[str, RawYaml] = {}
+    for key, default in defaults.items():
+        given = model.get(key)
+        if isinstance(default, dict):
+            given = given if isinstance(given, dict) else {}
+            out[key] = {k: (_values(given.get(k) if isinstance(given.get(k), dict) else {}, d) if isinstance(d, dict) else given.get(k, d))
+                        for k, d in default.items()}
+        else:
+            out[key] = given if key in model else default
+    return out
+
+
+def _py(value: RawYaml) -> str:
+    """A models.yaml value as server_sglang.sh's inline Python prints it (an f-string of yaml.safe_load's value)."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return repr(float(value))
+    return "" if value is None else str(value)
+
+
+def _true(value: RawYaml) -> bool:
+    return _py(value) in ("True", "true")
+
+
+def _formula(value: RawYaml, names: dict[str, int], where: str) -> int:
+    """`eval_formula` of server_sglang.sh: a number, or names and integers joined by `*` (the only form
+    models.yaml uses), the names read from the process's environment."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(value)
+    product = 1
+    for word in str(value).split("*"):
+        word = word.strip()
+        if word.isdigit():
+            product *= int(word)
+        elif word in names:
+            product *= names[word]
+        else:
+            raise ValueError(f"{where}: {value!r}: cookbookgen reads only products of integers and of "
+                             f"{', '.join(sorted(names))} (server_sglang.sh's eval_formula would evaluate it in Python)")
+    return product
+
+
+def _seq(spec: RawYaml, default: str) -> list[str]:
+    """`parse_range` + `seq start end`."""
+    text = _py(spec)
+    start, _, end = (text if "-" in text else default).partition("-")
+    return [str(i) for i in range(int(start), int(end) + 1)]
+
+
+def _compose(top: dict[str, dict[str, RawYaml]], m: dict[str, RawYaml], env: dict[str, str], conc: int, kv_backend: str,
+             models: Document, key: str, name: str) -> tuple[dict[str, RawYaml], dict[str, dict[str, str]]]:
+    """server_sglang.sh lines 120-300 and `build_server_config`: each role's args, their models.yaml
+    lines, and the env of every process (`common`) and of each role's own command."""
+    p, d = top["prefill"], top["decode"]
+    mtp = d["mtp"]
+    names = {"MORI_MAX_DISPATCH_TOKENS_PREFILL": int(env["MORI_MAX_DISPATCH_TOKENS_PREFILL"]),
+             "MORI_MAX_DISPATCH_TOKENS_DECODE": int(env["MORI_MAX_DISPATCH_TOKENS_DECODE"]),
+             "PREFILL_TP_SIZE": p["tp_size"], "DECODE_TP_SIZE": d["tp_size"], "xP": p["workers"], "yD": d["workers"]}
+    pre, dec = m["prefill"], m["decode"]
+    pmode = pre["dp"] if p["dp"] else pre["no_dp"]
+    where = f"{key}.prefill.{'dp' if p['dp'] else 'no_dp'}.chunked_prefill_size"
+    try:
+        chunked = _formula(pmode["chunked_prefill_size"], names, where)
+    except ValueError as exc:
+        raise models.error((key, "prefill", "dp" if p["dp"] else "no_dp", "chunked_prefill_size"), str(exc).split(": ", 1)[1]) from None
+    p_running = int(conc) if p["dp"] and p["ep"] else pmode["max_running_requests"]
+    p_graph = _py(pmode["cuda_graph_bs"]).split() if p["dp"] else _seq(pmode["cuda_graph_bs_range"], "1-128")
+    p_two_batch = p["dp"] and _true(pmode["enable_two_batch_overlap"])
+    pflags = ["--mem-fraction-static", _py(pre["mem_fraction_static"]), "--max-running-requests", _py(p_running),
+              "--chunked-prefill-size", str(chunked)]
+    pflags += ["--disable-cuda-graph"] if _true(pre["disable_cuda_graph"]) else ["--cuda-graph-bs", *p_graph]
+    pflags += ["--disable-radix-cache"] if _true(pre["disable_radix_cache"]) else []
+    pflags += ["--context-length", _py(pmode["context_length"])] if _py(pmode["context_length"]) else []
+    pflags += ["--max-total-tokens", _py(pmode["max_total_tokens"])] if _py(pmode["max_total_tokens"]) else []
+    pflags += ["--enable-two-batch-overlap"] if p_two_batch else []
+
+    dmode_name = "dp" if d["dp"] else "ep_only" if d["ep"] else "no_dp"
+    dmode = dec[dmode_name]
+    d_graph = _seq(dmode["cuda_graph_bs_range"], dict(dp="1-160", ep_only="1-256", no_dp="1-128")[dmode_name])
+    d_running = int(d_graph[-1]) * d["tp_size"] if d["dp"] else dmode["max_running_requests"]
+    d_context = _py(dmode["context_length"]) or _py(pmode["context_length"])
+    dispatch_decode = int(env["MORI_MAX_DISPATCH_TOKENS_DECODE"])
+    common = dict(env)
+    if d["dp"] and d["ep"]:
+        d_running = conc
+        dispatch_decode = conc // d["tp_size"]
+        common["SGLANG_MORI_DISPATCH_INTER_KERNEL_SWITCH_THRESHOLD"] = str(dispatch_decode * 2)
+    dflags = ["--mem-fraction-static", _py(dec["mem_fraction_static"]), "--max-running-requests", _py(d_running), "--cuda-graph-bs", *d_graph]
+    dflags += ["--prefill-round-robin-balance"] if _true(dec["prefill_round_robin_balance"]) else []
+    dflags += ["--context-length", d_context] if d_context else []
+    dflags += ["--disaggregation-decode-enable-radix-cache"] if _true(dec["disagg_decode_enable_radix_cache"]) else []
+    if mtp > 0:
+        dispatch_decode *= mtp + 1
+
+    base = _py(m["base_flags"]).split()
+    if kv_backend:       # apply_kv_p2p_transfer_override: the row's backend replaces the model's
+        base = _without(base, "--disaggregation-transfer-backend") + ["--disaggregation-transfer-backend", kv_backend]
+    line = {k: models.line_of((key, k)) for k in ("base_flags", "ep_flags", "mtp_flags", "dp_flags", "prefill", "decode")}
+    args: dict[str, RawYaml] = {}
+    for role, side, mode in (("prefill", p, pflags), ("decode", d, dflags)):
+        lead = ["--model-path", f"{rules()['model_dir']}/{name}", "--disaggregation-mode", role, *rules()["worker_args"],
+                "--tp-size", str(side["tp_size"])]
+        lead += ["--ep-size", str(side["tp_size"])] if side["ep"] else []
+        lead += ["--dp-size", str(side["tp_size"])] if side["dp"] else []
+        spec = (_py(m["mtp_flags"]).split() + ["--speculative-num-steps", str(mtp), "--speculative-num-draft-tokens", str(mtp + 1)]) if mtp > 0 else []
+        groups = [(lead, 0), (base, line["base_flags"]), (_py(m["ep_flags"]).split() if side["ep"] else [], line["ep_flags"]),
+                  (spec, line["mtp_flags"]), (_py(m["dp_flags"]).split() if side["dp"] else [], line["dp_flags"]), (mode, line[role])]
+        args[role], args[f"{role}_lines"] = _flags(groups, models, key, role)
+    moe = {"prefill": env.get("MORI_MOE_MAX_INPUT_TOKENS_PREFILL"), "decode": env.get("MORI_MOE_MAX_INPUT_TOKENS_DECODE")}
+    own = {}
+    for role, dispatch in (("prefill", env.get("MORI_NUM_MAX_DISPATCH_TOKENS_PER_RANK_PREFILL") or env["MORI_MAX_DISPATCH_TOKENS_PREFILL"]),
+                           ("decode", env.get("MORI_NUM_MAX_DISPATCH_TOKENS_PER_RANK_DECODE") or str(dispatch_decode))):
+        own[role] = {"SGLANG_MORI_COMBINE_DTYPE": env[f"MORI_COMBINE_DTYPE_{role.upper()}"],
+                     **({"MORI_ENABLE_SDMA": "true"} if role == "prefill" and p_two_batch else {}),
+                     **({"SGLANG_MORI_MOE_MAX_INPUT_TOKENS": moe[role]} if moe[role] else {}),
+                     "SGLANG_MORI_NUM_MAX_DISPATCH_TOKENS_PER_RANK": dispatch,
+                     "MORI_IO_SQ_BACKOFF_TIMEOUT_US": env["MORI_IO_SQ_BACKOFF_TIMEOUT_US"], "MORI_IO_QP_MAX_SEND_WR": env["MORI_IO_QP_MAX_SEND_WR"]}
+    return args, {"common": common, **own}
+
+
+def _without(words: list[str], flag: str) -> list[str]:
+    out, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == flag:
+            skip = True
+        else:
+            out.append(word)
+    return out
+
+
+def _flags(groups: list[tuple[list[str], int]], models: Document, key: str, role: str) -> tuple[dict[str, RawYaml], dict[str, int]]:
+    """The words after `python3 -m sglang.launch_server`, in groups each with the models.yaml line it comes
+    from (0: the script's own), as args: `--x y` is `x: y`, `--x y z` a list, `--x` true; and the line of
+    each flag. A flag given twice is refused at the model's entry (which one SGLang keeps is its parser's)."""
+    out: dict[str, RawYaml] = {}
+    lines: dict[str, int] = {}
+    name = None
+    for words, line in groups:
+        for word in words:
+            if word.startswith("--"):
+                name = word[2:]
+                if name in out:
+                    raise models.error((key,), f"the {role} server gets --{name} twice (server_sglang.sh composes it from this entry and the row)")
+                out[name] = True
+                if line:
+                    lines[name] = line
+            elif name is not None:
+                value = out[name]
+                out[name] = word if value is True else [*value, word] if isinstance(value, list) else [value, word]
+    return out, lines
+
+
+def _router_args(words: list[str]) -> dict[str, RawYaml]:
+    out: dict[str, RawYaml] = {}
+    name = None
+    for word in words:
+        if word.startswith("--"):
+            name = word[2:]
+            out[name] = True
+        elif name is not None:
+            out[name] = word
+    return out
+
+
+def _line_of(text: str, marker: str, start: int = 0) -> int:
+    """The 1-based line of the first line at or after `start` whose text (indent left out) begins with `marker` (0: none)."""
+    for n, line in enumerate(text.splitlines()[start:], start + 1):
+        if line.lstrip().startswith(marker):
+            return n
+    return 0
