@@ -8,8 +8,8 @@ renders or its config alone is refused with a located reason.
   `mpirun ... trtllm-serve`, ATOM, a script with its own EXIT trap);
 - `rendered_points.json` (same folder, checked by reading each script) pins the published commands of
   7 trtllm-serve and ATOM points, the options file the script writes included;
-- the excerpt as a whole: `list` lists all 19 configs, the framework cookbookgen does not render
-  (sglang-disagg) is refused with its reason, every point of the others renders;
+- the excerpt as a whole: `list` lists all 29 configs, the framework cookbookgen does not render
+  (atom-disagg) is refused with its reason (the AMD multi-node sglang-disagg configs: tests/test_amd_disagg.py);
 - with INFERENCEX_TREE naming a whole checkout (843c6254), every point of every config renders or is
   refused with a located reason (`file:line: key: reason`), and `list` exits 0.
 """
@@ -69,12 +69,12 @@ def test_no_path_of_this_machine_reaches_a_launch() -> None:
 def test_the_excerpt_lists_every_config_and_refuses_the_frameworks_it_does_not_render(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "--source", str(EXCERPT), "--format", "json"]) == 0
     configs = {c["key"]: c for c in json.loads(capsys.readouterr().out)["configs"]}
-    assert len(configs) == 19
+    assert len(configs) == 29
     refused = {k: c["problem"] for k, c in configs.items() if c["problem"]}
-    assert sorted(refused) == ["dsr1-fp8-mi355x-sglang-disagg"]
+    assert sorted(refused) == ["dsv4-fp4-mi355x-atom-disagg"]
     assert all(LOCATED.match(p) for p in refused.values())
-    assert "starts it with its own multi-node script, benchmarks/multi_node/dsr1_fp8_mi355x_sglang-disagg.sh, which submits" \
-        in refused["dsr1-fp8-mi355x-sglang-disagg"]
+    assert "starts it with its own multi-node script, benchmarks/multi_node/dsv4_fp4_mi355x_atom-disagg.sh, which submits" \
+        in refused["dsv4-fp4-mi355x-atom-disagg"]
     assert main(["list", "--source", str(EXCERPT), "--strict"]) == 1
     capsys.readouterr()
 

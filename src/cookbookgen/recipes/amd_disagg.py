@@ -33,7 +33,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import CookbookError
 from .bundle import EffectiveRecipe
 from .load import Document, KeyPath, package_yaml
 from .master import ConfigEntry, Row
@@ -41,11 +40,11 @@ from .merge import Origins, node_paths
 
 RawYaml = Any
 RULES = "rules/amd_disagg.yaml"
-_FORMULA = re.compile(r"\s*[A-Za-z_]\w*|\s*\d+")
 
 
 def rules() -> dict[str, RawYaml]:
-    return package_yaml(RULES)
+    table: dict[str, RawYaml] = package_yaml(RULES)
+    return table
 
 
 def disagg_recipe(entry: ConfigEntry, row: Row, script: str, models: Document, texts: dict[str, str]) -> EffectiveRecipe:
@@ -58,17 +57,17 @@ def disagg_recipe(entry: ConfigEntry, row: Row, script: str, models: Document, t
     top = _topology(entry, row)
     name = str(entry.model or "").rsplit("/", 1)[-1]
     key, model = _model_entry(models, name, table["key_suffix"][row.scenario], entry)
-    env, env_lines = _env(name, table, texts[table["env_script"]])
+    exported, env_lines = _env(name, table, texts[table["env_script"]])
     conc = max(row.concs)
     values = _values(model, table["defaults"])
-    args, env = _compose(top, values, env, conc, str(entry.data.get("kv-p2p-transfer") or ""), models, key, name)
+    args, env = _compose(top, values, exported, conc, _kv_backend(entry, row), models, key, name)
     launch_line = {role: _line_of(texts[table["server_script"]], marker) for role, marker in table["launch_lines"].items()}
     shown_server = f"{table['folder']}/{table['server_script']}"
     roles: dict[str, RawYaml] = {}
     for role in ("prefill", "decode"):
-        role_env = {**env["common"], **env[role]}
+        role_env: dict[str, str] = {**env["common"], **env[role]}
         roles[role] = {"nodes": top[role]["workers"], "workers": top[role]["workers"], "args": args[role], "env": dict(sorted(role_env.items()))}
-    frontend = {"type": "sglang-router", "args": _router_args(table["router_args"][row.scenario]),
+    frontend: dict[str, RawYaml] = {"type": "sglang-router", "args": _router_args(table["router_args"][row.scenario]),
                 "env": dict(sorted({**env["common"], **table["router_env"]}.items()))}
     data: dict[str, RawYaml] = {"engine": "sglang", "resources": {"gpus_per_node": table["gpus_per_node"]}, "frontend": frontend, "roles": roles,
                                 "script": {"node": dict(table["env"]["node"]), "job": {n: "" for n in table["env"]["job"]}}}
@@ -81,7 +80,9 @@ def disagg_recipe(entry: ConfigEntry, row: Row, script: str, models: Document, t
         origins.update({("roles", role, k): (entry.doc.file, entry.doc.line_of(row.path + (role,))) for k in ("nodes", "workers")})
     origins.update({p: (shown_server, launch_line["router"]) for p in node_paths(frontend, ("frontend",))})
     origins.update({("frontend", "env", n): (shown_env, env_lines[n]) for n in env["common"] if n in env_lines})
-    origins.update({p: (shown_env, 0) for p in node_paths(data["script"], ("script",))})
+    env_text = texts[table["env_script"]]
+    origins.update({("script", "node", n): (shown_env, _line_of(env_text, f"export {n}")) for n in data["script"]["node"]})
+    origins.update({("script", "job"): (shown_env, _line_of(env_text, "source /config/hicache_mc.env"))})
     origins.update({("engine",): (shown_server, launch_line["prefill"]), ("resources", "gpus_per_node"): (shown_server, launch_line["prefill"])})
     return EffectiveRecipe(script, None, data, origins)
 
@@ -112,6 +113,16 @@ def _topology(entry: ConfigEntry, row: Row) -> dict[str, dict[str, RawYaml]]:
             raise entry.doc.error(path + ("additional-settings",), f"DECODE_MTP_SIZE must be a whole number (received {mtp!r})")
         out[side] = {"workers": workers, "tp_size": tp_size, "ep": ep != 1, "dp": spec.get("dp-attn") is True, "mtp": int(mtp)}
     return out
+
+
+def _kv_backend(entry: ConfigEntry, row: Row) -> str:
+    """KV_P2P_TRANSFER: the row's `kv-p2p-transfer`, else the config's (generate_sweep_configs.py
+    component_metadata), the workflow's input; empty when neither sets it."""
+    where = row.path if "kv-p2p-transfer" in row.data else (entry.key,)
+    value = row.data.get("kv-p2p-transfer", entry.data.get("kv-p2p-transfer"))
+    if value is not None and not (isinstance(value, str) and re.fullmatch(r"[\w.-]+", value)):
+        raise entry.doc.error(where + ("kv-p2p-transfer",), f"must be the name of a KV transfer backend (received {value!r})")
+    return value or ""
 
 
 def _settings(entry: ConfigEntry, items: RawYaml, path: KeyPath, allowed: list[str], first: bool) -> dict[str, str]:
@@ -158,11 +169,14 @@ def _values(model: dict[str, RawYaml], defaults: dict[str, RawYaml]) -> dict[str
         given = model.get(key)
         if isinstance(default, dict):
             given = given if isinstance(given, dict) else {}
-            out[key] = {k: (_values(given.get(k) if isinstance(given.get(k), dict) else {}, d) if isinstance(d, dict) else given.get(k, d))
-                        for k, d in default.items()}
+            out[key] = {k: (_values(_mapping(given.get(k)), d) if isinstance(d, dict) else given.get(k, d)) for k, d in default.items()}
         else:
             out[key] = given if key in model else default
     return out
+
+
+def _mapping(value: RawYaml) -> dict[str, RawYaml]:
+    return value if isinstance(value, dict) else {}
 
 
 def _py(value: RawYaml) -> str:
@@ -263,12 +277,12 @@ def _compose(top: dict[str, dict[str, RawYaml]], m: dict[str, RawYaml], env: dic
                   (spec, line["mtp_flags"]), (_py(m["dp_flags"]).split() if side["dp"] else [], line["dp_flags"]), (mode, line[role])]
         args[role], args[f"{role}_lines"] = _flags(groups, models, key, role)
     moe = {"prefill": env.get("MORI_MOE_MAX_INPUT_TOKENS_PREFILL"), "decode": env.get("MORI_MOE_MAX_INPUT_TOKENS_DECODE")}
-    own = {}
+    own: dict[str, dict[str, str]] = {}
     for role, dispatch in (("prefill", env.get("MORI_NUM_MAX_DISPATCH_TOKENS_PER_RANK_PREFILL") or env["MORI_MAX_DISPATCH_TOKENS_PREFILL"]),
                            ("decode", env.get("MORI_NUM_MAX_DISPATCH_TOKENS_PER_RANK_DECODE") or str(dispatch_decode))):
         own[role] = {"SGLANG_MORI_COMBINE_DTYPE": env[f"MORI_COMBINE_DTYPE_{role.upper()}"],
                      **({"MORI_ENABLE_SDMA": "true"} if role == "prefill" and p_two_batch else {}),
-                     **({"SGLANG_MORI_MOE_MAX_INPUT_TOKENS": moe[role]} if moe[role] else {}),
+                     **({"SGLANG_MORI_MOE_MAX_INPUT_TOKENS": str(moe[role])} if moe[role] else {}),
                      "SGLANG_MORI_NUM_MAX_DISPATCH_TOKENS_PER_RANK": dispatch,
                      "MORI_IO_SQ_BACKOFF_TIMEOUT_US": env["MORI_IO_SQ_BACKOFF_TIMEOUT_US"], "MORI_IO_QP_MAX_SEND_WR": env["MORI_IO_QP_MAX_SEND_WR"]}
     return args, {"common": common, **own}

@@ -262,7 +262,8 @@ def _multi_node_ref(entry: dict[str, RawYaml], path: KeyPath, scenario: str) -> 
 def _script_parts(entry: dict[str, RawYaml]) -> dict[str, str] | None:
     parts = {"prefix": entry.get("model-prefix"), "precision": entry.get("precision"),
              "gpu": str(entry.get("runner", "")).removeprefix("cluster:").split("-")[0]}
-    return parts if all(isinstance(v, str) and _PLAIN_NAME.fullmatch(v) for v in parts.values()) else None
+    return {k: v for k, v in parts.items() if isinstance(v, str)} if all(isinstance(v, str) and _PLAIN_NAME.fullmatch(v) for v in parts.values()) \
+        else None
 
 
 def _multi_node_script(entry: ConfigEntry, pattern: str) -> str:
