@@ -2,11 +2,12 @@
 renders what amd_utils/server_sglang.sh launches on its nodes for the row (recipes/amd_disagg.py).
 
 - `amd_disagg_points.json` (tests/data/corpus/inferencex-843c6254-golden/, checked by reading the scripts:
-  see its README) pins the published commands, whole argv per role, of 10 points, one or more of every
-  rendered config of the excerpt;
-- what is not rendered is refused with its location: the agentic-coding arm (per point) and atom-disagg
-  (per config); a worker spanning nodes, an unknown row setting, a formula or duplicate flag of
-  models.yaml, a model models.yaml lacks, each at its line;
+  see its README) pins the published commands, whole argv per role, of 12 points, one or more of every
+  rendered config of the excerpt (the agentic HiCache arm included);
+- what is not rendered is refused with its location: atom-disagg (per config); a script whose exports
+  are not known, a KV offload backend other than HiCache, a worker spanning nodes, an unknown row
+  setting, a formula or a flag given twice with different values in models.yaml, a model models.yaml
+  lacks, each at its line;
 - what the script exports but does not belong in a command is recorded with its class, never dropped.
 """
 
@@ -49,17 +50,17 @@ def test_a_point_publishes_what_server_sglang_sh_launches(ws: Workspace, name: s
     assert got == GOLDEN[name]
 
 
-def test_every_point_of_the_fixed_seq_len_configs_renders(ws: Workspace) -> None:
+def test_every_point_of_the_sglang_disagg_configs_renders(ws: Workspace) -> None:
     policy, counted = load_policy(None), 0
     for key, entry in ws.entries().items():
-        if entry.framework != "sglang-disagg" or "agentic" in key:
+        if entry.framework != "sglang-disagg":
             continue
         check_framework(entry)
         for row in entry.rows:
             for conc in row.concs:
                 render_config_point(ws, policy, key, f"{row.slug}/c{conc}")
                 counted += 1
-    assert counted == 124
+    assert counted == 136
 
 
 def test_the_largest_concurrency_of_the_row_sizes_the_dp_attention_limits(ws: Workspace) -> None:
@@ -84,14 +85,41 @@ def test_what_the_scripts_export_for_the_harness_is_recorded_not_published(ws: W
     assert "IBDEVICES" not in words and "PYTHONDONTWRITEBYTECODE" not in words and "--log-level" not in words
 
 
-def test_the_agentic_arm_is_refused_per_point_at_its_row(ws: Workspace) -> None:
-    key = "dsv4-fp4-mi355x-sglang-disagg-agentic-hicache-mtp"
-    check_framework(ws.entry(key))      # the config itself is listed: only its points are refused
+def test_an_agentic_point_sizes_its_servers_by_its_own_concurrency(ws: Workspace) -> None:
+    """InferenceX runs one agentic multi-node concurrency per job: c64 and c192 of one DEP8 row launch
+    servers with their own max-running-requests, unlike a fixed-seq-len row."""
+    policy, key = load_policy(None), "dsv4-fp4-mi355x-sglang-disagg-agentic-hicache-mtp"
+    limits = {c: next(b for b in render_config_point(ws, policy, key, f"1p1d-dep8-dep8/c{c}").deployment.blocks if b.role == "decode")
+              for c in (64, 192)}
+    assert ("--max-running-requests", "64") in limits[64].args and ("--max-running-requests", "192") in limits[192].args
+    assert limits[192].env["SGLANG_MORI_DISPATCH_INTER_KERNEL_SWITCH_THRESHOLD"] == "48"
+
+
+def test_the_agentic_arm_discloses_its_simulated_acceptance(ws: Workspace) -> None:
+    rendered = render_config_point(ws, load_policy(None), "dsv4-fp4-mi355x-sglang-disagg-agentic-hicache-mtp", "1p1d-tp8-tp8/c8")
+    classes = {s.path: s for s in rendered.deployment.settings}
+    assert classes["roles.decode.env.SGLANG_SIMULATE_ACC_LEN"].value == "2.49"
+    assert classes["roles.decode.env.SGLANG_SIMULATE_ACC_LEN"].cls == "harness-only"
+    assert classes["roles.prefill.args.enable-metrics"].cls == "harness-only"
+    assert classes["script.job.HICACHE_RATIO"].value == "3" and classes["script.job.HICACHE_RATIO"].cls == "harness-only"
+
+
+def test_a_script_whose_exports_are_not_known_is_refused_at_its_row(ws: Workspace) -> None:
+    entry, row = _row(ws, "dsr1-fp8-mi355x-sglang-disagg", "1p2d-tp8-tp8")
+    models, texts = _inputs()
     with pytest.raises(CookbookError) as refused:
-        render_config_point(ws, load_policy(None), key, "1p1d-tp8-tp8/c8")
+        disagg_recipe(entry, row, 4, "benchmarks/multi_node/glm5_fp8_mi355x_sglang-disagg.sh", models, texts)
     message = str(refused.value.problems[0])
-    assert LOCATED.match(message) and message.startswith("configs/amd-master.yaml:962: ")
-    assert "benchmarks/multi_node/agentic/dsv4_fp4_mi355x_sglang-disagg.sh" in message and "not rendered yet" in message
+    assert LOCATED.match(message) and "glm5_fp8_mi355x_sglang-disagg.sh (fixed-seq-len) is not one of the sglang-disagg scripts" in message
+
+
+def test_a_kv_offload_backend_other_than_hicache_is_refused_at_its_row(ws: Workspace) -> None:
+    entry = ws.entry("dsv4-fp4-mi355x-sglang-disagg-agentic-hicache-mtp")
+    row = replace(entry.rows[0], data={**entry.rows[0].data, "kv-offload-backend": {"name": "lmcache"}})
+    models, texts = _inputs()
+    with pytest.raises(CookbookError) as refused:
+        disagg_recipe(entry, row, 8, "benchmarks/multi_node/agentic/dsv4_fp4_mi355x_sglang-disagg.sh", models, texts)
+    assert str(refused.value.problems[0]).endswith(".kv-offload-backend: KV offload backend 'lmcache' of this script is not rendered (HiCache only)")
 
 
 def test_atom_disagg_stays_refused_at_its_framework(ws: Workspace) -> None:
@@ -119,7 +147,7 @@ def test_a_worker_spanning_nodes_is_refused_at_its_tp(ws: Workspace) -> None:
     entry, row = _row(ws, "dsr1-fp8-mi355x-sglang-disagg", "1p2d-tp8-tp8", prefill={"tp": 16})
     models, texts = _inputs()
     with pytest.raises(CookbookError) as refused:
-        disagg_recipe(entry, row, "s.sh", models, texts)
+        disagg_recipe(entry, row, max(row.concs), "benchmarks/multi_node/dsr1_fp8_mi355x_sglang-disagg.sh", models, texts)
     assert re.fullmatch(r"configs/amd-master\.yaml:\d+: [\w.-]+\.scenarios\.fixed-seq-len\[0\]\.search-space\[1\]\.prefill\.tp: "
                         r"PREFILL_TP_SIZE 16 .* spans nodes: .*", str(refused.value.problems[0]))
 
@@ -129,7 +157,7 @@ def test_an_unknown_row_setting_is_refused_at_its_item(ws: Workspace) -> None:
                       decode={"additional-settings": ["DECODE_NODES=2", "DECODE_MTP_SIZE=0", "SGLANG_EXTRA=1"]})
     models, texts = _inputs()
     with pytest.raises(CookbookError) as refused:
-        disagg_recipe(entry, row, "s.sh", models, texts)
+        disagg_recipe(entry, row, max(row.concs), "benchmarks/multi_node/dsr1_fp8_mi355x_sglang-disagg.sh", models, texts)
     assert ".decode.additional-settings[2]: 'SGLANG_EXTRA=1' is not a setting the sglang-disagg scripts read" in str(refused.value.problems[0])
 
 
@@ -140,7 +168,7 @@ def test_a_formula_cookbookgen_cannot_read_is_refused_at_its_models_yaml_line(ws
     entry, row = _row(ws, "dsr1-fp8-mi355x-sglang-disagg", "2p1d-dep8-dep8")
     models, texts = _inputs(text)
     with pytest.raises(CookbookError) as refused:
-        disagg_recipe(entry, row, "s.sh", models, texts)
+        disagg_recipe(entry, row, max(row.concs), "benchmarks/multi_node/dsr1_fp8_mi355x_sglang-disagg.sh", models, texts)
     assert str(refused.value.problems[0]).startswith("benchmarks/multi_node/amd_utils/models.yaml:149: DeepSeek-R1-0528.prefill.dp.chunked_prefill_size: "
                                                      "'2 ** PREFILL_TP_SIZE': cookbookgen reads only products of integers and of")
 
@@ -149,11 +177,13 @@ def test_a_flag_given_twice_is_refused_at_the_models_entry(ws: Workspace) -> Non
     text = (UTILS / "models.yaml").read_text()
     start = text.index("DeepSeek-R1-0528:\n")
     text = text[:start] + text[start:].replace('--disaggregation-transfer-backend mori"', '--disaggregation-transfer-backend mori --tp-size 4"', 1)
+    # the same flag with the same value again is one setting (the agentic arm's --page-size)
     entry, row = _row(ws, "dsr1-fp8-mi355x-sglang-disagg", "1p2d-tp8-tp8")
     models, texts = _inputs(text)
     with pytest.raises(CookbookError) as refused:
-        disagg_recipe(entry, row, "s.sh", models, texts)
-    assert str(refused.value.problems[0]).startswith("benchmarks/multi_node/amd_utils/models.yaml:139: DeepSeek-R1-0528: the prefill server gets --tp-size twice")
+        disagg_recipe(entry, row, max(row.concs), "benchmarks/multi_node/dsr1_fp8_mi355x_sglang-disagg.sh", models, texts)
+    assert str(refused.value.problems[0]).startswith("benchmarks/multi_node/amd_utils/models.yaml:139: DeepSeek-R1-0528: the prefill server gets "
+                                                     "--tp-size twice, with different values")
 
 
 def test_a_model_models_yaml_lacks_is_refused_at_the_config(ws: Workspace) -> None:
@@ -161,7 +191,7 @@ def test_a_model_models_yaml_lacks_is_refused_at_the_config(ws: Workspace) -> No
     entry = replace(entry, data={**entry.data, "model": "example/Unknown-Model"})
     models, texts = _inputs()
     with pytest.raises(CookbookError) as refused:
-        disagg_recipe(entry, entry.rows[0], "s.sh", models, texts)
+        disagg_recipe(entry, entry.rows[0], 4, "benchmarks/multi_node/dsr1_fp8_mi355x_sglang-disagg.sh", models, texts)
     assert "has no entry 'Unknown-Model-DI' nor 'Unknown-Model'" in str(refused.value.problems[0])
 
 

@@ -30,6 +30,7 @@ exports and the role's own assignments in front (`SGLANG_MORI_*`, `MORI_IO_*`).
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from typing import Any
 
@@ -47,30 +48,34 @@ def rules() -> dict[str, RawYaml]:
     return table
 
 
-def disagg_recipe(entry: ConfigEntry, row: Row, script: str, models: Document, texts: dict[str, str]) -> EffectiveRecipe:
+def disagg_recipe(entry: ConfigEntry, row: Row, conc: int, script: str, models: Document, texts: dict[str, str]) -> EffectiveRecipe:
     """The point's recipe (module docstring). `script`: the row's multi-node script as reports name it;
     `texts`: server_sglang.sh and env.sh by their file names (`rules/amd_disagg.yaml`)."""
     table = rules()
-    if row.scenario != "fixed-seq-len":
-        raise entry.doc.error(row.path, f"the {row.scenario} arm of {script} (HiCache host cache, its own router policy, the trace-replay "
-                                        "client) is not rendered yet; only fixed-seq-len rows of sglang-disagg are")
+    scenario = table["scenarios"].get(row.scenario)
+    exports = scenario["scripts"].get(script) if scenario else None
+    if exports is None:
+        raise entry.doc.error(row.path, f"{script} ({row.scenario}) is not one of the sglang-disagg scripts whose exports cookbookgen knows "
+                                        "(rules/amd_disagg.yaml scenarios); its points are not rendered")
     top = _topology(entry, row)
     name = str(entry.model or "").rsplit("/", 1)[-1]
-    key, model = _model_entry(models, name, table["key_suffix"][row.scenario], entry)
-    exported, env_lines = _env(name, table, texts[table["env_script"]])
-    conc = max(row.concs)
+    key, model = _model_entry(models, name, scenario["key_suffix"], entry)
+    run = _run(entry, row, conc, exports, name)
+    exported, env_lines = _env(name, table, texts[table["env_script"]], exports.get("env", {}))
     values = _values(model, table["defaults"])
-    args, env = _compose(top, values, exported, conc, _kv_backend(entry, row), models, key, name)
+    args, env = _compose(top, values, exported, run, _kv_backend(entry, row), models, key, name)
     launch_line = {role: _line_of(texts[table["server_script"]], marker) for role, marker in table["launch_lines"].items()}
     shown_server = f"{table['folder']}/{table['server_script']}"
     roles: dict[str, RawYaml] = {}
     for role in ("prefill", "decode"):
         role_env: dict[str, str] = {**env["common"], **env[role]}
         roles[role] = {"nodes": top[role]["workers"], "workers": top[role]["workers"], "args": args[role], "env": dict(sorted(role_env.items()))}
-    frontend: dict[str, RawYaml] = {"type": "sglang-router", "args": _router_args(table["router_args"][row.scenario]),
-                "env": dict(sorted({**env["common"], **table["router_env"]}.items()))}
+    policy = {**table["job_defaults"], **exports.get("env", {})}
+    frontend: dict[str, RawYaml] = {"type": "sglang-router", "args": _router_args([*table["router_args"], *(w.format(**policy) for w in scenario["router"])]),
+                                    "env": dict(sorted({**env["common"], **table["router_env"]}.items()))}
+    job = {n: str(exports.get("hicache", {}).get(n, "")) if run["hicache"] is not None else "" for n in table["env"]["job"]}
     data: dict[str, RawYaml] = {"engine": "sglang", "resources": {"gpus_per_node": table["gpus_per_node"]}, "frontend": frontend, "roles": roles,
-                                "script": {"node": dict(table["env"]["node"]), "job": {n: "" for n in table["env"]["job"]}}}
+                                "script": {"node": dict(table["env"]["node"]), "job": job}}
     origins: Origins = {}
     shown_env = f"{table['folder']}/{table['env_script']}"
     for role in ("prefill", "decode"):
@@ -82,9 +87,30 @@ def disagg_recipe(entry: ConfigEntry, row: Row, script: str, models: Document, t
     origins.update({("frontend", "env", n): (shown_env, env_lines[n]) for n in env["common"] if n in env_lines})
     env_text = texts[table["env_script"]]
     origins.update({("script", "node", n): (shown_env, _line_of(env_text, f"export {n}")) for n in data["script"]["node"]})
-    origins.update({("script", "job"): (shown_env, _line_of(env_text, "source /config/hicache_mc.env"))})
+    origins.update({p: (shown_env, _line_of(env_text, "source /config/hicache_mc.env")) for p in node_paths(job, ("script", "job"))})
     origins.update({("engine",): (shown_server, launch_line["prefill"]), ("resources", "gpus_per_node"): (shown_server, launch_line["prefill"])})
     return EffectiveRecipe(script, None, data, origins)
+
+
+def _run(entry: ConfigEntry, row: Row, conc: int, exports: dict[str, RawYaml], name: str) -> dict[str, RawYaml]:
+    """What the job of the point runs with besides its topology: the concurrency that sizes it, whether it is
+    agentic, ENABLE_METRICS, the HiCache settings (None: no KV offload tier) and the simulated acceptance."""
+    table = rules()
+    agentic = row.scenario == "agentic-coding"
+    largest = max(row.concs) if table["scenarios"][row.scenario]["concurrency"] == "row" else conc
+    offload = row.data.get("kv-offloading", "none") if agentic else "none"
+    backend = row.data.get("kv-offload-backend")
+    backend_name = backend.get("name") if isinstance(backend, dict) else backend if backend is not None else table["hicache"]["default_backend"]
+    hicache = None
+    if offload != "none":
+        if backend_name != "hicache" or "hicache" not in exports:
+            raise entry.doc.error(row.path + ("kv-offload-backend",), f"KV offload backend {backend_name!r} of this script is not rendered (HiCache only)")
+        hicache = {**table["hicache"]["defaults"], **{k: v for k, v in exports["hicache"].items() if v != ""}}
+        if hicache["HICACHE_STORAGE_BACKEND"] or (exports["hicache"].get("FORCE_HICACHE_RATIO") != "1" and "DeepSeek-V4" not in name):
+            raise entry.doc.error(row.path + ("kv-offloading",), "a Mooncake storage tier or --hicache-size sized from TOTAL_CPU_DRAM_GB "
+                                                                "(server_sglang.sh) is not rendered for sglang-disagg")
+    return {"agentic": agentic, "conc": largest, "metrics": {**table["job_defaults"], **exports.get("env", {})}["ENABLE_METRICS"] == "1",
+            "hicache": hicache}
 
 
 def _topology(entry: ConfigEntry, row: Row) -> dict[str, dict[str, RawYaml]]:
@@ -146,10 +172,12 @@ def _model_entry(models: Document, name: str, suffix: str, entry: ConfigEntry) -
     return key, data[key]
 
 
-def _env(name: str, table: dict[str, RawYaml], text: str) -> tuple[dict[str, str], dict[str, int]]:
-    """env.sh's exports for MODEL_NAME `name` (None: unset) and the line of each in env.sh."""
+def _env(name: str, table: dict[str, RawYaml], text: str, script_env: dict[str, str]) -> tuple[dict[str, str], dict[str, int]]:
+    """env.sh's exports for MODEL_NAME `name` (None: unset) and the line of each in env.sh; a value the
+    row's script exports (through job.slurm's docker -e) wins over env.sh's `${NAME:-default}`."""
     env: dict[str, str] = dict(table["env"]["common"])
     lines = {n: _line_of(text, f"export {n}=") for n in env}
+    env.update({n: v for n, v in script_env.items() if n in env and _line_of(text, f'export {n}="${{{n}:-') == lines[n]})
     model = table["env"]["models"].get(name, {})
     start = _line_of(text, f'if [[ "$MODEL_NAME" == "{name}" ]]') if model else 0
     for n, value in model.items():
@@ -217,11 +245,13 @@ def _seq(spec: RawYaml, default: str) -> list[str]:
     return [str(i) for i in range(int(start), int(end) + 1)]
 
 
-def _compose(top: dict[str, dict[str, RawYaml]], m: dict[str, RawYaml], env: dict[str, str], conc: int, kv_backend: str,
+def _compose(top: dict[str, dict[str, RawYaml]], m: dict[str, RawYaml], env: dict[str, str], run: dict[str, RawYaml], kv_backend: str,
              models: Document, key: str, name: str) -> tuple[dict[str, RawYaml], dict[str, dict[str, str]]]:
-    """server_sglang.sh lines 120-300 and `build_server_config`: each role's args, their models.yaml
-    lines, and the env of every process (`common`) and of each role's own command."""
+    """server_sglang.sh lines 120-300 and `build_server_config`, then its ENABLE_METRICS and HiCache
+    additions (458-600): each role's args, their models.yaml lines, and the env of every process
+    (`common`) and of each role's own command."""
     p, d = top["prefill"], top["decode"]
+    conc = int(run["conc"])
     mtp = d["mtp"]
     names = {"MORI_MAX_DISPATCH_TOKENS_PREFILL": int(env["MORI_MAX_DISPATCH_TOKENS_PREFILL"]),
              "MORI_MAX_DISPATCH_TOKENS_DECODE": int(env["MORI_MAX_DISPATCH_TOKENS_DECODE"]),
@@ -275,7 +305,12 @@ def _compose(top: dict[str, dict[str, RawYaml]], m: dict[str, RawYaml], env: dic
         spec = (_py(m["mtp_flags"]).split() + ["--speculative-num-steps", str(mtp), "--speculative-num-draft-tokens", str(mtp + 1)]) if mtp > 0 else []
         groups = [(lead, 0), (base, line["base_flags"]), (_py(m["ep_flags"]).split() if side["ep"] else [], line["ep_flags"]),
                   (spec, line["mtp_flags"]), (_py(m["dp_flags"]).split() if side["dp"] else [], line["dp_flags"]), (mode, line[role])]
+        groups += [(["--enable-metrics"], 0)] if run["metrics"] and not any("--enable-metrics" in words for words, _ in groups) else []
+        groups += [(_hicache_flags(run["hicache"], role), 0)] if run["hicache"] is not None else []
+        if (run["agentic"] and role == "prefill") or run["hicache"] is not None:      # radix cache kept (agentic runs, HiCache)
+            groups = [([w for w in words if w != "--disable-radix-cache"], n) for words, n in groups]
         args[role], args[f"{role}_lines"] = _flags(groups, models, key, role)
+    simulated = _simulated_acceptance(name, mtp) if run["agentic"] else {}
     moe = {"prefill": env.get("MORI_MOE_MAX_INPUT_TOKENS_PREFILL"), "decode": env.get("MORI_MOE_MAX_INPUT_TOKENS_DECODE")}
     own: dict[str, dict[str, str]] = {}
     for role, dispatch in (("prefill", env.get("MORI_NUM_MAX_DISPATCH_TOKENS_PER_RANK_PREFILL") or env["MORI_MAX_DISPATCH_TOKENS_PREFILL"]),
@@ -284,8 +319,28 @@ def _compose(top: dict[str, dict[str, RawYaml]], m: dict[str, RawYaml], env: dic
                      **({"MORI_ENABLE_SDMA": "true"} if role == "prefill" and p_two_batch else {}),
                      **({"SGLANG_MORI_MOE_MAX_INPUT_TOKENS": str(moe[role])} if moe[role] else {}),
                      "SGLANG_MORI_NUM_MAX_DISPATCH_TOKENS_PER_RANK": dispatch,
-                     "MORI_IO_SQ_BACKOFF_TIMEOUT_US": env["MORI_IO_SQ_BACKOFF_TIMEOUT_US"], "MORI_IO_QP_MAX_SEND_WR": env["MORI_IO_QP_MAX_SEND_WR"]}
+                     "MORI_IO_SQ_BACKOFF_TIMEOUT_US": env["MORI_IO_SQ_BACKOFF_TIMEOUT_US"], "MORI_IO_QP_MAX_SEND_WR": env["MORI_IO_QP_MAX_SEND_WR"],
+                     **(simulated if role == "decode" else {})}
     return args, {"common": common, **own}
+
+
+def _hicache_flags(h: dict[str, str], role: str) -> list[str]:
+    """build_hicache_flags for the prefill server (sized by ratio: the only form rendered, `_run`); the
+    decode server mirrors the page size only."""
+    if role == "decode":
+        return ["--page-size", h["HICACHE_PAGE_SIZE"]]
+    return ["--page-size", h["HICACHE_PAGE_SIZE"], "--enable-hierarchical-cache", "--hicache-ratio", h["HICACHE_RATIO"],
+            "--hicache-io-backend", h["HICACHE_IO_BACKEND"], "--hicache-mem-layout", h["HICACHE_MEM_LAYOUT"],
+            "--hicache-write-policy", h["HICACHE_WRITE_POLICY"], "--hicache-storage-prefetch-policy", h["HICACHE_PREFETCH_POLICY"]]
+
+
+def _simulated_acceptance(name: str, mtp: int) -> dict[str, str]:
+    """DECODE_SIM_ACC_ENV of an agentic MTP run: the model's golden acceptance length, when the script has one."""
+    for pattern, lengths in rules()["hicache"]["simulated_acceptance"].items():
+        if mtp > 0 and fnmatch.fnmatchcase(name, pattern) and str(mtp) in lengths:
+            return {"SGLANG_SIMULATE_ACC_LEN": str(lengths[str(mtp)]), "SGLANG_SIMULATE_ACC_METHOD": "match-expected",
+                    "SGLANG_SIMULATE_ACC_TOKEN_MODE": "real-draft-token"}
+    return {}
 
 
 def _without(words: list[str], flag: str) -> list[str]:
@@ -303,22 +358,28 @@ def _without(words: list[str], flag: str) -> list[str]:
 def _flags(groups: list[tuple[list[str], int]], models: Document, key: str, role: str) -> tuple[dict[str, RawYaml], dict[str, int]]:
     """The words after `python3 -m sglang.launch_server`, in groups each with the models.yaml line it comes
     from (0: the script's own), as args: `--x y` is `x: y`, `--x y z` a list, `--x` true; and the line of
-    each flag. A flag given twice is refused at the model's entry (which one SGLang keeps is its parser's)."""
+    each flag. A flag given again with the same value is one setting (HiCache's `--page-size` after the
+    entry's); with another value, it is refused at the model's entry (which one SGLang keeps is its parser's)."""
     out: dict[str, RawYaml] = {}
     lines: dict[str, int] = {}
+    firsts: list[tuple[str, RawYaml]] = []
     name = None
     for words, line in groups:
         for word in words:
             if word.startswith("--"):
                 name = word[2:]
                 if name in out:
-                    raise models.error((key,), f"the {role} server gets --{name} twice (server_sglang.sh composes it from this entry and the row)")
+                    firsts.append((name, out[name]))
                 out[name] = True
-                if line:
+                if line and name not in lines:
                     lines[name] = line
             elif name is not None:
                 value = out[name]
                 out[name] = word if value is True else [*value, word] if isinstance(value, list) else [value, word]
+    for name, first in firsts:
+        if first != out[name]:
+            raise models.error((key,), f"the {role} server gets --{name} twice, with different values (server_sglang.sh composes it "
+                                       "from this entry and the row)")
     return out, lines
 
 

@@ -213,7 +213,7 @@ class Workspace:
             return self._points[key]
         path = self.recipe_path(entry, row)
         if _multi_node(path):               # an AMD multi-node script: its launches composed as server_sglang.sh does
-            recipe = self._disagg_recipe(entry, row, path)
+            recipe = self._disagg_recipe(entry, row, conc, path)
         elif path.suffix == ".sh":          # a single-node benchmark script: run in a sandbox
             recipe = script_recipe(self.script_files(path), self.shown(path), entry, row, conc, self.runners(entry), self._runs)
         else:
@@ -227,14 +227,14 @@ class Workspace:
             self._points[key] = point
         return point
 
-    def _disagg_recipe(self, entry: ConfigEntry, row: Row, script: PurePosixPath) -> EffectiveRecipe:
+    def _disagg_recipe(self, entry: ConfigEntry, row: Row, conc: int, script: PurePosixPath) -> EffectiveRecipe:
         """The recipe of a point InferenceX starts with its AMD multi-node script (`recipes.amd_disagg`)."""
         from .amd_disagg import disagg_recipe, rules
 
         table = rules()
         folder = PurePosixPath(table["folder"])
         texts = {name: self.read_bytes(folder / name).decode("utf-8", "replace") for name in (table["server_script"], table["env_script"])}
-        return disagg_recipe(entry, row, self.shown(script), self.document(folder / table["models_file"]), texts)
+        return disagg_recipe(entry, row, conc, self.shown(script), self.document(folder / table["models_file"]), texts)
 
     def prefetch(self, entry: ConfigEntry) -> None:
         """Run the benchmark scripts of every point of `entry` several at once (`ScriptRuns.prefetch`),
