@@ -18,14 +18,19 @@ exports and the role's own assignments in front (`SGLANG_MORI_*`, `MORI_IO_*`).
 
 - The settings the script makes for every process (env.sh) are each role's `env` and the router's;
   values found on the node (NICs, interfaces, traffic class) go to `script.node`, the job's HiCache /
-  Mooncake settings file (empty for these rows) to `script.job`: recorded, not published (the policy).
-- The concurrency the decode and DP-attention prefill limits come from is the row's largest: one job
-  runs every concurrency of a row (BENCH_MAX_CONCURRENCY), as InferenceX's sweep generator gives it.
+  Mooncake settings file to `script.job`: recorded, not published (the policy).
+- The concurrency the decode and DP-attention prefill limits come from is BENCH_MAX_CONCURRENCY's
+  largest: the row's for fixed-seq-len (one job runs every concurrency of a row), the point's for
+  agentic-coding (one job per concurrency), as InferenceX's sweep generator gives them.
+- An agentic row (its multi_node/agentic/ script, IS_AGENTIC) uses the model's `-AgentX` entry, keeps
+  the radix cache, adds the HiCache flags of the settings file its script exports (KV offloading to
+  DRAM), ENABLE_METRICS's flag, the agentic router policy, and the decode's simulated acceptance
+  (harness-only, disclosed).
 - job.slurm's container variables (node rank, IPs, benchmark client settings) are the harness's
   plumbing, as the workflow's variables of a single-node script are.
-- What server_sglang.sh would do that is not rendered (a worker spanning nodes, an agentic row's
-  HiCache and trace replay, a formula or key it cannot read) refuses that point at the line of the
-  setting, never a command without it.
+- What server_sglang.sh would do that is not rendered (a worker spanning nodes, a script whose exports
+  are not in the rules, a Mooncake storage tier or a DRAM-sized --hicache-size, a formula or flag it
+  cannot read) refuses that point at the line of the setting, never a command without it.
 """
 
 from __future__ import annotations
