@@ -21,12 +21,13 @@ from pathlib import Path
 import pytest
 
 from cookbookgen.errors import CookbookError
-from cookbookgen.pipeline import render_config_point
+from cookbookgen.pipeline import render_config_point, render_point
 from cookbookgen.policy.rules import load_policy
 from cookbookgen.recipes.amd_disagg import disagg_recipe, rules
 from cookbookgen.recipes.load import parse_yaml_bytes
 from cookbookgen.recipes.master import check_framework
 from cookbookgen.recipes.workspace import Workspace
+from cookbookgen.render.deploy import RunMemo
 from cookbookgen.render.shell import block_argv
 
 from conftest import CORPUS
@@ -201,3 +202,29 @@ def test_the_excerpt_holds_the_scripts_verbatim() -> None:
     server = (UTILS / "server_sglang.sh").read_text()
     assert server.splitlines()[734].lstrip().startswith('PREFILL_CMD="SGLANG_MORI_COMBINE_DTYPE=')
     assert Path(UTILS / "env.sh").read_text().splitlines()[212].strip() == "export SGLANG_USE_AITER=1"
+
+
+def test_no_setting_of_a_point_is_dropped(ws: Workspace) -> None:
+    """Independently of the renderer: every arg and env entry of each role's recipe is on that role's
+    block (a list value word for word, a switch as a bare flag), and the router's on the router's, unless
+    the policy holds it back (harness-only, placeholder) with a reason; every other leaf has a class."""
+    from nothing_dropped import _classified, _has_flag, _same, leaves
+
+    policy, memo, seen = load_policy(None), RunMemo(), 0
+    for entry in ws.entries().values():
+        if entry.framework != "sglang-disagg":
+            continue
+        for row in entry.rows:
+            for conc in row.concs:
+                point = ws.point(entry, row, conc)
+                blocks = render_point(point, policy, False, memo).blocks
+                for path, value in leaves(point.recipe.data):
+                    on = [b for b in blocks if (b.role == path[1] if path[0] == "roles" else b.kind == "sglang-router")]
+                    if path[0] in ("roles", "frontend") and path[-2] in ("args", "env"):
+                        shown = any(_has_flag(b.args, path[-1], value) if path[-2] == "args" else _same(b.env.get(path[-1], "\0"), value)
+                                    for b in on)
+                        assert shown or _classified(policy, path, value, command=True), (entry.key, row.slug, conc, path, value)
+                    else:
+                        assert _classified(policy, path, value, command=False), (entry.key, row.slug, conc, path, value)
+                    seen += 1
+    assert seen > 136 * 100
