@@ -225,7 +225,7 @@ def _true(value: RawYaml) -> bool:
     return _py(value) in ("True", "true")
 
 
-def _formula(value: RawYaml, names: dict[str, int], where: str) -> int:
+def _formula(value: RawYaml, names: dict[str, int]) -> int:
     """`eval_formula` of server_sglang.sh: a number, or names and integers joined by `*` (the only form
     models.yaml uses), the names read from the process's environment."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -238,7 +238,7 @@ def _formula(value: RawYaml, names: dict[str, int], where: str) -> int:
         elif word in names:
             product *= names[word]
         else:
-            raise ValueError(f"{where}: {value!r}: cookbookgen reads only products of integers and of "
+            raise ValueError(f"{value!r}: cookbookgen reads only products of integers and of "
                              f"{', '.join(sorted(names))} (server_sglang.sh's eval_formula would evaluate it in Python)")
     return product
 
@@ -257,76 +257,93 @@ def _compose(top: dict[str, dict[str, RawYaml]], m: dict[str, RawYaml], env: dic
     (`common`) and of each role's own command."""
     p, d = top["prefill"], top["decode"]
     conc = int(run["conc"])
-    mtp = d["mtp"]
-    names = {"MORI_MAX_DISPATCH_TOKENS_PREFILL": int(env["MORI_MAX_DISPATCH_TOKENS_PREFILL"]),
-             "MORI_MAX_DISPATCH_TOKENS_DECODE": int(env["MORI_MAX_DISPATCH_TOKENS_DECODE"]),
-             "PREFILL_TP_SIZE": p["tp_size"], "DECODE_TP_SIZE": d["tp_size"], "xP": p["workers"], "yD": d["workers"]}
-    pre, dec = m["prefill"], m["decode"]
-    pmode = pre["dp"] if p["dp"] else pre["no_dp"]
-    where = f"{key}.prefill.{'dp' if p['dp'] else 'no_dp'}.chunked_prefill_size"
-    try:
-        chunked = _formula(pmode["chunked_prefill_size"], names, where)
-    except ValueError as exc:
-        raise models.error((key, "prefill", "dp" if p["dp"] else "no_dp", "chunked_prefill_size"), str(exc).split(": ", 1)[1]) from None
-    p_running = int(conc) if p["dp"] and p["ep"] else pmode["max_running_requests"]
-    p_graph = _py(pmode["cuda_graph_bs"]).split() if p["dp"] else _seq(pmode["cuda_graph_bs_range"], "1-128")
-    p_two_batch = p["dp"] and _true(pmode["enable_two_batch_overlap"])
-    pflags = ["--mem-fraction-static", _py(pre["mem_fraction_static"]), "--max-running-requests", _py(p_running),
-              "--chunked-prefill-size", str(chunked)]
-    pflags += ["--disable-cuda-graph"] if _true(pre["disable_cuda_graph"]) else ["--cuda-graph-bs", *p_graph]
-    pflags += ["--disable-radix-cache"] if _true(pre["disable_radix_cache"]) else []
-    pflags += ["--context-length", _py(pmode["context_length"])] if _py(pmode["context_length"]) else []
-    pflags += ["--max-total-tokens", _py(pmode["max_total_tokens"])] if _py(pmode["max_total_tokens"]) else []
-    pflags += ["--enable-two-batch-overlap"] if p_two_batch else []
-
-    dmode_name = "dp" if d["dp"] else "ep_only" if d["ep"] else "no_dp"
-    dmode = dec[dmode_name]
-    d_graph = _seq(dmode["cuda_graph_bs_range"], dict(dp="1-160", ep_only="1-256", no_dp="1-128")[dmode_name])
-    d_running = int(d_graph[-1]) * d["tp_size"] if d["dp"] else dmode["max_running_requests"]
-    d_context = _py(dmode["context_length"]) or _py(pmode["context_length"])
-    dispatch_decode = int(env["MORI_MAX_DISPATCH_TOKENS_DECODE"])
-    common = dict(env)
-    if d["dp"] and d["ep"]:
-        d_running = conc
-        dispatch_decode = conc // d["tp_size"]
-        common["SGLANG_MORI_DISPATCH_INTER_KERNEL_SWITCH_THRESHOLD"] = str(dispatch_decode * 2)
-    dflags = ["--mem-fraction-static", _py(dec["mem_fraction_static"]), "--max-running-requests", _py(d_running), "--cuda-graph-bs", *d_graph]
-    dflags += ["--prefill-round-robin-balance"] if _true(dec["prefill_round_robin_balance"]) else []
-    dflags += ["--context-length", d_context] if d_context else []
-    dflags += ["--disaggregation-decode-enable-radix-cache"] if _true(dec["disagg_decode_enable_radix_cache"]) else []
-    if mtp > 0:
-        dispatch_decode *= mtp + 1
-
-    base = _py(m["base_flags"]).split()
-    if kv_backend:       # apply_kv_p2p_transfer_override: the row's backend replaces the model's
-        base = _without(base, "--disaggregation-transfer-backend") + ["--disaggregation-transfer-backend", kv_backend]
-    line = {k: models.line_of((key, k)) for k in ("base_flags", "ep_flags", "mtp_flags", "dp_flags", "prefill", "decode")}
-    args: dict[str, RawYaml] = {}
-    for role, side, mode in (("prefill", p, pflags), ("decode", d, dflags)):
-        lead = ["--model-path", f"{rules()['model_dir']}/{name}", "--disaggregation-mode", role, *rules()["worker_args"],
-                "--tp-size", str(side["tp_size"])]
-        lead += ["--ep-size", str(side["tp_size"])] if side["ep"] else []
-        lead += ["--dp-size", str(side["tp_size"])] if side["dp"] else []
-        spec = (_py(m["mtp_flags"]).split() + ["--speculative-num-steps", str(mtp), "--speculative-num-draft-tokens", str(mtp + 1)]) if mtp > 0 else []
-        groups = [(lead, 0), (base, line["base_flags"]), (_py(m["ep_flags"]).split() if side["ep"] else [], line["ep_flags"]),
-                  (spec, line["mtp_flags"]), (_py(m["dp_flags"]).split() if side["dp"] else [], line["dp_flags"]), (mode, line[role])]
-        groups += [(["--enable-metrics"], 0)] if run["metrics"] and not any("--enable-metrics" in words for words, _ in groups) else []
-        groups += [(_hicache_flags(run["hicache"], role), 0)] if run["hicache"] is not None else []
-        if (run["agentic"] and role == "prefill") or run["hicache"] is not None:      # radix cache kept (agentic runs, HiCache)
-            groups = [([w for w in words if w != "--disable-radix-cache"], n) for words, n in groups]
-        args[role], args[f"{role}_lines"] = _flags(groups, models, key, role)
-    simulated = _simulated_acceptance(name, mtp) if run["agentic"] else {}
+    pflags, p_context, two_batch = _prefill_mode(p, d, m["prefill"], env, conc, models, key)
+    dflags, dispatch_decode, threshold = _decode_mode(d, m["decode"], env, conc, p_context)
+    common = {**env, **({"SGLANG_MORI_DISPATCH_INTER_KERNEL_SWITCH_THRESHOLD": threshold} if threshold else {})}
+    args = _role_args(top, m, {"prefill": pflags, "decode": dflags}, run, kv_backend, models, key, name)
+    simulated = _simulated_acceptance(name, d["mtp"]) if run["agentic"] else {}
     moe = {"prefill": env.get("MORI_MOE_MAX_INPUT_TOKENS_PREFILL"), "decode": env.get("MORI_MOE_MAX_INPUT_TOKENS_DECODE")}
     own: dict[str, dict[str, str]] = {}
     for role, dispatch in (("prefill", env.get("MORI_NUM_MAX_DISPATCH_TOKENS_PER_RANK_PREFILL") or env["MORI_MAX_DISPATCH_TOKENS_PREFILL"]),
                            ("decode", env.get("MORI_NUM_MAX_DISPATCH_TOKENS_PER_RANK_DECODE") or str(dispatch_decode))):
         own[role] = {"SGLANG_MORI_COMBINE_DTYPE": env[f"MORI_COMBINE_DTYPE_{role.upper()}"],
-                     **({"MORI_ENABLE_SDMA": "true"} if role == "prefill" and p_two_batch else {}),
+                     **({"MORI_ENABLE_SDMA": "true"} if role == "prefill" and two_batch else {}),
                      **({"SGLANG_MORI_MOE_MAX_INPUT_TOKENS": str(moe[role])} if moe[role] else {}),
                      "SGLANG_MORI_NUM_MAX_DISPATCH_TOKENS_PER_RANK": dispatch,
                      "MORI_IO_SQ_BACKOFF_TIMEOUT_US": env["MORI_IO_SQ_BACKOFF_TIMEOUT_US"], "MORI_IO_QP_MAX_SEND_WR": env["MORI_IO_QP_MAX_SEND_WR"],
                      **(simulated if role == "decode" else {})}
     return args, {"common": common, **own}
+
+
+def _prefill_mode(p: dict[str, RawYaml], d: dict[str, RawYaml], pre: dict[str, RawYaml], env: dict[str, str], conc: int,
+                  models: Document, key: str) -> tuple[list[str], str, bool]:
+    """PREFILL_MODE_FLAGS (server_sglang.sh 190-280), the prefill context length, and whether two-batch
+    overlap (and so MORI_ENABLE_SDMA) is on."""
+    section = "dp" if p["dp"] else "no_dp"
+    mode = pre[section]
+    names = {"MORI_MAX_DISPATCH_TOKENS_PREFILL": int(env["MORI_MAX_DISPATCH_TOKENS_PREFILL"]),
+             "MORI_MAX_DISPATCH_TOKENS_DECODE": int(env["MORI_MAX_DISPATCH_TOKENS_DECODE"]),
+             "PREFILL_TP_SIZE": p["tp_size"], "DECODE_TP_SIZE": d["tp_size"], "xP": p["workers"], "yD": d["workers"]}
+    try:
+        chunked = _formula(mode["chunked_prefill_size"], names)
+    except ValueError as exc:
+        raise models.error((key, "prefill", section, "chunked_prefill_size"), str(exc)) from None
+    running = conc if p["dp"] and p["ep"] else mode["max_running_requests"]
+    graph = _py(mode["cuda_graph_bs"]).split() if p["dp"] else _seq(mode["cuda_graph_bs_range"], "1-128")
+    two_batch = bool(p["dp"]) and _true(mode["enable_two_batch_overlap"])
+    context = _py(mode["context_length"])
+    flags = ["--mem-fraction-static", _py(pre["mem_fraction_static"]), "--max-running-requests", _py(running), "--chunked-prefill-size", str(chunked)]
+    flags += ["--disable-cuda-graph"] if _true(pre["disable_cuda_graph"]) else ["--cuda-graph-bs", *graph]
+    flags += ["--disable-radix-cache"] if _true(pre["disable_radix_cache"]) else []
+    flags += ["--context-length", context] if context else []
+    flags += ["--max-total-tokens", _py(mode["max_total_tokens"])] if _py(mode["max_total_tokens"]) else []
+    flags += ["--enable-two-batch-overlap"] if two_batch else []
+    return flags, context, two_batch
+
+
+def _decode_mode(d: dict[str, RawYaml], dec: dict[str, RawYaml], env: dict[str, str], conc: int, prefill_context: str) -> tuple[list[str], int, str | None]:
+    """DECODE_MODE_FLAGS (server_sglang.sh 218-300: DP > EP-only > no DP), the decode's dispatch tokens
+    per rank, and the inter-kernel threshold the DP+EP override exports (None: env.sh's stands)."""
+    section = "dp" if d["dp"] else "ep_only" if d["ep"] else "no_dp"
+    mode = dec[section]
+    graph = _seq(mode["cuda_graph_bs_range"], dict(dp="1-160", ep_only="1-256", no_dp="1-128")[section])
+    running = int(graph[-1]) * d["tp_size"] if d["dp"] else mode["max_running_requests"]
+    context = _py(mode["context_length"]) or prefill_context       # decode admits what prefill admits
+    dispatch, threshold = int(env["MORI_MAX_DISPATCH_TOKENS_DECODE"]), None
+    if d["dp"] and d["ep"]:
+        running, dispatch = conc, conc // d["tp_size"]
+        threshold = str(dispatch * 2)
+    flags = ["--mem-fraction-static", _py(dec["mem_fraction_static"]), "--max-running-requests", _py(running), "--cuda-graph-bs", *graph]
+    flags += ["--prefill-round-robin-balance"] if _true(dec["prefill_round_robin_balance"]) else []
+    flags += ["--context-length", context] if context else []
+    flags += ["--disaggregation-decode-enable-radix-cache"] if _true(dec["disagg_decode_enable_radix_cache"]) else []
+    return flags, dispatch * (d["mtp"] + 1), threshold
+
+
+def _role_args(top: dict[str, dict[str, RawYaml]], m: dict[str, RawYaml], modes: dict[str, list[str]], run: dict[str, RawYaml],
+               kv_backend: str, models: Document, key: str, name: str) -> dict[str, RawYaml]:
+    """Each server's words (the launch's own, then build_server_config's parallel sizes, base, EP, MTP,
+    DP and mode flags, then ENABLE_METRICS's and HiCache's), as args with their models.yaml lines."""
+    mtp = top["decode"]["mtp"]
+    base = _py(m["base_flags"]).split()
+    if kv_backend:       # apply_kv_p2p_transfer_override: the row's backend replaces the model's
+        base = _without(base, "--disaggregation-transfer-backend") + ["--disaggregation-transfer-backend", kv_backend]
+    line = {k: models.line_of((key, k)) for k in ("base_flags", "ep_flags", "mtp_flags", "dp_flags", "prefill", "decode")}
+    spec = (_py(m["mtp_flags"]).split() + ["--speculative-num-steps", str(mtp), "--speculative-num-draft-tokens", str(mtp + 1)]) if mtp > 0 else []
+    args: dict[str, RawYaml] = {}
+    for role, side in top.items():
+        lead = ["--model-path", f"{rules()['model_dir']}/{name}", "--disaggregation-mode", role, *rules()["worker_args"],
+                "--tp-size", str(side["tp_size"])]
+        lead += ["--ep-size", str(side["tp_size"])] if side["ep"] else []
+        lead += ["--dp-size", str(side["tp_size"])] if side["dp"] else []
+        groups = [(lead, 0), (base, line["base_flags"]), (_py(m["ep_flags"]).split() if side["ep"] else [], line["ep_flags"]),
+                  (spec, line["mtp_flags"]), (_py(m["dp_flags"]).split() if side["dp"] else [], line["dp_flags"]), (modes[role], line[role])]
+        groups += [(["--enable-metrics"], 0)] if run["metrics"] and not any("--enable-metrics" in words for words, _ in groups) else []
+        groups += [(_hicache_flags(run["hicache"], role), 0)] if run["hicache"] is not None else []
+        if (run["agentic"] and role == "prefill") or run["hicache"] is not None:      # radix cache kept (agentic runs, HiCache)
+            groups = [([w for w in words if w != "--disable-radix-cache"], n) for words, n in groups]
+        args[role], args[f"{role}_lines"] = _flags(groups, models, key, role)
+    return args
 
 
 def _hicache_flags(h: dict[str, str], role: str) -> list[str]:
