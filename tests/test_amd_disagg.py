@@ -24,6 +24,7 @@ from cookbookgen.errors import CookbookError
 from cookbookgen.pipeline import render_config_point, render_point
 from cookbookgen.policy.rules import load_policy
 from cookbookgen.recipes.amd_disagg import disagg_recipe, rules
+from cookbookgen.recipes.launches import dram_note
 from cookbookgen.recipes.load import parse_yaml_bytes
 from cookbookgen.recipes.master import check_framework
 from cookbookgen.recipes.workspace import Workspace
@@ -103,6 +104,15 @@ def test_the_agentic_arm_discloses_its_simulated_acceptance(ws: Workspace) -> No
     assert classes["roles.decode.env.SGLANG_SIMULATE_ACC_LEN"].cls == "harness-only"
     assert classes["roles.prefill.args.enable-metrics"].cls == "harness-only"
     assert classes["script.job.HICACHE_RATIO"].value == "3" and classes["script.job.HICACHE_RATIO"].cls == "harness-only"
+
+
+def test_the_agentic_arm_gets_no_dram_sizing_note(ws: Workspace) -> None:
+    """Its HiCache is sized by ratio (FORCE_HICACHE_RATIO), not from the runner's TOTAL_CPU_DRAM_GB: the
+    single-node scripts' note about DRAM-sized host caches would mislead."""
+    entry = ws.entry("dsv4-fp4-mi355x-sglang-disagg-agentic-hicache-mtp")
+    assert dram_note(entry, ws.runners(entry)) is None
+    single = ws.entry("qwen3.5-fp8-b200-sglang-agentic-mtp")      # a single-node script sizing --hicache-size
+    assert "TOTAL_CPU_DRAM_GB" in str(dram_note(single, ws.runners(single)))
 
 
 def test_a_script_whose_exports_are_not_known_is_refused_at_its_row(ws: Workspace) -> None:
