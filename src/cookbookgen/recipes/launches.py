@@ -117,8 +117,8 @@ def dram_note(entry: ConfigEntry, runners: RawYaml) -> str | None:
     """What a reader needs to know when the entry's script sizes host memory from TOTAL_CPU_DRAM_GB
     (a row with kv-offloading: dram): the value is the runner's nominal one, and from where (POLICY.md)."""
     rows = [row for row in entry.rows if row.data.get("kv-offloading") == "dram"]
-    if not rows or not str(rows[0].recipe.path).endswith(".sh"):
-        return None
+    if not rows or not str(rows[0].recipe.path).endswith(".sh") or str(rows[0].recipe.path).startswith("benchmarks/multi_node/"):
+        return None         # a multi-node script's HiCache is sized by ratio (recipes/amd_disagg.py), not from TOTAL_CPU_DRAM_GB
     runner = str(entry.data.get("runner", ""))
     hardware = runners.get("hardware", {}).get(runner) if isinstance(runners, dict) and isinstance(runners.get("hardware"), dict) else None
     if not isinstance(hardware, dict):

@@ -164,6 +164,9 @@ def _recipe_ref(doc: Document, entry: dict[str, RawYaml], row: dict[str, RawYaml
             return _split_ref(holder["srt-recipe"], where + ("srt-recipe",))
     if isinstance(entry.get("srt-recipe"), str):
         return _split_ref(entry["srt-recipe"], (path[0], "srt-recipe"))
+    multi = _multi_node_ref(entry, path, scenario)
+    if multi is not None:
+        return multi
     script = _script_name(entry, row)
     if script is not None:
         folder = f"{SCRIPTS}/{'agentic' if scenario == 'agentic-coding' else 'fixed_seq_len'}"
@@ -244,11 +247,29 @@ def check_framework(entry: ConfigEntry) -> None:
                               f"framework {entry.framework!r} is not supported yet (supported: {', '.join(SUPPORTED_FRAMEWORKS)})")
 
 
+def _multi_node_ref(entry: dict[str, RawYaml], path: KeyPath, scenario: str) -> RecipeRef | None:
+    """A row of a multi-node framework cookbookgen renders from InferenceX's own scripts (`rules/engines.yaml`
+    `rendered` and `scripts`): the script the runner starts for it (`agentic/` for an agentic-coding row,
+    runners/launch_mi355x-amds.sh BENCHMARK_SUBDIR), or None."""
+    table = package_yaml("rules/engines.yaml")["frameworks"]
+    framework = entry.get("framework")
+    parts = _script_parts(entry)
+    if framework not in table["rendered"] or framework not in table["scripts"] or entry.get("multinode") is not True or parts is None:
+        return None
+    return RecipeRef(table["scripts"][framework].format(agentic="agentic/" if scenario == "agentic-coding" else "", **parts), None, path)
+
+
+def _script_parts(entry: dict[str, RawYaml]) -> dict[str, str] | None:
+    parts = {"prefix": entry.get("model-prefix"), "precision": entry.get("precision"),
+             "gpu": str(entry.get("runner", "")).removeprefix("cluster:").split("-")[0]}
+    return {k: v for k, v in parts.items() if isinstance(v, str)} if all(isinstance(v, str) and _PLAIN_NAME.fullmatch(v) for v in parts.values()) \
+        else None
+
+
 def _multi_node_script(entry: ConfigEntry, pattern: str) -> str:
     """The multi-node script InferenceX's runner starts for the entry (`rules/engines.yaml` scripts)."""
-    parts = {"prefix": entry.data.get("model-prefix"), "precision": entry.data.get("precision"),
-             "gpu": str(entry.data.get("runner", "")).removeprefix("cluster:").split("-")[0]}
-    if not all(isinstance(v, str) and _PLAIN_NAME.fullmatch(v) for v in parts.values()):
+    parts = _script_parts(entry.data)
+    if parts is None:
         return pattern.replace("{agentic}", "[agentic/]").replace("{prefix}", "<model-prefix>").replace(
             "{precision}", "<precision>").replace("{gpu}", "<gpu>")
     scenarios = entry.data.get("scenarios")

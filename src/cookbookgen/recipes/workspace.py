@@ -212,7 +212,9 @@ class Workspace:
         if memo and key in self._points:
             return self._points[key]
         path = self.recipe_path(entry, row)
-        if path.suffix == ".sh":            # a single-node benchmark script: run in a sandbox
+        if _multi_node(path):               # an AMD multi-node script: its launches composed as server_sglang.sh does
+            recipe = self._disagg_recipe(entry, row, conc, path)
+        elif path.suffix == ".sh":          # a single-node benchmark script: run in a sandbox
             recipe = script_recipe(self.script_files(path), self.shown(path), entry, row, conc, self.runners(entry), self._runs)
         else:
             recipe = self.selected(path, self.selector(entry, row, conc))
@@ -225,6 +227,15 @@ class Workspace:
             self._points[key] = point
         return point
 
+    def _disagg_recipe(self, entry: ConfigEntry, row: Row, conc: int, script: PurePosixPath) -> EffectiveRecipe:
+        """The recipe of a point InferenceX starts with its AMD multi-node script (`recipes.amd_disagg`)."""
+        from .amd_disagg import disagg_recipe, rules
+
+        table = rules()
+        folder = PurePosixPath(table["folder"])
+        texts = {name: self.read_bytes(folder / name).decode("utf-8", "replace") for name in (table["server_script"], table["env_script"])}
+        return disagg_recipe(entry, row, conc, self.shown(script), self.document(folder / table["models_file"]), texts)
+
     def prefetch(self, entry: ConfigEntry) -> None:
         """Run the benchmark scripts of every point of `entry` several at once (`ScriptRuns.prefetch`),
         before its points are resolved one by one; what cannot be read here is left to `point` to report."""
@@ -236,7 +247,7 @@ class Workspace:
         for row in rows:
             try:
                 path = self.recipe_path(entry, row)
-                if path.suffix == ".sh":
+                if path.suffix == ".sh" and not _multi_node(path):
                     script, runners = self.script_files(path), self.runners(entry)
                     jobs += [(script, self.shown(path), script_variables(entry, row, conc, runners)) for conc in row.concs]
             except CookbookError:
@@ -273,6 +284,10 @@ class Workspace:
         doc = read_yaml_file(Path(file), file, last_key_wins=True)
         self._bare.append(doc)
         return ResolvedPoint(None, None, None, *overridden(select(doc, selector or None), sets, unsets), file)
+
+
+def _multi_node(path: PurePosixPath) -> bool:
+    return path.suffix == ".sh" and path.parts[:2] == ("benchmarks", "multi_node")
 
 
 _TP = ("tensor-parallel-size", "tp-size", "tensor_parallel_size", "tp")
