@@ -309,12 +309,39 @@ def _section(job: _Job, config: str) -> Section:
 
 def _checked(job: _Job, configs: list[str]) -> list[Section]:
     out = []
-    for config in configs:
-        try:
-            out.append(_section(job, config))
-        finally:
-            job.ws.release_points()     # a config's recipes and points are not needed by the next
+    running = _start_scripts(job, configs)
+    try:
+        for config in configs:
+            try:
+                out.append(_section(job, config))
+            finally:
+                job.ws.release_points()     # a config's recipes and points are not needed by the next
+    finally:
+        for ws in running:
+            ws.stop_scripts()
     return out
+
+
+def _start_scripts(job: _Job, configs: list[str]) -> list[Workspace]:
+    """Start the benchmark scripts of the configs to check, in order, in the background (`Workspace.prefetch`),
+    so that their sandboxes run while the configs before them are compared; the workspaces running them.
+    Only for a cookbook read whole (a manifest renders each config as it is checked)."""
+    if job.source.rendered_here:
+        return []
+    running: dict[int, Workspace] = {}
+    for config in configs:
+        if job.only not in (None, config):
+            continue
+        cells = [p for p in job.source.points(config).points if job.source.cell in (None, p.cell)]
+        for commit in sorted({(p.commit or "") for p in cells} if job.trees else {""}):
+            try:
+                ws = _tree(job.ws, job.trees, commit)[0]
+                if ws is not None and _unpaired(ws, config) is None:
+                    ws.prefetch(ws.entry(config))
+                    running[id(ws)] = ws
+            except CookbookError:       # the config's check says why
+                continue
+    return list(running.values())
 
 
 MIN_PER_WORKER = 8        # configs; fewer are not worth a process

@@ -226,8 +226,9 @@ class Workspace:
         return point
 
     def prefetch(self, entry: ConfigEntry) -> None:
-        """Run the benchmark scripts of every point of `entry` several at once (`ScriptRuns.prefetch`),
-        before its points are resolved one by one; what cannot be read here is left to `point` to report."""
+        """Start the benchmark scripts of every point of `entry` in the background, several at once
+        (`ScriptRuns.prefetch`), before its points are resolved one by one; what cannot be read here is
+        left to `point` to report."""
         jobs = []
         try:
             rows = entry.rows
@@ -242,6 +243,10 @@ class Workspace:
             except CookbookError:
                 continue
         self._runs.prefetch(jobs)
+
+    def stop_scripts(self) -> None:
+        """Drop the benchmark script runs started and not begun (a caller that stops early)."""
+        self._runs.stop()
 
     def selector(self, entry: ConfigEntry, row: Row, conc: int) -> str | None:
         """The variant of the row's recipe file that the point uses: the one the master config names,
