@@ -309,7 +309,7 @@ def _section(job: _Job, config: str) -> Section:
 
 def _checked(job: _Job, configs: list[str]) -> list[Section]:
     out = []
-    running = _start_scripts(job, configs)
+    running = start_scripts(job.source, job.ws, job.trees, configs, job.only)
     try:
         for config in configs:
             try:
@@ -322,23 +322,24 @@ def _checked(job: _Job, configs: list[str]) -> list[Section]:
     return out
 
 
-def _start_scripts(job: _Job, configs: list[str]) -> list[Workspace]:
+def start_scripts(source: Source, ws: Workspace, trees: GitTrees | None, configs: Iterable[str], only: str | None = None) -> list[Workspace]:
     """Start the benchmark scripts of the configs to check, in order, in the background (`Workspace.prefetch`),
-    so that their sandboxes run while the configs before them are compared; the workspaces running them.
-    Only for a cookbook read whole (a manifest renders each config as it is checked)."""
-    if job.source.rendered_here:
+    so that their sandboxes run while the configs before them are compared; the workspaces running them
+    (`Workspace.stop_scripts` drops what is left when the check ends). Only for a cookbook read whole (a
+    manifest renders each config as it is checked)."""
+    if source.rendered_here:
         return []
     running: dict[int, Workspace] = {}
     for config in configs:
-        if job.only not in (None, config):
+        if only not in (None, config):
             continue
-        cells = [p for p in job.source.points(config).points if job.source.cell in (None, p.cell)]
-        for commit in sorted({(p.commit or "") for p in cells} if job.trees else {""}):
+        cells = [p for p in source.points(config).points if source.cell in (None, p.cell)]
+        for commit in sorted({(p.commit or "") for p in cells} if trees else {""}):
             try:
-                ws = _tree(job.ws, job.trees, commit)[0]
-                if ws is not None and _unpaired(ws, config) is None:
-                    ws.prefetch(ws.entry(config))
-                    running[id(ws)] = ws
+                at = _tree(ws, trees, commit)[0]
+                if at is not None and _unpaired(at, config) is None:
+                    at.prefetch(at.entry(config))
+                    running[id(at)] = at
             except CookbookError:       # the config's check says why
                 continue
     return list(running.values())

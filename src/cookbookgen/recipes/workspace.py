@@ -74,6 +74,7 @@ class Workspace:
         self._recipe_paths: dict[str, PurePosixPath] = {}
         self._scripts: dict[PurePosixPath, ScriptFiles] = {}
         self._runs = ScriptRuns()             # each distinct script + variables runs once per run
+        self._prefetched: set[str] = set()    # the entries whose scripts `prefetch` started
         self._points: dict[tuple[str, int, int], ResolvedPoint] = {}
         self._masters: set[PurePosixPath] = set()
         self._changelog: Changelog | None = None
@@ -229,6 +230,9 @@ class Workspace:
         """Start the benchmark scripts of every point of `entry` in the background, several at once
         (`ScriptRuns.prefetch`), before its points are resolved one by one; what cannot be read here is
         left to `point` to report."""
+        if entry.key in self._prefetched:
+            return
+        self._prefetched.add(entry.key)
         jobs = []
         try:
             rows = entry.rows
