@@ -211,10 +211,7 @@ class ScriptRuns:
             self._pool = None
 
     def _job(self, script: ScriptFiles, shown: str, variables: dict[str, str]) -> tuple[str, ScriptFiles]:
-        files = hashlib.sha256(script.main.encode())
-        for name, data in sorted(script.files.items()):
-            files.update(b"\0%d\0%s\0" % (len(data), name.encode("utf-8", "surrogateescape")) + data)
-        digest = files.hexdigest()
+        digest = script.digest
         pointed = self._pointed.get(digest)
         if pointed is None:
             pointed = self._pointed[digest] = _pointed_files(script)

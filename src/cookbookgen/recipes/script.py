@@ -27,6 +27,7 @@ over a limit or launches nothing is one `CookbookError` naming the script and th
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import os
 import re
@@ -40,7 +41,7 @@ import tempfile
 import time
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Callable, Mapping
@@ -74,6 +75,15 @@ class ScriptFiles:
 
     main: str
     files: Mapping[str, bytes]
+
+    @cached_property
+    def digest(self) -> str:
+        """sha256 of the main script's name and of every file's name and bytes: the files as a run's key
+        names them (computed on first use; the files of a `ScriptFiles` are never changed)."""
+        files = hashlib.sha256(self.main.encode())
+        for name, data in sorted(self.files.items()):
+            files.update(b"\0%d\0%s\0" % (len(data), name.encode("utf-8", "surrogateescape")) + data)
+        return files.hexdigest()
 
 
 @dataclass(frozen=True)
