@@ -249,8 +249,10 @@ class Workspace:
         self._runs.prefetch(jobs)
 
     def stop_scripts(self) -> None:
-        """Drop the benchmark script runs started and not begun (a caller that stops early)."""
+        """Drop the benchmark script runs started and not begun (a caller that is done, or stops early);
+        a later `prefetch` starts what they lack again."""
         self._runs.stop()
+        self._prefetched.clear()
 
     def selector(self, entry: ConfigEntry, row: Row, conc: int) -> str | None:
         """The variant of the row's recipe file that the point uses: the one the master config names,
