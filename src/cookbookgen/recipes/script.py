@@ -235,8 +235,9 @@ def _probe(bwrap: str) -> str | type[PermissionError] | None:
     """Why a trivial sandbox fails (PermissionError: its binary cannot be run as the sandbox's user), or None."""
     argv = [bwrap, *_namespaces(), *_programs(), "--", "/bin/bash", "--noprofile", "--norc", "-c", "exit 0"]
     try:
-        # once per process, as the sandbox's runs are started but in the child's Python, so that a binary
-        # `nobody` cannot run is a PermissionError here (as nobody, `setpriv` would exec it: see `_limited`)
+        # once per process, the user and limits set by a preexec_fn, not by `_limited`: a binary nobody may
+        # not run is then a PermissionError here, which `sandbox` answers with a copy nobody can reach
+        # (through `setpriv` it would be only an exit status)
         done = subprocess.run(argv, env={}, stdin=subprocess.DEVNULL, capture_output=True, timeout=LIMIT_SECONDS,
                               preexec_fn=_limits_isolated, check=False)
     except PermissionError:
