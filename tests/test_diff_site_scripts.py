@@ -1,7 +1,7 @@
 """`diff` of a built site against a git repository of benchmark-script configs (issue 31's whole-tree gate).
 
-The diff starts the checkout's scripts while it reads the site's pages (`check.start_scripts`) and trusts
-nothing the site or the build recorded of them: every published command is compared with what the diff's
+The diff starts the scripts of every config it checks before comparing the first (`check.start_scripts`) and
+trusts nothing the site or the build recorded of them: every published command is compared with what the diff's
 own sandbox runs give, so a site edited in every copyable form at once (pages, cookbook.json, launch
 scripts) still fails.
 """

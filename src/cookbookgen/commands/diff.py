@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -24,7 +23,6 @@ if TYPE_CHECKING:  # the diff stack loads only when the command runs
     from ..diff.check import GitTrees
     from ..diff.result import DiffResult
     from ..diff.model import Tally
-    from ..diff.model import Source
     from ..diff.sources import Cookbook
     from ..policy.rules import Policy
     from ..recipes.workspace import Workspace
@@ -122,47 +120,21 @@ def _report(args: argparse.Namespace, path: Path, fmt: str, color: bool, workspa
             cache: RenderCache | None, previous: Path | None) -> tuple[str | DiffResult, Tally, tuple[str, str, str], Path]:
     """One cookbook's part (its text for text and Markdown, the whole result for JSON), its tally, what
     was checked, and the checkout it was checked against."""
-    from ..diff.check import start_scripts
-    from ..diff.sources import read_cookbook
-    from ..policy.rules import load_policy
-
-    extra = getattr(args, "policy", None)
-    recipes = getattr(args, "recipes", None)
-    early: dict[Path, GitTrees | None] = {}
-    with ExitStack() as running:
-        def listed(published: Source) -> None:
-            """A site's cells are known before its pages are read: with --source a git repository, start the
-            checkout's scripts for them meanwhile (`check.start_scripts`; stopped when this cookbook is done)."""
-            given = getattr(args, "source", None)
-            if given is None or not Path(given).is_dir():
-                return
-            try:
-                trees = early[Path(given)] = _git_trees(Path(given), recipes)
-            except CookbookError:       # said again, in its place, below
-                return
-            if trees is not None:
-                started = start_scripts(replace(published, cell=getattr(args, "cell", None)), trees.head, trees,
-                                        published.configs, getattr(args, "config", None))
-                for ws in started:
-                    running.callback(ws.stop_scripts)
-        cookbook = read_cookbook(path, load_policy(extra) if extra else None, workspaces, cache, listed)
-        policy = cookbook.policy if cookbook.policy is not None else load_policy(extra or cookbook.policy_file)
-        source = _checkout(args, cookbook, previous)
-        trees = early[source] if source in early else _git_trees(source, recipes)
-        return _checked_report(args, path, fmt, color, workspaces, cache, cookbook, policy, source, trees)
-
-
-def _checked_report(args: argparse.Namespace, path: Path, fmt: str, color: bool, workspaces: dict[Path, Workspace],
-                    cache: RenderCache | None, cookbook: Cookbook, policy: Policy, source: Path,
-                    trees: GitTrees | None) -> tuple[str | DiffResult, Tally, tuple[str, str, str], Path]:
     from ..cells.assemble import workspace_for
     from ..diff.check import check, report_text
     from ..diff.report import as_markdown, as_text
+    from ..diff.sources import read_cookbook
+    from ..policy.rules import load_policy
     from ..recipes.workspace import Workspace
 
+    extra = getattr(args, "policy", None)
     only = getattr(args, "config", None)
     verbose = bool(getattr(args, "verbose", False))
+    cookbook = read_cookbook(path, load_policy(extra) if extra else None, workspaces, cache)
+    policy = cookbook.policy if cookbook.policy is not None else load_policy(extra or cookbook.policy_file)
+    source = _checkout(args, cookbook, previous)
     recipes = getattr(args, "recipes", None)
+    trees = _git_trees(source, recipes)
     if trees is None and recipes is not None:
         workspaces.setdefault(source.resolve(), Workspace(source.resolve(), recipes))
     ws = workspace_for(source, workspaces) if trees is None else trees.head

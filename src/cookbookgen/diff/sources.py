@@ -20,7 +20,7 @@ import re
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..cells.assemble import load_configs, workspace_for
 from ..cells.manifest import read_manifest, source_root
@@ -56,12 +56,12 @@ class Cookbook:
 
 
 def read_cookbook(path: Path, policy: Policy | None = None, workspaces: dict[Path, Workspace] | None = None,
-                  cache: RenderCache | None = None, listed: Callable[[Source], None] | None = None) -> Cookbook:
+                  cache: RenderCache | None = None) -> Cookbook:
     """Read the cookbook at `path`. A manifest's points are rendered config by config as the diff asks
     for them, through `workspaces` (checkout root -> Workspace, shared with the check so the checkout
-    is read once) and `cache` (`cells.cache`). `listed`: see `read_site`."""
+    is read once) and `cache` (`cells.cache`)."""
     if path.is_dir():
-        return Cookbook(whole(read_site(path, listed)))
+        return Cookbook(whole(read_site(path)))
     if not path.exists():
         raise CookbookError.at(str(path), 0, "", "the file does not exist")
     if path.suffix in (".yaml", ".yml"):
@@ -260,11 +260,10 @@ def _check_texts(dec: "Decoder", where: str, item: Json, required: tuple[str, ..
 
 # --- a built site -----------------------------------------------------------------------------------
 
-def read_site(site: Path, listed: Callable[[Source], None] | None = None) -> Published:
+def read_site(site: Path) -> Published:
     """The site's `cookbook.json` for pairing and topology, with each block's command as its HTML shows it;
     and a mismatch wherever another copyable form of a point (its "Copy all" script, its `launch-*.sh`,
-    its `cookbook.json` blocks) says other commands than its page. `listed` is given the points of
-    `cookbook.json` before the pages are read (the diff starts the checkout's scripts meanwhile)."""
+    its `cookbook.json` blocks) says other commands than its page."""
     from .site import page_codes, read_site_blocks
 
     found = sorted(site.rglob("cookbook.json"), key=lambda p: (len(p.parts), str(p)))
@@ -272,8 +271,6 @@ def read_site(site: Path, listed: Callable[[Source], None] | None = None) -> Pub
         raise CookbookError.at(str(site), 0, "", "no cookbook.json in the site: the site build exports it next to the pages")
     data = _json(_text(found[0]), str(found[0]))
     base = published_from_json(data, str(found[0]))
-    if listed is not None:
-        listed(whole(base))
     html = {p: _text(p) for p in sorted(site.rglob("*.html"))}
     codes, by_id = page_codes(html)
     points, notes = read_site_blocks(base.points, codes)
