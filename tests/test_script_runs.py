@@ -39,10 +39,9 @@ def test_each_distinct_run_once(runs: list[tuple[str, dict[str, str]]]) -> None:
     memo = ScriptRuns()
     jobs = [(SCRIPT, "a.sh", {"CONC": str(c)}) for c in (4, 8, 16, 4, 8)]
     memo.prefetch(jobs)
-    assert sorted(v["CONC"] for _, v in runs) == ["16", "4", "8"]
     for conc in ("4", "8", "16"):
         assert memo.capture(SCRIPT, "a.sh", {"CONC": conc}).launches[0].argv == ("--max-running-requests", conc)
-    assert len(runs) == 3                       # captured, not run again
+    assert sorted(v["CONC"] for _, v in runs) == ["16", "4", "8"]      # started once each, captured, not run again
     memo.capture(SCRIPT, "a.sh", {"CONC": "32"})
     assert len(runs) == 4                       # a new variable set is a new run
     assert runs[0][0] == "cd $HOME/workspace/x\n"     # the sandbox gets the files pointed at its home folder
@@ -67,4 +66,29 @@ def test_error_given_again(runs: list[tuple[str, dict[str, str]]]) -> None:
         with pytest.raises(CookbookError) as exc:
             memo.capture(SCRIPT, "a.sh", {"CONC": "0"})
         assert str(exc.value) == "a.sh:3: script: fails with exit status 1"
-    assert len(runs) == 2
+    memo.capture(SCRIPT, "a.sh", {"CONC": "1"})
+    assert sorted(v["CONC"] for _, v in runs) == ["0", "1"]
+
+
+def test_stopped_runs_never_start_and_a_point_still_gets_its_own(runs: list[tuple[str, dict[str, str]]],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`stop` (a caller ending early) drops the runs not begun; a point asking for one later runs it then."""
+    begun, release = threading.Event(), threading.Event()
+    recorded = launches.run_script
+
+    def slow_first(script: ScriptFiles, shown: str, variables: dict[str, str]) -> Capture:
+        if variables["CONC"] == "1":
+            begun.set()
+            release.wait(10)
+        return recorded(script, shown, variables)
+
+    monkeypatch.setattr(launches, "run_script", slow_first)
+    monkeypatch.setattr(ScriptRuns, "WORKERS", 1)
+    memo = ScriptRuns()
+    memo.prefetch([(SCRIPT, "a.sh", {"CONC": str(c)}) for c in (1, 2, 3)])
+    assert begun.wait(10)
+    memo.stop()
+    release.set()
+    assert memo.capture(SCRIPT, "a.sh", {"CONC": "3"}).launches[0].argv == ("--max-running-requests", "3")
+    assert memo.capture(SCRIPT, "a.sh", {"CONC": "1"}).launches[0].argv == ("--max-running-requests", "1")
+    assert sorted(v["CONC"] for _, v in runs) == ["1", "3"]     # 2 was dropped and never asked for

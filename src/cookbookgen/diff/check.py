@@ -309,12 +309,40 @@ def _section(job: _Job, config: str) -> Section:
 
 def _checked(job: _Job, configs: list[str]) -> list[Section]:
     out = []
-    for config in configs:
-        try:
-            out.append(_section(job, config))
-        finally:
-            job.ws.release_points()     # a config's recipes and points are not needed by the next
+    running = start_scripts(job.source, job.ws, job.trees, configs, job.only)
+    try:
+        for config in configs:
+            try:
+                out.append(_section(job, config))
+            finally:
+                job.ws.release_points()     # a config's recipes and points are not needed by the next
+    finally:
+        for ws in running:
+            ws.stop_scripts()
     return out
+
+
+def start_scripts(source: Source, ws: Workspace, trees: GitTrees | None, configs: Iterable[str], only: str | None = None) -> list[Workspace]:
+    """Start the benchmark scripts of the configs to check, in order, in the background (`Workspace.prefetch`),
+    so that their sandboxes run while the configs before them are compared; the workspaces running them
+    (`Workspace.stop_scripts` drops what is left when the check ends). Only for a cookbook read whole (a
+    manifest renders each config as it is checked)."""
+    if source.rendered_here:
+        return []
+    running: dict[int, Workspace] = {}
+    for config in configs:
+        if only not in (None, config):
+            continue
+        cells = [p for p in source.points(config).points if source.cell in (None, p.cell)]
+        for commit in sorted({(p.commit or "") for p in cells} if trees else {""}):
+            try:
+                at = _tree(ws, trees, commit)[0]
+                if at is not None and _unpaired(at, config) is None:
+                    at.prefetch(at.entry(config))
+                    running[id(at)] = at
+            except CookbookError:       # the config's check says why
+                continue
+    return list(running.values())
 
 
 MIN_PER_WORKER = 8        # configs; fewer are not worth a process

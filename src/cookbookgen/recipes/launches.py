@@ -33,9 +33,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import shlex
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import PurePosixPath
@@ -147,48 +148,72 @@ class ScriptRuns:
     """The sandbox runs of one cookbookgen run: each distinct script and variables runs once, and its
     capture (or the located error it ended with) is kept for the run under a key of content: the files
     the sandbox is given, how reports name the script, the variables (never an object's identity).
-    `prefetch` starts a batch of runs several at once: a run spends most of its time waiting for
-    bubblewrap to make and end its namespaces and for the script's processes, not on a core."""
+    `prefetch` starts runs in the background, several at once, and `capture` waits for its own: a run
+    spends most of its time waiting for bubblewrap to make and end its namespaces and for the script's
+    processes, not on a core, so a caller that starts the runs of what it checks next has them done
+    while it works. `stop` drops the runs not started yet (a run already started ends within its limits)."""
 
-    WORKERS = 4     # sandboxes at once (each within the sandbox's own process and memory limits)
+    WORKERS = 8     # sandboxes at once (each within the sandbox's own process and memory limits)
 
     def __init__(self) -> None:
         self._pointed: dict[str, ScriptFiles] = {}             # digest of a script's files -> them as the sandbox gets them
         self._done: dict[str, Capture | tuple[Problem, ...]] = {}
+        self._started: dict[str, Future[Capture | tuple[Problem, ...] | None]] = {}
+        self._pool: tuple[int, ThreadPoolExecutor] | None = None     # the process that made it, the threads
 
     def capture(self, script: ScriptFiles, shown: str, variables: dict[str, str]) -> Capture:
         key, pointed = self._job(script, shown, variables)
         done = self._done.get(key)
         if done is None:
-            done = self._done[key] = self._run(pointed, shown, variables)
+            self._forked()
+            started = self._started.pop(key, None)
+            done = started.result() if started is not None and not started.cancelled() else None
+            if done is None:        # not started, dropped, or not ended with a located error: run here (raising what it raises)
+                done = self._run(pointed, shown, variables)
+            self._done[key] = done
         if isinstance(done, tuple):
             raise CookbookError(done)
         return done
 
     def prefetch(self, jobs: Iterable[tuple[ScriptFiles, str, dict[str, str]]]) -> None:
-        """Run the jobs (script, how reports name it, variables) not run yet, several at once; a run
-        that fails other than with a located error is left to `capture`, which runs it again."""
+        """Start the jobs (script, how reports name it, variables) not run or started yet, in the background,
+        in order; a run that fails other than with a located error is left to `capture`, which runs it again."""
         todo: dict[str, tuple[ScriptFiles, str, dict[str, str]]] = {}
         for script, shown, variables in jobs:
             key, pointed = self._job(script, shown, variables)
-            if key not in self._done:
+            if key not in self._done and key not in self._started:
                 todo[key] = (pointed, shown, variables)
-        if len(todo) < 2:
+        if not todo:
             return
         try:
             sandbox()       # probed once, before the threads
         except CookbookError:       # a host without what the sandbox needs: each point's `capture` says so
             return
-        with ThreadPoolExecutor(min(self.WORKERS, len(todo))) as pool:
-            for key, done in zip(todo, pool.map(lambda job: self._attempt(*job), todo.values())):
-                if done is not None:
-                    self._done[key] = done
+        pool = self._threads()
+        for key, job in todo.items():
+            self._started[key] = pool.submit(self._attempt, *job)
+
+    def stop(self) -> None:
+        """Drop the runs not started yet."""
+        self._forked()
+        if self._pool is not None:
+            self._pool[1].shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def _threads(self) -> ThreadPoolExecutor:
+        self._forked()
+        if self._pool is None:
+            self._pool = (os.getpid(), ThreadPoolExecutor(self.WORKERS, thread_name_prefix="cookbookgen-sandbox"))
+        return self._pool[1]
+
+    def _forked(self) -> None:
+        """In a forked worker, forget the parent's threads and the runs they started: they are not this process's."""
+        if self._pool is not None and self._pool[0] != os.getpid():
+            self._started.clear()
+            self._pool = None
 
     def _job(self, script: ScriptFiles, shown: str, variables: dict[str, str]) -> tuple[str, ScriptFiles]:
-        files = hashlib.sha256(script.main.encode())
-        for name, data in sorted(script.files.items()):
-            files.update(b"\0%d\0%s\0" % (len(data), name.encode("utf-8", "surrogateescape")) + data)
-        digest = files.hexdigest()
+        digest = script.digest
         pointed = self._pointed.get(digest)
         if pointed is None:
             pointed = self._pointed[digest] = _pointed_files(script)

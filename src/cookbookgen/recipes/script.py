@@ -27,6 +27,7 @@ over a limit or launches nothing is one `CookbookError` naming the script and th
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import os
 import re
@@ -40,10 +41,10 @@ import tempfile
 import time
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path, PurePosixPath
-from typing import Mapping
+from typing import Callable, Mapping
 
 from ..errors import CookbookError
 
@@ -81,6 +82,15 @@ class ScriptFiles:
 
     main: str
     files: Mapping[str, bytes]
+
+    @cached_property
+    def digest(self) -> str:
+        """sha256 of the main script's name and of every file's name and bytes: the files as a run's key
+        names them (computed on first use; the files of a `ScriptFiles` are never changed)."""
+        files = hashlib.sha256(self.main.encode())
+        for name, data in sorted(self.files.items()):
+            files.update(b"\0%d\0%s\0" % (len(data), name.encode("utf-8", "surrogateescape")) + data)
+        return files.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -232,6 +242,9 @@ def _probe(bwrap: str) -> str | type[PermissionError] | None:
     """Why a trivial sandbox fails (PermissionError: its binary cannot be run as the sandbox's user), or None."""
     argv = [bwrap, *_namespaces(), *_programs(), "--", "/bin/bash", "--noprofile", "--norc", "-c", "exit 0"]
     try:
+        # once per process, the user and limits set by a preexec_fn, not by `_limited`: a binary nobody may
+        # not run is then a PermissionError here, which `sandbox` answers with a copy nobody can reach
+        # (through `setpriv` it would be only an exit status)
         done = subprocess.run(argv, env={}, stdin=subprocess.DEVNULL, capture_output=True, timeout=LIMIT_SECONDS,
                               preexec_fn=_limits_isolated, check=False)
     except PermissionError:
@@ -259,6 +272,28 @@ def _reachable_copy(bwrap: str) -> str:
     for path in [folder, *folder.rglob("*")]:
         path.chmod(0o755 if path.is_dir() or path == target else 0o644)
     return str(target)
+
+
+def _limited(argv: list[str], isolated: bool) -> tuple[list[str], Callable[[], None] | None]:
+    """`argv` run with the limits below (and, isolated and run as root, as nobody): put after util-linux's
+    `prlimit` (and `setpriv`), which set them and exec it, so that `Popen` runs no Python in the child
+    and can start it with vfork; a `preexec_fn` makes it fork the whole cookbookgen process, which in
+    a large one (a diff of a whole tree) costs more than the sandbox run itself. Where those programs
+    are missing, the same limits are set by a `preexec_fn`."""
+    prlimit, setpriv = _helper("prlimit"), _helper("setpriv")
+    as_nobody = isolated and os.geteuid() == 0
+    if prlimit is None or (as_nobody and setpriv is None):
+        return argv, _limits_isolated if isolated else _limits
+    words = [prlimit, f"--as={LIMIT_ADDRESS_SPACE}", f"--cpu={LIMIT_SECONDS + 2}", f"--fsize={LIMIT_BYTES}", "--core=0", "--"]
+    if as_nobody:
+        words = [str(setpriv), f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--", *words]
+    return words + argv, None
+
+
+@cache
+def _helper(name: str) -> str | None:
+    found = shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
+    return os.path.realpath(found) if found else None
 
 
 def _limits() -> None:
@@ -302,8 +337,9 @@ def _execute(argv: list[str], env: dict[str, str], fds: tuple[int, ...], info: i
     whether it was killed at the deadline. The runner stops the script at LIMIT_SECONDS; past a few
     more seconds the sandbox is killed. `info`: bubblewrap's --info-fd (None: not isolated), which
     names the sandbox's first process, whose end is the end of every process of its PID namespace."""
+    argv, limits = _limited(argv, info is not None)
     proc = subprocess.Popen(argv, env=env, cwd="/", stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            pass_fds=fds, start_new_session=True, preexec_fn=_limits if info is None else _limits_isolated)
+                            pass_fds=fds, start_new_session=True, preexec_fn=limits)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     out, err = proc.stdout.fileno(), proc.stderr.fileno()
     chunks: dict[int, list[bytes]] = {out: [], err: [], **({} if info is None else {info: []})}

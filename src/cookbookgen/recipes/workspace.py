@@ -74,6 +74,7 @@ class Workspace:
         self._recipe_paths: dict[str, PurePosixPath] = {}
         self._scripts: dict[PurePosixPath, ScriptFiles] = {}
         self._runs = ScriptRuns()             # each distinct script + variables runs once per run
+        self._prefetched: set[str] = set()    # the entries whose scripts `prefetch` started
         self._points: dict[tuple[str, int, int], ResolvedPoint] = {}
         self._masters: set[PurePosixPath] = set()
         self._changelog: Changelog | None = None
@@ -237,8 +238,12 @@ class Workspace:
         return disagg_recipe(entry, row, conc, self.shown(script), self.document(folder / table["models_file"]), texts)
 
     def prefetch(self, entry: ConfigEntry) -> None:
-        """Run the benchmark scripts of every point of `entry` several at once (`ScriptRuns.prefetch`),
-        before its points are resolved one by one; what cannot be read here is left to `point` to report."""
+        """Start the benchmark scripts of every point of `entry` in the background, several at once
+        (`ScriptRuns.prefetch`), before its points are resolved one by one; what cannot be read here is
+        left to `point` to report."""
+        if entry.key in self._prefetched:
+            return
+        self._prefetched.add(entry.key)
         jobs = []
         try:
             rows = entry.rows
@@ -253,6 +258,12 @@ class Workspace:
             except CookbookError:
                 continue
         self._runs.prefetch(jobs)
+
+    def stop_scripts(self) -> None:
+        """Drop the benchmark script runs started and not begun (a caller that is done, or stops early);
+        a later `prefetch` starts what they lack again."""
+        self._runs.stop()
+        self._prefetched.clear()
 
     def selector(self, entry: ConfigEntry, row: Row, conc: int) -> str | None:
         """The variant of the row's recipe file that the point uses: the one the master config names,
