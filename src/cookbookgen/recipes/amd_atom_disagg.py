@@ -98,7 +98,8 @@ def _topology(entry: ConfigEntry, row: Row) -> dict[str, dict[str, RawYaml]]:
         path = row.path + (side,)
         if not isinstance(spec, dict):
             raise entry.doc.error(path, "a disaggregated row needs a prefill and a decode side")
-        settings = _settings(entry, spec.get("additional-settings") or [], path + ("additional-settings",), table["row_settings"][side], False)
+        settings = _settings(entry, spec.get("additional-settings") or [], path + ("additional-settings",), table["row_settings"][side], False,
+                             "atom-disagg")
         workers, tp, ep = (spec.get(k, d) for k, d in (("num-worker", 1), ("tp", 8), ("ep", 1)))
         nodes = settings.get(f"{prefix}_NODES")
         if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (workers, tp, ep)):
