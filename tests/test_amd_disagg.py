@@ -4,7 +4,7 @@ renders what amd_utils/server_sglang.sh launches on its nodes for the row (recip
 - `amd_disagg_points.json` (tests/data/corpus/inferencex-843c6254-golden/, checked by reading the scripts:
   see its README) pins the published commands, whole argv per role, of 12 points, one or more of every
   rendered config of the excerpt (the agentic HiCache arm included);
-- what is not rendered is refused with its location: atom-disagg (per config); a script whose exports
+- what is not rendered is refused with its location (atom-disagg renders: test_amd_atom_disagg.py): a script whose exports
   are not known, a KV offload backend other than HiCache, a worker spanning nodes, an unknown row
   setting, a formula or a flag given twice with different values in models.yaml, a model models.yaml
   lacks, each at its line;
@@ -131,13 +131,6 @@ def test_a_kv_offload_backend_other_than_hicache_is_refused_at_its_row(ws: Works
     with pytest.raises(CookbookError) as refused:
         disagg_recipe(entry, row, 8, "benchmarks/multi_node/agentic/dsv4_fp4_mi355x_sglang-disagg.sh", models, texts)
     assert str(refused.value.problems[0]).endswith(".kv-offload-backend: KV offload backend 'lmcache' of this script is not rendered (HiCache only)")
-
-
-def test_atom_disagg_stays_refused_at_its_framework(ws: Workspace) -> None:
-    with pytest.raises(CookbookError) as refused:
-        check_framework(ws.entry("dsv4-fp4-mi355x-atom-disagg"))
-    assert str(refused.value.problems[0]).startswith("configs/amd-master.yaml:935: dsv4-fp4-mi355x-atom-disagg.framework: framework "
-                                                     "'atom-disagg' is not rendered")
 
 
 def _inputs(models_text: str | None = None) -> tuple[object, dict[str, str]]:

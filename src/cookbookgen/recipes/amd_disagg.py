@@ -156,14 +156,15 @@ def _kv_backend(entry: ConfigEntry, row: Row) -> str:
     return value or ""
 
 
-def _settings(entry: ConfigEntry, items: RawYaml, path: KeyPath, allowed: list[str], first: bool) -> dict[str, str]:
+def _settings(entry: ConfigEntry, items: RawYaml, path: KeyPath, allowed: list[str], first: bool,
+              scripts: str = "sglang-disagg") -> dict[str, str]:
     out: dict[str, str] = {}
     if not isinstance(items, list):
         raise entry.doc.error(path, "must be a list of KEY=VALUE strings")
     for i, item in enumerate(items):
         name, eq, value = str(item).partition("=")
         if not eq or name not in allowed:
-            raise entry.doc.error(path + (i,), f"{item!r} is not a setting the sglang-disagg scripts read on this side "
+            raise entry.doc.error(path + (i,), f"{item!r} is not a setting the {scripts} scripts read on this side "
                                                f"({', '.join(allowed)}); cookbookgen cannot tell what it changes")
         out[name] = value
     return out

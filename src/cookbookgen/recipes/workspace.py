@@ -229,13 +229,25 @@ class Workspace:
         return point
 
     def _disagg_recipe(self, entry: ConfigEntry, row: Row, conc: int, script: PurePosixPath) -> EffectiveRecipe:
-        """The recipe of a point InferenceX starts with its AMD multi-node script (`recipes.amd_disagg`)."""
+        """The recipe of a point InferenceX starts with its AMD multi-node script (`recipes.amd_disagg`,
+        `recipes.amd_atom_disagg` for atom-disagg)."""
         from .amd_disagg import disagg_recipe, rules
+
+        if entry.framework == "atom-disagg":
+            return self._atom_disagg_recipe(entry, row, script)
 
         table = rules()
         folder = PurePosixPath(table["folder"])
         texts = {name: self.read_bytes(folder / name).decode("utf-8", "replace") for name in (table["server_script"], table["env_script"])}
         return disagg_recipe(entry, row, conc, self.shown(script), self.document(folder / table["models_file"]), texts)
+
+    def _atom_disagg_recipe(self, entry: ConfigEntry, row: Row, script: PurePosixPath) -> EffectiveRecipe:
+        from .amd_atom_disagg import atom_disagg_recipe, rules
+
+        table = rules()
+        folder = PurePosixPath(table["folder"])
+        texts = {name: self.read_bytes(folder / name).decode("utf-8", "replace") for name in (table["server_script"], table["env_script"])}
+        return atom_disagg_recipe(entry, row, self.shown(script), self.document(folder / table["models_file"]), texts)
 
     def prefetch(self, entry: ConfigEntry) -> None:
         """Start the benchmark scripts of every point of `entry` in the background, several at once

@@ -13,6 +13,10 @@
   flag); the AToMesh router lists the workers (`--worker-urls`, or `--pd-disaggregation` with
   `--prefill`/`--decode` URLs and no bootstrap ports), then `--host`, `--port`, `--backend atom` and
   `frontend.args` as written (`_` as `-`, a list value one flag per item).
+- As InferenceX's multi-node server_atom.sh launches them (`frontend.as_written: true`, the `as_written`
+  table): each worker `--model`, `--host 0.0.0.0`, its `--server-port`, then the role's args in the
+  recipe's order and spelling (its `--kv-transfer-config` among them); the router `--host 0.0.0.0 --port`,
+  `--pd-disaggregation`, the `--prefill`/`--decode` URLs, then `frontend.args` in their order.
 """
 
 from __future__ import annotations
@@ -47,6 +51,20 @@ def _srtctl() -> dict[str, Any]:
     return engine_tables()["atom"]["srtctl"]  # type: ignore[no-any-return]
 
 
+def as_written(typed: Recipe) -> bool:
+    """Whether the recipe's workers and router are started with their args as the recipe lists them."""
+    return (typed.frontend.model_extra or {}).get("as_written") is True
+
+
+def as_written_worker_parts(policy: Policy, model_id: str, layout: RoleLayout, slot: Slot,
+                            spec: RoleSpec) -> tuple[str, tuple[tuple[str, ...], ...], dict[str, str]]:
+    """The command, args (in the recipe's order) and env of one ATOM worker (slot) as a script writes it."""
+    role = layout.role
+    args: Args = [("--model", model_id), ("--host", "0.0.0.0"), ("--server-port", str(srtctl_port(slot)))]
+    args += kept_args(policy, ("roles", role, "args"), spec.args)
+    return engine_tables()["atom"]["command"], tuple(args), kept_env(policy, ("roles", role, "env"), spec.env)
+
+
 def srtctl_port(slot: Slot) -> int:
     return int(_srtctl()["ports"]["worker"]) + slot.index
 
@@ -55,11 +73,14 @@ def check_srtctl(recipe: EffectiveRecipe, typed: Recipe, layouts: dict[str, Role
     """Located errors for what srtctl refuses (a role arg it sets itself: `model`, `host`, `server-port`,
     `tp`, ...; a worker on more than one node: `AtomProtocol.build_worker_command`) and for what cookbookgen
     cannot show faithfully (a `setup_script`, which srtctl runs in each worker's container before ATOM)."""
+    if as_written(typed):      # a script's launch: its args are as it writes them, none managed
+        reserved: set[str] = set()
+    else:
+        reserved = set(_srtctl()["reserved"])
     if recipe.data.get("setup_script"):
         raise recipe.error(("setup_script",), "srtctl runs this script in each ATOM worker's container before the server starts "
                                               "(a process the workers need, such as an LMCache server); cookbookgen does not "
                                               "render setup scripts, so this variant is not published")
-    reserved = set(_srtctl()["reserved"])
     problems = [recipe.problem(("roles", role, "args", key), f"srtctl sets --{key.lstrip('-')} of an ATOM worker itself and "
                                                              "refuses it in the role's args; remove it")
                 for role, spec in typed.roles.items() for key in spec.args
@@ -113,17 +134,20 @@ def _with_lmcache_port(connector: dict[str, Any]) -> dict[str, Any]:
 def router_block(typed: Recipe, policy: Policy, layouts: dict[str, RoleLayout], public_port: int) -> Block:
     """The AToMesh router in front of the ATOM workers, on the public port."""
     table = _srtctl()["router"]
-    args: Args = []
+    written = as_written(typed)
+    args: Args = [("--host", "0.0.0.0"), ("--port", str(public_port))] if written else []
     if "agg" in layouts:
         args.append(("--worker-urls", *_worker_urls(layouts["agg"])))
     else:
         args.append((table["disagg_flag"],))
         args += [("--prefill", url) for url in _worker_urls(layouts["prefill"])]
         args += [("--decode", url) for url in _worker_urls(layouts["decode"])]
-    args += [("--host", "0.0.0.0"), ("--port", str(public_port)), *(tuple(a) for a in table["managed_args"])]
+    if not written:
+        args += [("--host", "0.0.0.0"), ("--port", str(public_port)), *(tuple(a) for a in table["managed_args"])]
     args += _frontend_args(policy, typed)
     env = kept_env(policy, ("frontend", "env"), typed.frontend.env)
-    return Block(kind="atomesh", title=table["title"], cmd=table["command"], args=tuple(args), env=dict(sorted(env.items())),
+    cmd = engine_tables()["atom"]["as_written"]["router_command"] if written else table["command"]
+    return Block(kind="atomesh", title=table["title"], cmd=cmd, args=tuple(args), env=dict(sorted(env.items())),
                  count=1, where="on any node that reaches the workers (e.g. the first worker node)")
 
 

@@ -305,7 +305,9 @@ def _trtllm_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, l
 
 def _atom_worker(raw: RawYaml, typed: Recipe, ctx: RenderContext, kind: str, layout: RoleLayout,
                  slot: Slot, spec: RoleSpec, cluster_env: dict[str, tuple[str, str]]) -> list[Block]:
-    if kind == "atomesh":
+    if kind == "atomesh" and atom.as_written(typed):
+        cmd, args, env = atom.as_written_worker_parts(ctx.policy, ctx.model_id, layout, slot, spec)
+    elif kind == "atomesh":
         cmd, args, env = atom.srtctl_worker_parts(ctx.policy, ctx.model_id, layout, slot, spec)
     else:
         cmd, args, env = atom.worker_parts(ctx.policy, ctx.model_id, layout, spec, tables().ports["frontend"])
