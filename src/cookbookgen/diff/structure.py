@@ -81,9 +81,12 @@ def lines_of(value: RawYaml) -> tuple[str, ...]:
 
 def covered(data: dict[str, RawYaml], block: Block, blocks: tuple[Block, ...]) -> tuple[set[str], set[str]]:
     """Arg keys and env names of `block` that recipe leaves already compare."""
+    store = _store(data)
     if block.kind == "worker":
         spec = (data.get("roles") or {}).get(block.role) or {}
-        return {flag_key(k, True) for k in spec.get("args") or {}}, set(spec.get("env") or {})
+        return {flag_key(k, True) for k in spec.get("args") or {}}, set(spec.get("env") or {}) | set(store.get("env") or {})
+    if block.kind == "mooncake-master" and store:
+        return {flag_key(a[0], False) for a in service_args(store.get("master_extra_args"))}, set()
     if block.kind in FRONTEND_KINDS:
         fe = data.get("frontend") or {}
         return {flag_key(as_flag(k), False) for k in fe.get("args") or {}}, set(fe.get("env") or {})
@@ -94,6 +97,13 @@ def covered(data: dict[str, RawYaml], block: Block, blocks: tuple[Block, ...]) -
             args |= {flag_key(a[0], False) for a in service_args(svc.get("args"))}
             env |= set(svc.get("env") or {})
     return args, env
+
+
+def _store(data: dict[str, RawYaml]) -> dict[str, RawYaml]:
+    """A v1 recipe's `mooncake_kv_store` (normalised under `engine`), or {}."""
+    engine = data.get("engine")
+    store = engine.get("mooncake_kv_store") if isinstance(engine, dict) else None
+    return store if isinstance(store, dict) else {}
 
 
 def file_setting(expect: PointExpect, path: tuple[Any, ...], value: RawYaml, blocks: tuple[Block, ...]) -> tuple[str, str, str]:
@@ -199,6 +209,8 @@ def expected_blocks(ctx: Ctx) -> dict[tuple[str, str | None], tuple[str, bool]]:
     out.update({(k, None): ("frontend.type", not optional) for k in fe.get("kinds", [])})
     for i, svc in enumerate(ctx.recipe.data.get("services") or []):
         out[(str(svc.get("type")), None)] = (f"services[{i}].type", True)
+    if ctx.expect.store is not None:       # srtctl v1.0.68 starts the store's master itself
+        out[("mooncake-master", None)] = ("engine.mooncake_kv_store", True)
     for kind, entry in table()["blocks"].items():     # implied blocks: the table's check holds for this point
         if (entry.get("required") and (kind, None) not in out and ctx.blocks
                 and isinstance(explain_block(kind, ctx.scope(ctx.blocks[0])), Explanation)):
