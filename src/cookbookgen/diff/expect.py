@@ -86,11 +86,12 @@ def _int_arg(args: dict[str, RawYaml], keys: list[str]) -> int:
 
 
 def role_topology(role: str, spec: dict[str, RawYaml], gpn: int, previous: RoleTopology | None, across: bool = False,
-                  v1: bool = False) -> RoleTopology:
+                  v1: bool = False, spread: bool = False) -> RoleTopology:
     """A role's workers, nodes and GPU pins as the recipe asks. `nodes: 0` / `colocate`: on the GPUs the
     previous role leaves free on its last node; with `across` (srt-slurm's packing across nodes) the
     workers that do not fit there fill nodes of their own, from GPU 0. A v1 recipe's (srtctl v1.0.68)
-    partial-node workers fill a node before the next (as many per node as fit), whatever nodes it reserves."""
+    partial-node workers fill a node before the next (as many per node as fit), whatever nodes it reserves, or
+    each gets a node of its own with `resources.spread_workers` (`spread`)."""
     args = spec.get("args") or {}
     keys = table()["parallel_keys"]
     replica = _int_arg(args, keys["tp"]) * _int_arg(args, keys["pp"])
@@ -104,7 +105,7 @@ def role_topology(role: str, spec: dict[str, RawYaml], gpn: int, previous: RoleT
         own = min(rest, gpn // gpus)
         shared = {_pin(used + s * gpus, gpus) for s in range(here)} | {_pin(s * gpus, gpus) for s in range(own)}
         return RoleTopology(role, workers, gpus, 1, 0, max(here, own), tuple(sorted(shared)), replica)
-    per_node = (min(workers, gpn // gpus) if v1 else
+    per_node = (1 if spread else min(workers, gpn // gpus) if v1 else
                 math.ceil(workers / (nodes if isinstance(nodes, int) and nodes else math.ceil(workers * gpus / gpn))))
     pins = tuple(_pin(s * gpus, gpus) for s in range(per_node)) if per_node > 1 else ()
     return RoleTopology(role, workers, gpus, 1, nodes, per_node, pins, replica)
@@ -132,7 +133,9 @@ def topologies(data: dict[str, RawYaml]) -> dict[str, RoleTopology]:
     for role in ROLE_ORDER:
         if isinstance(roles.get(role), dict):
             spec = {**roles[role], "nodes": None} if pool is not None and role == "prefill" else roles[role]
-            previous = out[role] = replace(role_topology(role, spec, gpn, previous, across, data.get("schema") == 1), dp=_dp_mode(data, spec))
+            v1 = data.get("schema") == 1
+            spread = v1 and (data.get("resources") or {}).get("spread_workers") is True
+            previous = out[role] = replace(role_topology(role, spec, gpn, previous, across, v1, spread), dp=_dp_mode(data, spec))
     if isinstance(pool, int):       # the prefill nodes count the pool: less the decode workers' own nodes
         decode = out["decode"]
         rest = _beside(out["prefill"], decode.workers, decode.gpus, gpn, across)[2]

@@ -142,10 +142,20 @@ def _gpu_pinning(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
     topo = _topology(scope)
     if topo is None:
         return _absent("no such role in the recipe")
+    if topo.dp == "per_gpu":
+        return _per_gpu_device(words, scope, topo)
     if topo.pins:
         return None if words and words[0] in topo.pins else _wrong(f"expected one of {' / '.join(topo.pins)}")
     gpus = words[0].split(",") if words else []
     return None if len(gpus) == topo.gpus else _wrong(f"expected {topo.gpus} GPUs per worker")
+
+
+def _per_gpu_device(words: Words, scope: Scope, topo: Any) -> Miss | None:
+    """The one GPU of a per_gpu process: srtctl numbers the ranks node by node in GPU order, so rank r runs on
+    GPU r mod (the worker's GPUs per node), counted from its slot's first GPU."""
+    gpu = (scope.block.dp_rank or 0) % (topo.gpus // topo.nodes_per_worker)
+    offsets = [int(pin.split(",")[0]) for pin in topo.pins] or [0]
+    return None if words in {(str(o + gpu),) for o in offsets} else _wrong(f"expected the GPU of DP rank {scope.block.dp_rank or 0}")
 
 
 def _dynamo(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
@@ -290,10 +300,8 @@ def _vllm_device_ids(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
     topo = _vllm_worker(scope)
     if topo is None or not scope.expect.device_ids:
         return _absent("only vLLM workers of a recipe whose srtctl pins GPUs with --device-ids take it")
-    if topo.dp == "per_gpu":        # srtctl numbers the ranks node by node in GPU order: rank r runs on GPU r mod (GPUs per node)
-        gpu = (scope.block.dp_rank or 0) % (topo.gpus // topo.nodes_per_worker)
-        offsets = [int(pin.split(",")[0]) for pin in topo.pins] or [0]
-        return None if words in {(str(o + gpu),) for o in offsets} else _wrong(f"expected the GPU of DP rank {scope.block.dp_rank or 0}")
+    if topo.dp == "per_gpu":
+        return _per_gpu_device(words, scope, topo)
     if topo.pins:
         return None if words and words[0] in topo.pins else _wrong(f"expected one of {' / '.join(topo.pins)}")
     return _expected(scope, ",".join(map(str, range(topo.gpus // topo.nodes_per_worker))), words, "")

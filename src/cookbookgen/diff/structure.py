@@ -290,15 +290,25 @@ def _topology(ctx: Ctx, topo: RoleTopology, blocks: list[Block]) -> list[Finding
     workers = sum(b.workers or 1 for b in blocks if not b.node_rank and not b.dp_rank)     # a later node's or DP rank's block: the same workers
     npw = max(b.nodes_per_worker or 1 for b in blocks)
     pins = _pins(blocks)
-    nodes = workers * npw if npw > 1 else math.ceil(workers / max(1, len(pins)))
+    per_gpu = topo.dp == "per_gpu"      # one process per GPU: its pin is one GPU; workers share a node by their slots' GPUs
+    slots = len(pins) // max(1, topo.gpus // npw) if per_gpu else len(pins)
+    nodes = workers * npw if npw > 1 else math.ceil(workers / max(1, slots))
     nodes += max(b.idle_nodes or 0 for b in blocks)      # reserved beyond the workers' nodes (srtctl v1.0.68's packing), as the blocks say
     out = [_same(ctx, role, "workers", str(topo.workers), str(workers), f"roles.{role}.workers"),
            _same(ctx, role, "nodes_per_worker", str(topo.nodes_per_worker), str(npw), f"roles.{role}.gpus")]
     if topo.nodes not in (None, 0):
         out.append(_same(ctx, role, "nodes", str(topo.nodes), str(nodes), f"roles.{role}.nodes"))
     if topo.pins or len(pins) > 1:
-        out.append(_same(ctx, role, "gpu_pinning", " / ".join(topo.pins) or "none", " / ".join(sorted(pins)) or "none", f"roles.{role}.gpus"))
+        want = _per_gpu_pins(topo) if per_gpu else " / ".join(topo.pins) or "none"
+        out.append(_same(ctx, role, "gpu_pinning", want, " / ".join(sorted(pins)) or "none", f"roles.{role}.gpus"))
     return out + (_shared_ports(ctx, topo, blocks) if topo.per_node > 1 else [])
+
+
+def _per_gpu_pins(topo: RoleTopology) -> str:
+    """The GPUs the per_gpu processes of a role take on a node, one each: every GPU of each slot."""
+    local = topo.gpus // topo.nodes_per_worker
+    starts = [int(pin.split(",")[0]) for pin in topo.pins] or [0]
+    return " / ".join(sorted({str(start + gpu) for start in starts for gpu in range(local)}))
 
 
 def _shared_ports(ctx: Ctx, topo: RoleTopology, blocks: list[Block]) -> list[Finding]:
