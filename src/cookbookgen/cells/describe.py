@@ -115,13 +115,13 @@ def _workers(dep: Deployment, role: str) -> list[Block]:
 
 
 def topology_label(dep: Deployment) -> str:
-    agg = [b for b in _workers(dep, "agg") if not b.dp_rank]       # a later DP rank's process: the same workers
+    agg = [b for b in _workers(dep, "agg") if not b.node_rank and not b.dp_rank]   # a later node's or DP rank's process: the same workers
     if agg:
         first = agg[0]
         count = sum(b.workers or 1 for b in agg)
         nodes = f" ({first.nodes_per_worker} nodes)" if (first.nodes_per_worker or 1) > 1 else ""
         return f"Agg {count}x {parallel_label(first)}{nodes}" if count > 1 else f"Agg {parallel_label(first)}{nodes}"
-    prefill, decode = ([b for b in _workers(dep, role) if not b.dp_rank] for role in ("prefill", "decode"))
+    prefill, decode = ([b for b in _workers(dep, role) if not b.node_rank and not b.dp_rank] for role in ("prefill", "decode"))
     p = sum(b.workers or 1 for b in prefill)
     d = sum(b.workers or 1 for b in decode)
     return f"Disagg {p}P{d}D · prefill {parallel_label(prefill[0])} · decode {parallel_label(decode[0])}"

@@ -18,6 +18,7 @@ from .model import DIFFERENT, Finding, PublishedPoint
 _SPLIT = re.compile(r"\b(\d+)P(\d+)D\b")
 _ROLE_PART = re.compile(r"(?P<role>Agg|prefill|decode) (?:\d+x )?(?P<label>(?:D?EP|TP)(?P<gpus>\d+)\S*)(?: \((?P<nodes>\d+) nodes\))?")
 _ROLE_NAMES = {"Agg": "agg", "prefill": "prefill", "decode": "decode"}
+_AGG_COUNT = re.compile(r"\bAgg (?:(\d+)x )?")
 _LABEL_PART = re.compile(r"(DEP|DPA|DP|TP|EP)(\d+)")
 _DYNAMO_PIN = re.compile(r"ai-dynamo(?:-runtime)?==([^\s\"']+)")
 _DYNAMO_COMMIT = re.compile(r"ai-dynamo/dynamo(?:/commit/|/tree/|\.git@|@)([0-9a-f]{7,40})")
@@ -35,6 +36,9 @@ def claim_findings(expect: PointExpect, data: dict[str, Any], point: PublishedPo
     split = _SPLIT.search(point.title or "")
     if split and "prefill" in roles and "decode" in roles:
         claims.append(("label", f"{split[1]}P{split[2]}D", f"{roles['prefill'].workers}P{roles['decode'].workers}D", "prefill and decode workers"))
+    agg = _AGG_COUNT.search(point.title or "")
+    if agg and "agg" in roles:
+        claims.append(("label agg workers", agg[1] or "1", roles["agg"].workers, "aggregated workers"))
     claims += _role_labels(point.title or "", roles, data)
     if point.install is not None:
         claims.append(("install", _dynamo_version(point.install), _recipe_dynamo(data), "the recipe's dynamo section (install, source.wheel)"))

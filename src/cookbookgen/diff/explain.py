@@ -138,6 +138,12 @@ def _kv_events(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
     return _wrong(f"differs from roles.{scope.role}.kv_events in {', '.join(wrong)}") if wrong else None
 
 
+def _kv_events_port(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    if not scope.expect.kv_events.get(scope.role or ""):
+        return _absent(f"roles.{scope.role}.kv_events is not set")
+    return _number(words, scope, entry)
+
+
 def _gpu_pinning(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
     topo = _topology(scope)
     if topo is None:
@@ -330,6 +336,7 @@ CHECKS: dict[str, Check] = {
     "nodes_per_worker": _nodes_per_worker,
     "request_plane": _request_plane,
     "kv_events": _kv_events,
+    "kv_events_port": _kv_events_port,
     "gpu_pinning": _gpu_pinning,
     "dynamo": _dynamo,
     "mooncake": _mooncake,
