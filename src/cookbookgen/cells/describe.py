@@ -102,12 +102,14 @@ def recipe_parallel_label(args: dict[str, object], engine: str = "sglang") -> st
 
 
 def _label_of(sizes: dict[str, str], dpa: bool) -> str:
-    tp, dp, ep = (int(sizes.get(size) or 1) for size in ("tp", "dp", "ep"))
+    """The label of these sizes; pipeline parallel (`·PP2`) when a worker's TP ranks repeat over stages."""
+    tp, dp, ep, pp = (int(sizes.get(size) or 1) for size in ("tp", "dp", "ep", "pp"))
+    stages = f"·PP{pp}" if pp > 1 else ""
     if dpa and dp == tp and ep == tp:
-        return f"DEP{tp}"
+        return f"DEP{tp}{stages}"
     if dpa:
-        return f"TP{tp}·DPA{dp}" + (f"·EP{ep}" if ep > 1 else "")
-    return f"TP{tp}" + (f"·EP{ep}" if ep > 1 else "")
+        return f"TP{tp}{stages}·DPA{dp}" + (f"·EP{ep}" if ep > 1 else "")
+    return f"TP{tp}{stages}" + (f"·EP{ep}" if ep > 1 else "")
 
 
 def _workers(dep: Deployment, role: str) -> list[Block]:

@@ -19,7 +19,7 @@ _SPLIT = re.compile(r"\b(\d+)P(\d+)D\b")
 _ROLE_PART = re.compile(r"(?P<role>Agg|prefill|decode) (?:\d+x )?(?P<label>(?:D?EP|TP)(?P<gpus>\d+)\S*)(?: \((?P<nodes>\d+) nodes\))?")
 _ROLE_NAMES = {"Agg": "agg", "prefill": "prefill", "decode": "decode"}
 _AGG_COUNT = re.compile(r"\bAgg (?:(\d+)x )?")
-_LABEL_PART = re.compile(r"(DEP|DPA|DP|TP|EP)(\d+)")
+_LABEL_PART = re.compile(r"(DEP|DPA|DP|TP|EP|PP)(\d+)")
 _DYNAMO_PIN = re.compile(r"ai-dynamo(?:-runtime)?==([^\s\"']+)")
 _DYNAMO_COMMIT = re.compile(r"ai-dynamo/dynamo(?:/commit/|/tree/|\.git@|@)([0-9a-f]{7,40})")
 
@@ -77,13 +77,13 @@ def _role_labels(title: str, roles: dict[str, RoleTopology], data: dict[str, Any
 
 
 def label_gpus(label: str) -> int:
-    """The GPUs one worker of a parallel label takes: DEP<n>; else TP x DP (a vLLM data-parallel part, `DP<n>`;
+    """The GPUs one worker of a parallel label takes, times its pipeline stages (`PP<n>`): DEP<n>; else TP x DP (a vLLM data-parallel part, `DP<n>`;
     SGLang's attention DP, `DPA<n>`, runs inside the TP group), or EP when larger (vLLM's expert parallel
     spans its TP x DP ranks: `TP1·EP8` is 8 GPUs)."""
     sizes = {name: int(n) for name, n in _LABEL_PART.findall(label)}
     if "DEP" in sizes:
-        return sizes["DEP"]
-    return max(sizes.get("TP", 1) * sizes.get("DP", 1), sizes.get("EP", 1))
+        return sizes["DEP"] * sizes.get("PP", 1)
+    return max(sizes.get("TP", 1) * sizes.get("DP", 1), sizes.get("EP", 1)) * sizes.get("PP", 1)
 
 
 def _dynamo_version(install: tuple[str, ...]) -> str:

@@ -423,7 +423,7 @@ class PointMemo:
     def explained(self, ctx: Ctx, block: Block, same_point: int, section: str, name: str, words: Words) -> Finding:
         """The finding of one addition of a worker block, shared by the points where the role, the
         expectations, the name and the words are equal, unless its check read the block's other args."""
-        key = (block.kind, block.role, section, name, words, same_point)
+        key = (block.kind, block.role, block.node_rank, block.dp_rank, section, name, words, same_point)   # the DP checks read the ranks
         hit = self.explanations.get(key)
         if hit is None:
             scope = Scope(ctx.expect, block)

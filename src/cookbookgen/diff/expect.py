@@ -2,7 +2,8 @@
 (not through `render.layout`, so a renderer bug cannot hide behind itself). No I/O.
 
 Topology of a role (srt-slurm's rules):
-- GPUs per worker: `roles.<role>.gpus`, else tensor x pipeline parallel size from the args;
+- GPUs per worker: `roles.<role>.gpus`, else tensor x pipeline parallel size from the args (times a vLLM
+  worker's data-parallel size: each DP rank is a replica of its own);
 - a worker with at least a node's GPUs spans ceil(GPUs / `resources.gpus_per_node`) nodes;
 - smaller workers share nodes: ceil(workers / nodes) per node, each pinned to its own GPUs
   (`0,1`, `2,3`, ...); `nodes: 0` puts the role on the GPUs the previous role leaves free.
@@ -86,7 +87,7 @@ def _int_arg(args: dict[str, RawYaml], keys: list[str]) -> int:
 
 
 def role_topology(role: str, spec: dict[str, RawYaml], gpn: int, previous: RoleTopology | None, across: bool = False,
-                  v1: bool = False, spread: bool = False) -> RoleTopology:
+                  v1: bool = False, spread: bool = False, vllm: bool = False) -> RoleTopology:
     """A role's workers, nodes and GPU pins as the recipe asks. `nodes: 0` / `colocate`: on the GPUs the
     previous role leaves free on its last node; with `across` (srt-slurm's packing across nodes) the
     workers that do not fit there fill nodes of their own, from GPU 0. A v1 recipe's (srtctl v1.0.68)
@@ -95,7 +96,8 @@ def role_topology(role: str, spec: dict[str, RawYaml], gpn: int, previous: RoleT
     args = spec.get("args") or {}
     keys = table()["parallel_keys"]
     replica = _int_arg(args, keys["tp"]) * _int_arg(args, keys["pp"])
-    gpus = int(spec.get("gpus") or replica)
+    ranks = _int_arg(args, table()["dp_keys"]) if vllm else 1    # a vLLM worker runs its DP ranks, each a TP x PP replica
+    gpus = int(spec.get("gpus") or replica * ranks)
     workers = int(spec.get("workers") or 1)
     nodes = spec.get("nodes")
     if gpus >= gpn:
@@ -135,7 +137,8 @@ def topologies(data: dict[str, RawYaml]) -> dict[str, RoleTopology]:
             spec = {**roles[role], "nodes": None} if pool is not None and role == "prefill" else roles[role]
             v1 = data.get("schema") == 1
             spread = v1 and (data.get("resources") or {}).get("spread_workers") is True
-            previous = out[role] = replace(role_topology(role, spec, gpn, previous, across, v1, spread), dp=_dp_mode(data, spec))
+            previous = out[role] = replace(role_topology(role, spec, gpn, previous, across, v1, spread, _engine(data) == "vllm"),
+                                           dp=_dp_mode(data, spec))
     if isinstance(pool, int):       # the prefill nodes count the pool: less the decode workers' own nodes
         decode = out["decode"]
         rest = _beside(out["prefill"], decode.workers, decode.gpus, gpn, across)[2]
