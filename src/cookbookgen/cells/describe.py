@@ -102,14 +102,16 @@ def recipe_parallel_label(args: dict[str, object], engine: str = "sglang") -> st
 
 
 def _label_of(sizes: dict[str, str], dpa: bool) -> str:
-    """The label of these sizes; pipeline parallel (`·PP2`) when a worker's TP ranks repeat over stages."""
+    """The label of these sizes; pipeline parallel (`·PP2`) when a worker's TP ranks repeat over stages, and
+    data parallel replicas (`TP1·DP8`, 8 GPUs) unless expert parallel already spans them (`TP1·EP8`)."""
     tp, dp, ep, pp = (int(sizes.get(size) or 1) for size in ("tp", "dp", "ep", "pp"))
     stages = f"·PP{pp}" if pp > 1 else ""
     if dpa and dp == tp and ep == tp:
         return f"DEP{tp}{stages}"
     if dpa:
         return f"TP{tp}{stages}·DPA{dp}" + (f"·EP{ep}" if ep > 1 else "")
-    return f"TP{tp}{stages}" + (f"·EP{ep}" if ep > 1 else "")
+    replicas = f"·DP{dp}" if dp > 1 and ep < tp * dp else ""
+    return f"TP{tp}{stages}{replicas}" + (f"·EP{ep}" if ep > 1 else "")
 
 
 def _workers(dep: Deployment, role: str) -> list[Block]:

@@ -158,8 +158,9 @@ def _dp_mode(data: dict[str, RawYaml], spec: dict[str, RawYaml]) -> str | None:
     args = spec.get("args") or {}
     if data.get("schema") != 1 or _engine(data) != "vllm" or not any(args.get(k) is not None for k in table()["dp_keys"]):
         return None
-    backend = data.get("backend") if isinstance(data.get("backend"), dict) else {}
-    per_gpu = backend.get("dp_launch_mode") == "per_gpu" and (data.get("frontend") or {}).get("type", "dynamo") != "vllm"
+    backend = data.get("backend")
+    mode = backend.get("dp_launch_mode") if isinstance(backend, dict) else None
+    per_gpu = mode == "per_gpu" and (data.get("frontend") or {}).get("type", "dynamo") != "vllm"
     return "per_gpu" if per_gpu else "per_node"
 
 
