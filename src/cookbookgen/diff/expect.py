@@ -164,7 +164,8 @@ def _dp_mode(data: dict[str, RawYaml], spec: dict[str, RawYaml]) -> str | None:
     return "per_gpu" if per_gpu else "per_node"
 
 
-def _store(data: dict[str, RawYaml]) -> dict[str, RawYaml] | None:
+def store_of(data: dict[str, RawYaml]) -> dict[str, RawYaml] | None:
+    """A v1 recipe's `backend.mooncake_kv_store` (normalised under `engine`), or None."""
     engine = data.get("engine")
     store = engine.get("mooncake_kv_store") if isinstance(engine, dict) else None
     return store if isinstance(store, dict) else None
@@ -202,8 +203,8 @@ def point_expect(point: ResolvedPoint, policy: Policy) -> PointExpect:
         frontend_count=frontend_count,
         nginx=nginx,
         request_plane=(data.get("dynamo") or {}).get("request_plane"),
-        mooncake=_store(data) is not None or any(isinstance(s, dict) and str(s.get("type", "")).startswith("mooncake") for s in services),
-        store=_store(data),
+        mooncake=store_of(data) is not None or any(isinstance(s, dict) and str(s.get("type", "")).startswith("mooncake") for s in services),
+        store=store_of(data),
         engine=_engine(data),
         device_ids=_engine(data) == "vllm" and isinstance(data.get("engine"), dict) and data["engine"].get("set_cuda_visible_devices") is False,
         roles=roles,

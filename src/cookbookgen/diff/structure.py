@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping
 from ..render.model import Block
 from ..render.values import args_from_words, flag as as_flag, word
 from .context import Ctx
-from .expect import PointExpect, RoleTopology
+from .expect import PointExpect, RoleTopology, store_of
 from .explain import Explanation, explain_block, missing, required_settings
 from .model import DIFFERENT, EXTRA, MISSING, Finding
 from .tables import table
@@ -81,7 +81,7 @@ def lines_of(value: RawYaml) -> tuple[str, ...]:
 
 def covered(data: dict[str, RawYaml], block: Block, blocks: tuple[Block, ...]) -> tuple[set[str], set[str]]:
     """Arg keys and env names of `block` that recipe leaves already compare."""
-    store = _store(data)
+    store = store_of(data) or {}
     if block.kind == "worker":
         spec = (data.get("roles") or {}).get(block.role) or {}
         return {flag_key(k, True) for k in spec.get("args") or {}}, set(spec.get("env") or {}) | set(store.get("env") or {})
@@ -97,13 +97,6 @@ def covered(data: dict[str, RawYaml], block: Block, blocks: tuple[Block, ...]) -
             args |= {flag_key(a[0], False) for a in service_args(svc.get("args"))}
             env |= set(svc.get("env") or {})
     return args, env
-
-
-def _store(data: dict[str, RawYaml]) -> dict[str, RawYaml]:
-    """A v1 recipe's `mooncake_kv_store` (normalised under `engine`), or {}."""
-    engine = data.get("engine")
-    store = engine.get("mooncake_kv_store") if isinstance(engine, dict) else None
-    return store if isinstance(store, dict) else {}
 
 
 def file_setting(expect: PointExpect, path: tuple[Any, ...], value: RawYaml, blocks: tuple[Block, ...]) -> tuple[str, str, str]:
