@@ -74,7 +74,7 @@ def test_the_text_report_leads_with_the_verdict_and_counts_roles_only_when_verbo
     lines = out.splitlines()
     assert lines[0].startswith("cookbookgen diff: FAIL (exit 1): 19 mismatch(es), 22 unpaired cell(s); compared ")
     assert lines[2] == "  cells     4 checked, 22 unpaired (1 selector-missing, 20 no-master-entry, 1 recipe-missing)"
-    assert lines[3] == "  points    5 paired and compared" and lines[4].startswith("  findings  19 mismatch · 665 match · ")
+    assert lines[3] == "  points    5 paired and compared" and lines[4].startswith("  findings  19 mismatch · 667 match · ")
     assert " ✗ " in lines[10] and len(lines) < 80 and " match ·" not in "\n".join(lines[5:])
     assert sum(line.startswith("unpaired ") for line in lines) == 22
     _, verbose = diff(capsys, "--verbose")

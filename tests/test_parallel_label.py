@@ -28,7 +28,8 @@ def _expected(args: list[tuple[str, ...]]) -> str:
         return f"DEP{tp}"
     if dpa:
         return f"TP{tp}·DPA{dp}" + (f"·EP{ep}" if ep > 1 else "")
-    return f"TP{tp}" + (f"·EP{ep}" if ep > 1 else "")
+    replicas = f"·DP{dp}" if dp > 1 and ep < tp * dp else ""     # data parallel replicas, unless EP spans them
+    return f"TP{tp}{replicas}" + (f"·EP{ep}" if ep > 1 else "")
 
 
 @settings(max_examples=examples(300), deadline=None)
@@ -46,6 +47,10 @@ def test_labels_of_the_usual_layouts() -> None:
     assert label(("--tensor-parallel-size", "4"), ("--tp-size", "2")) == "TP4"
     assert label(("--tp-size", "8"), ("--dp-size", "2"), ("--enable-dp-attention",)) == "TP8·DPA2"
     assert label(("--tp-size",), ("--tp-size", "2"), ("--ep-size", "2")) == "TP2·EP2"
+    # vLLM: DP replicas (8 GPUs) are said unless expert parallel spans them; pipeline stages are said
+    assert label(("--data-parallel-size", "8"), ("--tensor-parallel-size", "1")) == "TP1·DP8"
+    assert label(("--data-parallel-size", "8"), ("--tensor-parallel-size", "1"), ("--expert-parallel-size", "8")) == "TP1·EP8"
+    assert label(("--tensor-parallel-size", "8"), ("--pipeline-parallel-size", "2")) == "TP8·PP2"
 
 
 # --- TensorRT-LLM and vLLM: the sizes their options say ---------------------------------------------

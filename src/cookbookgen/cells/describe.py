@@ -102,12 +102,16 @@ def recipe_parallel_label(args: dict[str, object], engine: str = "sglang") -> st
 
 
 def _label_of(sizes: dict[str, str], dpa: bool) -> str:
-    tp, dp, ep = (int(sizes.get(size) or 1) for size in ("tp", "dp", "ep"))
+    """The label of these sizes; pipeline parallel (`·PP2`) when a worker's TP ranks repeat over stages, and
+    data parallel replicas (`TP1·DP8`, 8 GPUs) unless expert parallel already spans them (`TP1·EP8`)."""
+    tp, dp, ep, pp = (int(sizes.get(size) or 1) for size in ("tp", "dp", "ep", "pp"))
+    stages = f"·PP{pp}" if pp > 1 else ""
     if dpa and dp == tp and ep == tp:
-        return f"DEP{tp}"
+        return f"DEP{tp}{stages}"
     if dpa:
-        return f"TP{tp}·DPA{dp}" + (f"·EP{ep}" if ep > 1 else "")
-    return f"TP{tp}" + (f"·EP{ep}" if ep > 1 else "")
+        return f"TP{tp}{stages}·DPA{dp}" + (f"·EP{ep}" if ep > 1 else "")
+    replicas = f"·DP{dp}" if dp > 1 and ep < tp * dp else ""
+    return f"TP{tp}{stages}{replicas}" + (f"·EP{ep}" if ep > 1 else "")
 
 
 def _workers(dep: Deployment, role: str) -> list[Block]:
@@ -115,13 +119,13 @@ def _workers(dep: Deployment, role: str) -> list[Block]:
 
 
 def topology_label(dep: Deployment) -> str:
-    agg = [b for b in _workers(dep, "agg") if not b.dp_rank]       # a later DP rank's process: the same workers
+    agg = [b for b in _workers(dep, "agg") if not b.node_rank and not b.dp_rank]   # a later node's or DP rank's process: the same workers
     if agg:
         first = agg[0]
         count = sum(b.workers or 1 for b in agg)
         nodes = f" ({first.nodes_per_worker} nodes)" if (first.nodes_per_worker or 1) > 1 else ""
         return f"Agg {count}x {parallel_label(first)}{nodes}" if count > 1 else f"Agg {parallel_label(first)}{nodes}"
-    prefill, decode = ([b for b in _workers(dep, role) if not b.dp_rank] for role in ("prefill", "decode"))
+    prefill, decode = ([b for b in _workers(dep, role) if not b.node_rank and not b.dp_rank] for role in ("prefill", "decode"))
     p = sum(b.workers or 1 for b in prefill)
     d = sum(b.workers or 1 for b in decode)
     return f"Disagg {p}P{d}D · prefill {parallel_label(prefill[0])} · decode {parallel_label(decode[0])}"

@@ -18,6 +18,8 @@ from .model import DIFFERENT, Finding, PublishedPoint
 _SPLIT = re.compile(r"\b(\d+)P(\d+)D\b")
 _ROLE_PART = re.compile(r"(?P<role>Agg|prefill|decode) (?:\d+x )?(?P<label>(?:D?EP|TP)(?P<gpus>\d+)\S*)(?: \((?P<nodes>\d+) nodes\))?")
 _ROLE_NAMES = {"Agg": "agg", "prefill": "prefill", "decode": "decode"}
+_AGG_COUNT = re.compile(r"\bAgg (?:(\d+)x )?")
+_LABEL_PART = re.compile(r"(DEP|DPA|DP|TP|EP|PP)(\d+)")
 _DYNAMO_PIN = re.compile(r"ai-dynamo(?:-runtime)?==([^\s\"']+)")
 _DYNAMO_COMMIT = re.compile(r"ai-dynamo/dynamo(?:/commit/|/tree/|\.git@|@)([0-9a-f]{7,40})")
 
@@ -34,6 +36,9 @@ def claim_findings(expect: PointExpect, data: dict[str, Any], point: PublishedPo
     split = _SPLIT.search(point.title or "")
     if split and "prefill" in roles and "decode" in roles:
         claims.append(("label", f"{split[1]}P{split[2]}D", f"{roles['prefill'].workers}P{roles['decode'].workers}D", "prefill and decode workers"))
+    agg = _AGG_COUNT.search(point.title or "")
+    if agg and "agg" in roles:
+        claims.append(("label agg workers", agg[1] or "1", roles["agg"].workers, "aggregated workers"))
     claims += _role_labels(point.title or "", roles, data)
     if point.install is not None:
         claims.append(("install", _dynamo_version(point.install), _recipe_dynamo(data), "the recipe's dynamo section (install, source.wheel)"))
@@ -65,10 +70,20 @@ def _role_labels(title: str, roles: dict[str, RoleTopology], data: dict[str, Any
         engine = data.get("engine")
         engine = engine.get("type") if isinstance(engine, dict) else engine
         out.append((f"label {role}", found["label"], recipe_parallel_label(args, str(engine or "sglang")), f"parallel sizes of the {role} role's args"))
-        out.append((f"label {role} GPUs", found["gpus"], topology.gpus, f"GPUs of one {role} worker"))
+        out.append((f"label {role} GPUs", label_gpus(found["label"]), topology.gpus, f"GPUs of one {role} worker"))
         if found["nodes"]:
             out.append((f"label {role} nodes", found["nodes"], topology.nodes_per_worker, f"nodes one {role} worker spans"))
     return out
+
+
+def label_gpus(label: str) -> int:
+    """The GPUs one worker of a parallel label takes, times its pipeline stages (`PP<n>`): DEP<n>; else TP x DP (a vLLM data-parallel part, `DP<n>`;
+    SGLang's attention DP, `DPA<n>`, runs inside the TP group), or EP when larger (vLLM's expert parallel
+    spans its TP x DP ranks: `TP1·EP8` is 8 GPUs)."""
+    sizes = {name: int(n) for name, n in _LABEL_PART.findall(label)}
+    if "DEP" in sizes:
+        return sizes["DEP"] * sizes.get("PP", 1)
+    return max(sizes.get("TP", 1) * sizes.get("DP", 1), sizes.get("EP", 1)) * sizes.get("PP", 1)
 
 
 def _dynamo_version(install: tuple[str, ...]) -> str:

@@ -423,7 +423,7 @@ class PointMemo:
     def explained(self, ctx: Ctx, block: Block, same_point: int, section: str, name: str, words: Words) -> Finding:
         """The finding of one addition of a worker block, shared by the points where the role, the
         expectations, the name and the words are equal, unless its check read the block's other args."""
-        key = (block.kind, block.role, section, name, words, same_point)
+        key = (block.kind, block.role, block.node_rank, block.dp_rank, section, name, words, same_point)   # the DP checks read the ranks
         hit = self.explanations.get(key)
         if hit is None:
             scope = Scope(ctx.expect, block)
@@ -521,6 +521,10 @@ def _targets(ctx: Ctx, leaf: Leaf) -> tuple[list[Block], bool, str]:
     if head == "frontend":
         blocks = [b for b in ctx.blocks if b.kind in structure.FRONTEND_KINDS]
         return blocks, False, role_label(blocks[0]) if blocks else "frontend"
+    if head == "engine":        # a v1 recipe's mooncake_kv_store: its master's extra args, else every worker's env
+        if leaf.path[2:3] == ("master_extra_args",):
+            return [b for b in ctx.blocks if b.kind == "mooncake-master"], False, "mooncake-master"
+        return [b for b in ctx.blocks if b.kind == "worker"], True, "workers"
     blocks = structure.service_blocks(ctx.recipe.data, int(leaf.path[1]), ctx.blocks)
     return blocks, False, blocks[0].kind if blocks else structure.service_kind(ctx.recipe.data, int(leaf.path[1]))
 
@@ -667,6 +671,23 @@ def _options_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     return out
 
 
+def _store_config_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
+    """A key of mooncake_kv_store's `store_config`: in the JSON file each vLLM worker reads (srtctl writes it)."""
+    blocks, _, role = _targets(ctx, leaf)
+    name, key = str(check["file"]), str(leaf.path[-1])
+    if not blocks:
+        return _without_blocks(ctx, leaf, role, "option", key)
+    out = []
+    for block in blocks:
+        data = _options_file(name, block.files.get(name))
+        present, got = _option_in(data, (key,))
+        same = present and got == leaf.value
+        out.append(ctx.finding(role_label(block), "option", f"{name} {key}", "match" if same else "mismatch",
+                               detail="same value" if same else DIFFERENT if present else MISSING, recipe=_show_value(leaf.value),
+                               cookbook=_show_value(got) if present else None, path=leaf.dotted, where=leaf.where))
+    return out
+
+
 def _options_file_leaf(ctx: Ctx, leaf: Leaf, check: RawYaml) -> list[Finding]:
     """`roles.<role>.options_file.{flag,name,text}` (trtllm-serve started by a benchmark script): the
     worker command names the file with that flag, and publishes it with the text the script wrote."""
@@ -743,6 +764,7 @@ LEAF_HANDLERS: dict[str, Callable[[Ctx, Leaf, RawYaml], list[Finding]]] = {
     "nginx": _file_leaf,
     "options": _options_leaf,
     "options_file": _options_file_leaf,
+    "store_config": _store_config_leaf,
     "launcher": _launcher_leaf,
     "dynamo_install": _install_leaf,
     "structure": _structure_leaf,

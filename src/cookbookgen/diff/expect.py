@@ -2,7 +2,8 @@
 (not through `render.layout`, so a renderer bug cannot hide behind itself). No I/O.
 
 Topology of a role (srt-slurm's rules):
-- GPUs per worker: `roles.<role>.gpus`, else tensor x pipeline parallel size from the args;
+- GPUs per worker: `roles.<role>.gpus`, else tensor x pipeline parallel size from the args (times a vLLM
+  worker's data-parallel size: each DP rank is a replica of its own);
 - a worker with at least a node's GPUs spans ceil(GPUs / `resources.gpus_per_node`) nodes;
 - smaller workers share nodes: ceil(workers / nodes) per node, each pinned to its own GPUs
   (`0,1`, `2,3`, ...); `nodes: 0` puts the role on the GPUs the previous role leaves free.
@@ -33,6 +34,8 @@ class RoleTopology:
     nodes: int | None          # as the recipe says (None: not given)
     per_node: int              # workers sharing one node
     pins: tuple[str, ...]      # CUDA_VISIBLE_DEVICES of each co-located slot; () when workers own their nodes
+    replica: int = 1           # GPUs of one TP x PP replica (tensor x pipeline parallel size)
+    dp: str | None = None      # a vLLM data-parallel role of a v1 recipe: how srtctl launches it (per_node, per_gpu)
 
     @property
     def expected_nodes(self) -> int:
@@ -55,6 +58,9 @@ class PointExpect:
     nginx: bool                        # nginx in front of the frontends
     request_plane: str | None          # as the recipe sets it (None: srt-slurm's default)
     mooncake: bool
+    store: dict[str, RawYaml] | None   # a v1 recipe's backend.mooncake_kv_store (srtctl starts its master and sets its client env)
+    engine: str                        # sglang | vllm | trtllm | ...
+    device_ids: bool                   # vLLM workers pinned with --device-ids (srtctl v1.0.68's set_cuda_visible_devices false)
     roles: dict[str, RoleTopology]
     kv_events: dict[str, RawYaml]
     cluster_env: dict[str, tuple[str, str]]  # name -> (value, reason)
@@ -81,27 +87,30 @@ def _int_arg(args: dict[str, RawYaml], keys: list[str]) -> int:
 
 
 def role_topology(role: str, spec: dict[str, RawYaml], gpn: int, previous: RoleTopology | None, across: bool = False,
-                  v1: bool = False) -> RoleTopology:
+                  v1: bool = False, spread: bool = False, vllm: bool = False) -> RoleTopology:
     """A role's workers, nodes and GPU pins as the recipe asks. `nodes: 0` / `colocate`: on the GPUs the
     previous role leaves free on its last node; with `across` (srt-slurm's packing across nodes) the
     workers that do not fit there fill nodes of their own, from GPU 0. A v1 recipe's (srtctl v1.0.68)
-    partial-node workers fill a node before the next (as many per node as fit), whatever nodes it reserves."""
+    partial-node workers fill a node before the next (as many per node as fit), whatever nodes it reserves, or
+    each gets a node of its own with `resources.spread_workers` (`spread`)."""
     args = spec.get("args") or {}
     keys = table()["parallel_keys"]
-    gpus = int(spec.get("gpus") or _int_arg(args, keys["tp"]) * _int_arg(args, keys["pp"]))
+    replica = _int_arg(args, keys["tp"]) * _int_arg(args, keys["pp"])
+    ranks = _int_arg(args, table()["dp_keys"]) if vllm else 1    # a vLLM worker runs its DP ranks, each a TP x PP replica
+    gpus = int(spec.get("gpus") or replica * ranks)
     workers = int(spec.get("workers") or 1)
     nodes = spec.get("nodes")
     if gpus >= gpn:
-        return RoleTopology(role, workers, gpus, math.ceil(gpus / gpn), nodes, 1, ())
+        return RoleTopology(role, workers, gpus, math.ceil(gpus / gpn), nodes, 1, (), replica)
     if nodes in (0, "colocate") and previous is not None:
         used, here, rest = _beside(previous, workers, gpus, gpn, across)
         own = min(rest, gpn // gpus)
         shared = {_pin(used + s * gpus, gpus) for s in range(here)} | {_pin(s * gpus, gpus) for s in range(own)}
-        return RoleTopology(role, workers, gpus, 1, 0, max(here, own), tuple(sorted(shared)))
-    per_node = (min(workers, gpn // gpus) if v1 else
+        return RoleTopology(role, workers, gpus, 1, 0, max(here, own), tuple(sorted(shared)), replica)
+    per_node = (1 if spread else min(workers, gpn // gpus) if v1 else
                 math.ceil(workers / (nodes if isinstance(nodes, int) and nodes else math.ceil(workers * gpus / gpn))))
     pins = tuple(_pin(s * gpus, gpus) for s in range(per_node)) if per_node > 1 else ()
-    return RoleTopology(role, workers, gpus, 1, nodes, per_node, pins)
+    return RoleTopology(role, workers, gpus, 1, nodes, per_node, pins, replica)
 
 
 def _beside(previous: RoleTopology, workers: int, gpus: int, gpn: int, across: bool) -> tuple[int, int, int]:
@@ -126,12 +135,40 @@ def topologies(data: dict[str, RawYaml]) -> dict[str, RoleTopology]:
     for role in ROLE_ORDER:
         if isinstance(roles.get(role), dict):
             spec = {**roles[role], "nodes": None} if pool is not None and role == "prefill" else roles[role]
-            previous = out[role] = role_topology(role, spec, gpn, previous, across, data.get("schema") == 1)
+            v1 = data.get("schema") == 1
+            spread = v1 and (data.get("resources") or {}).get("spread_workers") is True
+            previous = out[role] = replace(role_topology(role, spec, gpn, previous, across, v1, spread, _engine(data) == "vllm"),
+                                           dp=_dp_mode(data, spec))
     if isinstance(pool, int):       # the prefill nodes count the pool: less the decode workers' own nodes
         decode = out["decode"]
         rest = _beside(out["prefill"], decode.workers, decode.gpus, gpn, across)[2]
         out["prefill"] = replace(out["prefill"], nodes=pool - math.ceil(rest / (gpn // decode.gpus)))
     return out
+
+
+def _engine(data: dict[str, RawYaml]) -> str:
+    engine = data.get("engine")
+    return str((engine.get("type") if isinstance(engine, dict) else engine) or "sglang")
+
+
+def _dp_mode(data: dict[str, RawYaml], spec: dict[str, RawYaml]) -> str | None:
+    """How srtctl v1.0.68 launches a v1 vLLM role that sets `data-parallel-size` (any value): `per_node` (its
+    default; the recipe's checkout's default is in `backend.dp_launch_mode`), or `per_gpu`, which a direct
+    `vllm serve` (frontend type vllm) ignores. None for any other role."""
+    args = spec.get("args") or {}
+    if data.get("schema") != 1 or _engine(data) != "vllm" or not any(args.get(k) is not None for k in table()["dp_keys"]):
+        return None
+    backend = data.get("backend")
+    mode = backend.get("dp_launch_mode") if isinstance(backend, dict) else None
+    per_gpu = mode == "per_gpu" and (data.get("frontend") or {}).get("type", "dynamo") != "vllm"
+    return "per_gpu" if per_gpu else "per_node"
+
+
+def store_of(data: dict[str, RawYaml]) -> dict[str, RawYaml] | None:
+    """A v1 recipe's `backend.mooncake_kv_store` (normalised under `engine`), or None."""
+    engine = data.get("engine")
+    store = engine.get("mooncake_kv_store") if isinstance(engine, dict) else None
+    return store if isinstance(store, dict) else None
 
 
 def _frontend(kind: str, engine: RawYaml) -> str:
@@ -166,7 +203,10 @@ def point_expect(point: ResolvedPoint, policy: Policy) -> PointExpect:
         frontend_count=frontend_count,
         nginx=nginx,
         request_plane=(data.get("dynamo") or {}).get("request_plane"),
-        mooncake=any(isinstance(s, dict) and str(s.get("type", "")).startswith("mooncake") for s in services),
+        mooncake=store_of(data) is not None or any(isinstance(s, dict) and str(s.get("type", "")).startswith("mooncake") for s in services),
+        store=store_of(data),
+        engine=_engine(data),
+        device_ids=_engine(data) == "vllm" and isinstance(data.get("engine"), dict) and data["engine"].get("set_cuda_visible_devices") is False,
         roles=roles,
         kv_events={r: (s or {}).get("kv_events") for r, s in (data.get("roles") or {}).items()},
         cluster_env={e.name: (e.value, e.reason) for e in policy.clusters.get(cluster or "", ())},

@@ -138,14 +138,30 @@ def _kv_events(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
     return _wrong(f"differs from roles.{scope.role}.kv_events in {', '.join(wrong)}") if wrong else None
 
 
+def _kv_events_port(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    if not scope.expect.kv_events.get(scope.role or ""):
+        return _absent(f"roles.{scope.role}.kv_events is not set")
+    return _number(words, scope, entry)
+
+
 def _gpu_pinning(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
     topo = _topology(scope)
     if topo is None:
         return _absent("no such role in the recipe")
+    if topo.dp == "per_gpu":
+        return _per_gpu_device(words, scope, topo)
     if topo.pins:
         return None if words and words[0] in topo.pins else _wrong(f"expected one of {' / '.join(topo.pins)}")
     gpus = words[0].split(",") if words else []
     return None if len(gpus) == topo.gpus else _wrong(f"expected {topo.gpus} GPUs per worker")
+
+
+def _per_gpu_device(words: Words, scope: Scope, topo: Any) -> Miss | None:
+    """The one GPU of a per_gpu process: srtctl numbers the ranks node by node in GPU order, so rank r runs on
+    GPU r mod (the worker's GPUs per node), counted from its slot's first GPU."""
+    gpu = (scope.block.dp_rank or 0) % (topo.gpus // topo.nodes_per_worker)
+    offsets = [int(pin.split(",")[0]) for pin in topo.pins] or [0]
+    return None if words in {(str(o + gpu),) for o in offsets} else _wrong(f"expected the GPU of DP rank {scope.block.dp_rank or 0}")
 
 
 def _dynamo(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
@@ -203,6 +219,112 @@ def _several_frontends(words: Words, scope: Scope, entry: RawYaml) -> Miss | Non
     return None if scope.expect.dynamo and scope.expect.nginx else _absent("the recipe runs one frontend and no nginx")
 
 
+def _vllm_worker(scope: Scope) -> Any:
+    """The role's topology when the block is a vLLM worker, else None."""
+    return _topology(scope) if scope.block.kind == "worker" and "vllm" in scope.block.cmd else None
+
+
+def _head(scope: Scope, topo: Any) -> str:
+    return f"${(scope.role or '').upper()}_HEAD_IP" if topo.nodes_per_worker > 1 else "$NODE_IP"
+
+
+def _dp_local(topo: Any) -> int | None:
+    """DP ranks per node of a per_node DP role whose replicas fit on a node (srtctl passes the local DP
+    flags then), else None (its replicas span nodes: the multi-node flags instead)."""
+    local_gpus = topo.gpus // topo.nodes_per_worker
+    return local_gpus // topo.replica if topo.dp == "per_node" and topo.replica <= local_gpus else None
+
+
+def _expected(scope: Scope, want: str | None, words: Words, why_not: str) -> Miss | None:
+    """`words` against the value the recipe implies (`want`: `()`-word switch as ""; None: the block should not have it)."""
+    if want is None:
+        return _absent(why_not)
+    wanted = (want,) if want else ()
+    return None if words == wanted else _wrong(f"expected {want or 'a switch'}")
+
+
+def _vllm_master_addr(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    topo = _vllm_worker(scope)
+    spans = topo is not None and topo.nodes_per_worker > 1 and topo.dp != "per_gpu" and _dp_local(topo) is None
+    return _expected(scope, _head(scope, topo) if spans else None, words, "only a vLLM worker whose replica spans nodes has a head node to name")
+
+
+def _vllm_headless(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    topo = _vllm_worker(scope)
+    later = topo is not None and topo.dp != "per_gpu" and _dp_local(topo) is None and bool(scope.block.node_rank)
+    return _expected(scope, "" if later else None, words, "only the processes of a multi-node vLLM worker on its later nodes are headless")
+
+
+def _switch_required(check: Check, what: str) -> Check:
+    """The `required` check of a switch: a block that leaves it out is wrong where `check` expects it (given
+    no words, a switch check cannot tell a shown switch from a missing one)."""
+    def required(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+        return _wrong(what) if check(("?",), scope, entry) is not None and check((), scope, entry) is None else None
+    return required
+
+
+def _vllm_dp_size_local(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    topo = _vllm_worker(scope)
+    local = _dp_local(topo) if topo else None
+    return _expected(scope, None if local is None else str(local), words, "not a per_node data-parallel vLLM role whose replicas fit on a node")
+
+
+def _vllm_dp_start_rank(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    topo = _vllm_worker(scope)
+    local = _dp_local(topo) if topo else None
+    want = None if local is None else str((scope.block.node_rank or 0) * local)
+    return _expected(scope, want, words, "not a per_node data-parallel vLLM role whose replicas fit on a node")
+
+
+def _vllm_dp_hybrid_lb(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    topo = _vllm_worker(scope)
+    fits = topo is not None and _dp_local(topo) is not None
+    return _expected(scope, "" if fits else None, words, "not a per_node data-parallel vLLM role whose replicas fit on a node")
+
+
+def _vllm_dp_address(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    topo = _vllm_worker(scope)
+    return _expected(scope, _head(scope, topo) if topo and topo.dp else None, words, "not a data-parallel vLLM role of a v1 recipe")
+
+
+def _vllm_dp_rpc_port(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    topo = _vllm_worker(scope)
+    if topo is None or not topo.dp:
+        return _absent("not a data-parallel vLLM role of a v1 recipe")
+    return _number(words, scope, entry)
+
+
+def _vllm_dp_rank(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    topo = _vllm_worker(scope)
+    per_gpu = topo is not None and topo.dp == "per_gpu"
+    return _expected(scope, str(scope.block.dp_rank or 0) if per_gpu else None, words, "not a per_gpu data-parallel vLLM role")
+
+
+def _vllm_device_ids(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    """The GPUs of one process: its one GPU (per_gpu), one of the co-located slots' pins, else the GPUs the
+    worker uses on each node, from 0."""
+    topo = _vllm_worker(scope)
+    if topo is None or not scope.expect.device_ids:
+        return _absent("only vLLM workers of a recipe whose srtctl pins GPUs with --device-ids take it")
+    if topo.dp == "per_gpu":
+        return _per_gpu_device(words, scope, topo)
+    if topo.pins:
+        return None if words and words[0] in topo.pins else _wrong(f"expected one of {' / '.join(topo.pins)}")
+    return _expected(scope, ",".join(map(str, range(topo.gpus // topo.nodes_per_worker))), words, "")
+
+
+def _store_master(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    if scope.expect.store is None:
+        return _absent("srtctl passes it to the master of a v1 recipe's mooncake_kv_store only")
+    return _value(words, scope, entry)
+
+
+def _store_config_path(words: Words, scope: Scope, entry: RawYaml) -> Miss | None:
+    if scope.expect.store is None or scope.expect.engine != "vllm":
+        return _absent("only a vLLM worker of a recipe with mooncake_kv_store reads a store_config file")
+    return _value(words, scope, entry)
+
+
 CHECKS: dict[str, Check] = {
     "any": _any,
     "value": _value,
@@ -214,6 +336,7 @@ CHECKS: dict[str, Check] = {
     "nodes_per_worker": _nodes_per_worker,
     "request_plane": _request_plane,
     "kv_events": _kv_events,
+    "kv_events_port": _kv_events_port,
     "gpu_pinning": _gpu_pinning,
     "dynamo": _dynamo,
     "mooncake": _mooncake,
@@ -225,6 +348,19 @@ CHECKS: dict[str, Check] = {
     "disaggregated_router": _disaggregated_router,
     "disaggregation_role": _disaggregation_role,
     "several_frontends": _several_frontends,
+    "vllm_master_addr": _vllm_master_addr,
+    "vllm_headless": _vllm_headless,
+    "vllm_headless_required": _switch_required(_vllm_headless, "srtctl starts a multi-node vLLM worker's later nodes --headless"),
+    "vllm_dp_hybrid_lb_required": _switch_required(_vllm_dp_hybrid_lb, "srtctl starts each node of a per_node DP role with --data-parallel-hybrid-lb"),
+    "vllm_dp_size_local": _vllm_dp_size_local,
+    "vllm_dp_start_rank": _vllm_dp_start_rank,
+    "vllm_dp_hybrid_lb": _vllm_dp_hybrid_lb,
+    "vllm_dp_address": _vllm_dp_address,
+    "vllm_dp_rpc_port": _vllm_dp_rpc_port,
+    "vllm_dp_rank": _vllm_dp_rank,
+    "vllm_device_ids": _vllm_device_ids,
+    "store_master": _store_master,
+    "store_config_path": _store_config_path,
 }
 
 

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping
 from ..render.model import Block
 from ..render.values import args_from_words, flag as as_flag, word
 from .context import Ctx
-from .expect import PointExpect, RoleTopology
+from .expect import PointExpect, RoleTopology, store_of
 from .explain import Explanation, explain_block, missing, required_settings
 from .model import DIFFERENT, EXTRA, MISSING, Finding
 from .tables import table
@@ -81,9 +81,12 @@ def lines_of(value: RawYaml) -> tuple[str, ...]:
 
 def covered(data: dict[str, RawYaml], block: Block, blocks: tuple[Block, ...]) -> tuple[set[str], set[str]]:
     """Arg keys and env names of `block` that recipe leaves already compare."""
+    store = store_of(data) or {}
     if block.kind == "worker":
         spec = (data.get("roles") or {}).get(block.role) or {}
-        return {flag_key(k, True) for k in spec.get("args") or {}}, set(spec.get("env") or {})
+        return {flag_key(k, True) for k in spec.get("args") or {}}, set(spec.get("env") or {}) | set(store.get("env") or {})
+    if block.kind == "mooncake-master" and store:
+        return {flag_key(a[0], False) for a in service_args(store.get("master_extra_args"))}, set()
     if block.kind in FRONTEND_KINDS:
         fe = data.get("frontend") or {}
         return {flag_key(as_flag(k), False) for k in fe.get("args") or {}}, set(fe.get("env") or {})
@@ -199,6 +202,8 @@ def expected_blocks(ctx: Ctx) -> dict[tuple[str, str | None], tuple[str, bool]]:
     out.update({(k, None): ("frontend.type", not optional) for k in fe.get("kinds", [])})
     for i, svc in enumerate(ctx.recipe.data.get("services") or []):
         out[(str(svc.get("type")), None)] = (f"services[{i}].type", True)
+    if ctx.expect.store is not None:       # srtctl v1.0.68 starts the store's master itself
+        out[("mooncake-master", None)] = ("engine.mooncake_kv_store", True)
     for kind, entry in table()["blocks"].items():     # implied blocks: the table's check holds for this point
         if (entry.get("required") and (kind, None) not in out and ctx.blocks
                 and isinstance(explain_block(kind, ctx.scope(ctx.blocks[0])), Explanation)):
@@ -278,15 +283,25 @@ def _topology(ctx: Ctx, topo: RoleTopology, blocks: list[Block]) -> list[Finding
     workers = sum(b.workers or 1 for b in blocks if not b.node_rank and not b.dp_rank)     # a later node's or DP rank's block: the same workers
     npw = max(b.nodes_per_worker or 1 for b in blocks)
     pins = _pins(blocks)
-    nodes = workers * npw if npw > 1 else math.ceil(workers / max(1, len(pins)))
+    per_gpu = topo.dp == "per_gpu"      # one process per GPU: its pin is one GPU; workers share a node by their slots' GPUs
+    slots = len(pins) // max(1, topo.gpus // npw) if per_gpu else len(pins)
+    nodes = workers * npw if npw > 1 else math.ceil(workers / max(1, slots))
     nodes += max(b.idle_nodes or 0 for b in blocks)      # reserved beyond the workers' nodes (srtctl v1.0.68's packing), as the blocks say
     out = [_same(ctx, role, "workers", str(topo.workers), str(workers), f"roles.{role}.workers"),
            _same(ctx, role, "nodes_per_worker", str(topo.nodes_per_worker), str(npw), f"roles.{role}.gpus")]
     if topo.nodes not in (None, 0):
         out.append(_same(ctx, role, "nodes", str(topo.nodes), str(nodes), f"roles.{role}.nodes"))
     if topo.pins or len(pins) > 1:
-        out.append(_same(ctx, role, "gpu_pinning", " / ".join(topo.pins) or "none", " / ".join(sorted(pins)) or "none", f"roles.{role}.gpus"))
+        want = _per_gpu_pins(topo) if per_gpu else " / ".join(topo.pins) or "none"
+        out.append(_same(ctx, role, "gpu_pinning", want, " / ".join(sorted(pins)) or "none", f"roles.{role}.gpus"))
     return out + (_shared_ports(ctx, topo, blocks) if topo.per_node > 1 else [])
+
+
+def _per_gpu_pins(topo: RoleTopology) -> str:
+    """The GPUs the per_gpu processes of a role take on a node, one each: every GPU of each slot."""
+    local = topo.gpus // topo.nodes_per_worker
+    starts = [int(pin.split(",")[0]) for pin in topo.pins] or [0]
+    return " / ".join(sorted({str(start + gpu) for start in starts for gpu in range(local)}))
 
 
 def _shared_ports(ctx: Ctx, topo: RoleTopology, blocks: list[Block]) -> list[Finding]:

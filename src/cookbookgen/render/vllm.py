@@ -4,7 +4,8 @@ table `rules/engines.yaml` once.
 - A worker runs `vllm serve <model>` (the model is part of the command: vLLM takes it positionally,
   not as a flag) or `python3 -m dynamo.vllm --model <model>` under Dynamo, on its own HTTP port; co-located workers (slots) step every port (HTTP, NIXL side channel, VLLM_PORT).
 - Prefill and decode workers take the role's `kv-transfer-config` as written, else the
-  `engine.connector` shorthand's JSON.
+  `engine.connector` shorthand's JSON; a role with `kv_events` publishes KV events (`--kv-events-config`,
+  DYN_VLLM_KV_EVENT_PORT), as srtctl passes them.
 - JSON-valued flags are passed as the recipe's strings; quoting is `shell.py`'s job.
 - A multi-node worker runs one process per node as srtctl launches it (`node_args`): each node gets its
   own block (`Block.node_rank`), the head node serving and the others `--headless`; a v1 data-parallel role (`data-parallel-size` set, `dp_launch_mode: per_node`, srtctl's
@@ -70,10 +71,14 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
     if device_ids(typed):
         gpus = (process[1],) if process else slot.gpus if slot.gpus is not None else range(typed.resources.gpus_per_node)
         lead.append(("--device-ids", ",".join(map(str, gpus))))
+    if spec.kv_events and "kv-events-config" not in spec.args:
+        lead.append(("--kv-events-config", kv_events_config(spec, _kv_events_step(layout, slot, process))))
     derived = (per_gpu_args(layout, slot, spec, process[0]) if process else node_args(layout, slot, spec, rank) if rank is not None else [])
     args = lead + replace_args(kept_args(policy, ("roles", role, "args"), spec.args), derived)
     env = kept_env(policy, ("roles", role, "env"), spec.env)
     ports = table["ports"]
+    if spec.kv_events and "kv-events-config" not in spec.args:
+        env["DYN_VLLM_KV_EVENT_PORT"] = str(ports["kv_events"] + _kv_events_step(layout, slot, process))
     env["VLLM_PORT"] = str(ports["vllm_port"] + (process[1] if process else slot.index) * ports["vllm_port_stride"])
     if role != "agg" and "NixlConnector" in " ".join(a[-1] for a in args if a[0] == "--kv-transfer-config"):
         env.update(table["nixl_env"])
@@ -81,6 +86,22 @@ def worker_parts(typed: Recipe, policy: Policy, model_id: str, kind: str, layout
     ordered = order_worker_args(args, table["lead_flags"])
     cmd = table["commands"]["dynamo"] if kind == "dynamo" else f"{table['commands']['serve']} {shlex.quote(model_id)}"
     return cmd, ordered, env
+
+
+def _kv_events_step(layout: RoleLayout, slot: Slot, process: tuple[int, int, int] | None) -> int:
+    """How far a process's KV-event port is from the table's: its GPU (per_gpu), else one block of DP-size ports per
+    co-located worker (vLLM publishes each DP rank at the endpoint's port + its rank)."""
+    return process[1] if process else slot.index * max(1, layout.dp_size)
+
+
+def kv_events_config(spec: RoleSpec, step: int) -> str:
+    """The role's `kv_events` as srtctl v1.0.68 passes it to a vLLM process (`get_kv_events_config_for_mode`):
+    ZMQ publisher keys, the role's own mapping over them, and the process's endpoint (a port of its own:
+    the port table's, stepped per co-located worker or per-GPU process)."""
+    table = engine_tables()["vllm"]
+    config = {**table["kv_events"], **(spec.kv_events if isinstance(spec.kv_events, dict) else {}),
+              "endpoint": f"tcp://*:{table['ports']['kv_events'] + step}"}
+    return json.dumps(config, separators=(",", ":"))
 
 
 def node_ranks(typed: Recipe, layout: RoleLayout, spec: RoleSpec) -> tuple[int | None, ...]:
