@@ -29,6 +29,8 @@ from cookbookgen.recipes.load import parse_yaml_bytes
 from cookbookgen.recipes.master import check_framework
 from cookbookgen.recipes.workspace import Workspace
 from cookbookgen.render.shell import block_argv, command_lines, format_block
+from cookbookgen.render.slurm import sbatch_script
+from cookbookgen.render.tables import tables
 
 from conftest import CORPUS
 
@@ -155,3 +157,13 @@ def test_the_entry_s_tuning_wins_over_job_slurm_s_and_mtp_follows_the_row(ws: Wo
     assert prefill["max-num-seqs"] == "64" and decode["max-num-seqs"] == "128"      # the decode's: the row's largest concurrency
     assert list(prefill)[:4] == ["trust-remote-code", "-tp", "method", "num-speculative-tokens"]
     assert prefill["method"] == "mtp" and decode["num-speculative-tokens"] == "2"
+
+
+def test_the_sbatch_job_finds_each_worker_the_router_names_by_its_server_port(ws: Workspace) -> None:
+    """ATOM serves on --server-port: the job's placement finds the prefill and decode workers behind the
+    router's URLs by it (a whole-tree build failed with 'names no prefill worker serving port 30000')."""
+    dep = render_config_point(ws, load_policy(None), KEY, "1p1d-tp8-tp8/c4").deployment
+    script = sbatch_script(dep, ["heading"], tables().describe_placeholder)
+    assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
+    assert 'export PREFILL_0_HEAD_IP="${NODES[0]}"\nexport DECODE_0_HEAD_IP="${NODES[1]}"\n' in script
+    assert "# node 0: prefill-0, atomesh\n# node 1: decode-0\n" in script

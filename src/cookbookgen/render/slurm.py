@@ -107,7 +107,7 @@ def _service_nodes(block: Block, blocks: list[Block], first: int, role_nodes: di
 
 
 def _port_of(block: Block) -> str | None:
-    return next((a[1] for a in block.args if a[0] in ("--port", "--http-port") and len(a) > 1), None)
+    return next((a[1] for a in block.args if a[0] in ("--port", "--http-port", "--server-port") and len(a) > 1), None)
 
 
 def _text(block: Block) -> str:
