@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from cookbookgen.diff.check import resolve_config
+from cookbookgen.diff.expect import uncompared_frontend
 from cookbookgen.errors import CookbookError
 from cookbookgen.pipeline import render_config_point
 from cookbookgen.policy.rules import load_policy
@@ -167,3 +169,13 @@ def test_the_sbatch_job_finds_each_worker_the_router_names_by_its_server_port(ws
     assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
     assert 'export PREFILL_0_HEAD_IP="${NODES[0]}"\nexport DECODE_0_HEAD_IP="${NODES[1]}"\n' in script
     assert "# node 0: prefill-0, atomesh\n# node 1: decode-0\n" in script
+
+
+def test_diff_leaves_its_cells_unpaired_rather_than_comparing_them_as_sglang(ws: Workspace) -> None:
+    """The diff has no comparison for ATOM behind AToMesh: its cells are unpaired with that reason, never
+    compared as SGLang workers (126 false mismatches on the whole tree before)."""
+    refused: dict[str, str] = {}
+    points = resolve_config(ws, KEY, refused)
+    assert points and not refused and {uncompared_frontend(p) for p in points} == {"atomesh"}
+    sglang = resolve_config(ws, "dsr1-fp8-mi355x-sglang-disagg", refused)
+    assert sglang and {uncompared_frontend(p) for p in sglang} == {None}

@@ -34,7 +34,7 @@ from ..render.model import Block
 from ..text import unknown
 from .claims import claim_findings
 from .compare import PointMemo, point_findings, stamped
-from .expect import point_expect
+from .expect import point_expect, uncompared_frontend
 from .report import cookbook_part, md_config, text_config
 from .result import DiffResult, PointRun
 from .model import EXTRA, MISSING, CellState, Source, Finding, PublishedPoint, Tally, UnpairedReason
@@ -149,6 +149,10 @@ def _check_points(source: Source, ws: Workspace | None, tree: str, policy: Polic
             why = ("recipe-refused", str(exc.problems[0]))
         if why is None and refused and not resolved:    # e.g. a refused script: no point of the config renders
             why = ("recipe-refused", next(iter(refused.values())))
+        uncompared = sorted({k for k in map(uncompared_frontend, resolved) if k})
+        if why is None and uncompared:                  # never compared as another frontend's deployment
+            why = ("framework-unsupported", f"diff does not compare deployments behind frontend type {', '.join(uncompared)} yet "
+                                            "(no `frontends` entry in diff/synthesized.yaml): their cells cannot be checked")
     if why is not None or ws is None:
         reason, detail = why or ("commit-missing", commit)
         return ConfigCheck(config, [], [], [], tuple(CellState(source.name, config, c, "unpaired", reason, detail, commit, tree) for c in ids), True)

@@ -177,6 +177,14 @@ def _frontend(kind: str, engine: RawYaml) -> str:
     return f"dynamo-{name}" if kind == "dynamo" and name not in (None, "sglang") else kind
 
 
+def uncompared_frontend(point: ResolvedPoint) -> str | None:
+    """The point's frontend type when `synthesized.yaml` has no `frontends` entry for it: the diff knows
+    neither its worker command nor what its frontend adds, so it cannot check the point (None otherwise)."""
+    data = point.recipe.data
+    kind = _frontend(str((data.get("frontend") or {}).get("type") or "dynamo"), data.get("engine"))
+    return None if kind in table()["frontends"] else kind
+
+
 def entry_where(point: ResolvedPoint, path: KeyPath | None) -> str:
     """`file:line` of `path` in the point's master config; the recipe file when it has no entry (or no path)."""
     if point.entry is None or path is None:
