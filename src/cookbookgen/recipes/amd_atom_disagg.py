@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .amd_disagg import _line_of, _router_args, _settings
+from .amd_disagg import line_of, router_args, side_shape
 from .bundle import EffectiveRecipe
 from .load import Document, package_yaml
 from .master import ConfigEntry, Row
@@ -66,13 +66,13 @@ def atom_disagg_recipe(entry: ConfigEntry, row: Row, script: str, models: Docume
         roles[role] = {"nodes": top[role]["workers"], "workers": top[role]["workers"], "gpus": top[role]["tp_size"],
                        "args": _ordered(words, models, name),
                        "env": dict(env)}
-    frontend: dict[str, RawYaml] = {"type": "atomesh", "as_written": True, "args": _router_args(table["router_args"]), "env": dict(env)}
+    frontend: dict[str, RawYaml] = {"type": "atomesh", "as_written": True, "args": router_args(table["router_args"]), "env": dict(env)}
     data: dict[str, RawYaml] = {"engine": "atom", "resources": {"gpus_per_node": table["gpus_per_node"]}, "frontend": frontend,
                                 "roles": roles, "script": {"node": dict(table["env"]["node"])}}
-    launch = {k: _line_of(server, marker) for k, marker in table["launch_lines"].items()}
+    launch = {k: line_of(server, marker) for k, marker in table["launch_lines"].items()}
     origins: Origins = {}
     model_line = models.line_of((name,))
-    env_lines = {n: _line_of(env_text, f"export {n}=") for n in table["env"]["common"]}
+    env_lines = {n: line_of(env_text, f"export {n}=") for n in table["env"]["common"]}
     for role in ("prefill", "decode"):
         origins.update({p: (shown_server, launch[role]) for p in node_paths(roles[role], ("roles", role))})
         origins.update({("roles", role, "env", n): (shown_env, line) for n, line in env_lines.items()})
@@ -81,37 +81,21 @@ def atom_disagg_recipe(entry: ConfigEntry, row: Row, script: str, models: Docume
     origins.update({p: (shown_server, launch["router"]) for p in node_paths(frontend, ("frontend",))})
     origins.update({("frontend", "env", n): (shown_env, line) for n, line in env_lines.items()})
     origins.update({("frontend", "env", n): (models.file, model_line) for n in env if n not in env_lines})
-    origins.update({("script", "node", n): (shown_env, _line_of(env_text, f"export {n}")) for n in data["script"]["node"]})
+    origins.update({("script", "node", n): (shown_env, line_of(env_text, f"export {n}")) for n in data["script"]["node"]})
     origins.update({("engine",): (shown_server, launch["prefill"]), ("resources", "gpus_per_node"): (shown_server, launch["prefill"])})
     return EffectiveRecipe(script, None, data, origins)
 
 
 def _topology(entry: ConfigEntry, row: Row) -> dict[str, dict[str, RawYaml]]:
-    """Each side's workers, TP size per worker (submit.sh: NODES * tp / workers), EP and DP-attention
-    switches and DECODE_MTP_SIZE; a worker spanning nodes is refused (server_atom.sh would start one
-    server per node of it, which is not rendered)."""
+    """Each side's shape (`side_shape`) and DECODE_MTP_SIZE (the decode side's); a worker spanning nodes
+    is refused (server_atom.sh would start one server per node of it, which is not rendered)."""
     table = rules()
     out: dict[str, dict[str, RawYaml]] = {}
     mtp = "0"
-    for side, prefix in (("prefill", "PREFILL"), ("decode", "DECODE")):
-        spec = row.data.get(side)
-        path = row.path + (side,)
-        if not isinstance(spec, dict):
-            raise entry.doc.error(path, "a disaggregated row needs a prefill and a decode side")
-        settings = _settings(entry, spec.get("additional-settings") or [], path + ("additional-settings",), table["row_settings"][side], False,
-                             "atom-disagg")
-        workers, tp, ep = (spec.get(k, d) for k, d in (("num-worker", 1), ("tp", 8), ("ep", 1)))
-        nodes = settings.get(f"{prefix}_NODES")
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (workers, tp, ep)):
-            raise entry.doc.error(path, "num-worker, tp and ep must be positive integers")
-        if nodes is None or not nodes.isdigit():
-            raise entry.doc.error(path + ("additional-settings",), f"needs {prefix}_NODES=<nodes> (the multi-node script checks it)")
-        tp_size = int(nodes) * tp // workers
-        if not 0 < tp_size <= table["gpus_per_node"]:
-            raise entry.doc.error(path + ("tp",), f"{prefix}_TP_SIZE {tp_size} ({prefix}_NODES * tp / num-worker, submit.sh) spans "
-                                                  "nodes: server_atom.sh then starts a server per node of the worker, which is not rendered")
+    for side in ("prefill", "decode"):
+        settings, out[side] = side_shape(entry, row, side, table["row_settings"][side], table["gpus_per_node"], "atom-disagg",
+                                         "server_atom.sh then starts a server per node of the worker, which is not rendered")
         mtp = settings.get("DECODE_MTP_SIZE", mtp)
-        out[side] = {"workers": workers, "tp_size": tp_size, "ep": ep != 1, "dp": spec.get("dp-attn") is True}
     if not mtp.isdigit():
         raise entry.doc.error(row.path + ("decode", "additional-settings"), f"DECODE_MTP_SIZE must be a whole number (received {mtp!r})")
     out["decode"]["mtp"] = int(mtp)

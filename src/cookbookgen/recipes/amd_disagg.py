@@ -69,14 +69,14 @@ def disagg_recipe(entry: ConfigEntry, row: Row, conc: int, script: str, models: 
     exported, env_lines = _env(name, table, texts[table["env_script"]], exports.get("env", {}))
     values = _values(model, table["defaults"])
     args, env = _compose(top, values, exported, run, _kv_backend(entry, row), models, key, name)
-    launch_line = {role: _line_of(texts[table["server_script"]], marker) for role, marker in table["launch_lines"].items()}
+    launch_line = {role: line_of(texts[table["server_script"]], marker) for role, marker in table["launch_lines"].items()}
     shown_server = f"{table['folder']}/{table['server_script']}"
     roles: dict[str, RawYaml] = {}
     for role in ("prefill", "decode"):
         role_env: dict[str, str] = {**env["common"], **env[role]}
         roles[role] = {"nodes": top[role]["workers"], "workers": top[role]["workers"], "args": args[role], "env": dict(sorted(role_env.items()))}
     policy = {**table["job_defaults"], **exports.get("env", {})}
-    frontend: dict[str, RawYaml] = {"type": "sglang-router", "args": _router_args([*table["router_args"], *(w.format(**policy) for w in scenario["router"])]),
+    frontend: dict[str, RawYaml] = {"type": "sglang-router", "args": router_args([*table["router_args"], *(w.format(**policy) for w in scenario["router"])]),
                                     "env": dict(sorted({**env["common"], **table["router_env"]}.items()))}
     job = {n: str(exports.get("hicache", {}).get(n, "")) if run["hicache"] is not None else "" for n in table["env"]["job"]}
     data: dict[str, RawYaml] = {"engine": "sglang", "resources": {"gpus_per_node": table["gpus_per_node"]}, "frontend": frontend, "roles": roles,
@@ -91,8 +91,8 @@ def disagg_recipe(entry: ConfigEntry, row: Row, conc: int, script: str, models: 
     origins.update({p: (shown_server, launch_line["router"]) for p in node_paths(frontend, ("frontend",))})
     origins.update({("frontend", "env", n): (shown_env, env_lines[n]) for n in env["common"] if n in env_lines})
     env_text = texts[table["env_script"]]
-    origins.update({("script", "node", n): (shown_env, _line_of(env_text, f"export {n}")) for n in data["script"]["node"]})
-    origins.update({p: (shown_env, _line_of(env_text, "source /config/hicache_mc.env")) for p in node_paths(job, ("script", "job"))})
+    origins.update({("script", "node", n): (shown_env, line_of(env_text, f"export {n}")) for n in data["script"]["node"]})
+    origins.update({p: (shown_env, line_of(env_text, "source /config/hicache_mc.env")) for p in node_paths(job, ("script", "job"))})
     origins.update({("engine",): (shown_server, launch_line["prefill"]), ("resources", "gpus_per_node"): (shown_server, launch_line["prefill"])})
     return EffectiveRecipe(script, None, data, origins)
 
@@ -119,31 +119,39 @@ def _run(entry: ConfigEntry, row: Row, conc: int, exports: dict[str, RawYaml], n
 
 
 def _topology(entry: ConfigEntry, row: Row) -> dict[str, dict[str, RawYaml]]:
-    """Each side's workers, TP size per worker (submit.sh), EP and DP-attention switches (the multi-node
-    script), and the row's `additional-settings` the scripts read; a worker spanning nodes is refused."""
-    allowed = rules()["row_settings"]
+    """Each side's shape (`side_shape`) and DECODE_MTP_SIZE, which server_sglang.sh reads on either side."""
     out: dict[str, dict[str, RawYaml]] = {}
-    for side, prefix in (("prefill", "PREFILL"), ("decode", "DECODE")):
-        spec = row.data.get(side)
-        path = row.path + (side,)
-        if not isinstance(spec, dict):
-            raise entry.doc.error(path, "a disaggregated row needs a prefill and a decode side")
-        settings = _settings(entry, spec.get("additional-settings") or [], path + ("additional-settings",), allowed[side], side == "prefill")
-        workers, tp, ep = (spec.get(k, d) for k, d in (("num-worker", 1), ("tp", 8), ("ep", 1)))
-        nodes = settings.get(f"{prefix}_NODES")
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (workers, tp, ep)):
-            raise entry.doc.error(path, "num-worker, tp and ep must be positive integers")
-        if nodes is None or not nodes.isdigit():
-            raise entry.doc.error(path + ("additional-settings",), f"needs {prefix}_NODES=<nodes> (the multi-node script checks it)")
-        tp_size = int(nodes) * tp // workers
-        if (tp_size + 7) // rules()["gpus_per_node"] != 1:
-            raise entry.doc.error(path + ("tp",), f"{prefix}_TP_SIZE {tp_size} ({prefix}_NODES * tp / num-worker, submit.sh) spans nodes: "
-                                                  "job.slurm starts num-worker prefill + decode nodes only, which is not rendered")
+    for side in ("prefill", "decode"):
+        settings, shape = side_shape(entry, row, side, rules()["row_settings"][side], rules()["gpus_per_node"], "sglang-disagg",
+                                     "job.slurm starts num-worker prefill + decode nodes only, which is not rendered")
         mtp = settings.get("DECODE_MTP_SIZE", "0")
         if not mtp.isdigit():
-            raise entry.doc.error(path + ("additional-settings",), f"DECODE_MTP_SIZE must be a whole number (received {mtp!r})")
-        out[side] = {"workers": workers, "tp_size": tp_size, "ep": ep != 1, "dp": spec.get("dp-attn") is True, "mtp": int(mtp)}
+            raise entry.doc.error(row.path + (side, "additional-settings"), f"DECODE_MTP_SIZE must be a whole number (received {mtp!r})")
+        out[side] = {**shape, "mtp": int(mtp)}
     return out
+
+
+def side_shape(entry: ConfigEntry, row: Row, side: str, allowed: list[str], gpus_per_node: int, scripts: str,
+               spanning: str) -> tuple[dict[str, str], dict[str, RawYaml]]:
+    """One side (prefill or decode) of an AMD multi-node row as its scripts read it: the row's
+    `additional-settings` (only names the `scripts` read there), and its workers, TP size per worker
+    (submit.sh: <SIDE>_NODES * tp / num-worker), EP and DP-attention switches. A worker spanning nodes
+    is refused; `spanning` says why it is not rendered."""
+    prefix, spec, path = side.upper(), row.data.get(side), row.path + (side,)
+    if not isinstance(spec, dict):
+        raise entry.doc.error(path, "a disaggregated row needs a prefill and a decode side")
+    settings = _settings(entry, spec.get("additional-settings") or [], path + ("additional-settings",), allowed, scripts)
+    workers, tp, ep = (spec.get(k, d) for k, d in (("num-worker", 1), ("tp", 8), ("ep", 1)))
+    nodes = settings.get(f"{prefix}_NODES")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (workers, tp, ep)):
+        raise entry.doc.error(path, "num-worker, tp and ep must be positive integers")
+    if nodes is None or not nodes.isdigit():
+        raise entry.doc.error(path + ("additional-settings",), f"needs {prefix}_NODES=<nodes> (the multi-node script checks it)")
+    tp_size = int(nodes) * tp // workers
+    if not 0 < tp_size <= gpus_per_node:
+        raise entry.doc.error(path + ("tp",), f"{prefix}_TP_SIZE {tp_size} ({prefix}_NODES * tp / num-worker, submit.sh) spans nodes: "
+                                              f"{spanning}")
+    return settings, {"workers": workers, "tp_size": tp_size, "ep": ep != 1, "dp": spec.get("dp-attn") is True}
 
 
 def _kv_backend(entry: ConfigEntry, row: Row) -> str:
@@ -156,8 +164,7 @@ def _kv_backend(entry: ConfigEntry, row: Row) -> str:
     return value or ""
 
 
-def _settings(entry: ConfigEntry, items: RawYaml, path: KeyPath, allowed: list[str], first: bool,
-              scripts: str = "sglang-disagg") -> dict[str, str]:
+def _settings(entry: ConfigEntry, items: RawYaml, path: KeyPath, allowed: list[str], scripts: str) -> dict[str, str]:
     out: dict[str, str] = {}
     if not isinstance(items, list):
         raise entry.doc.error(path, "must be a list of KEY=VALUE strings")
@@ -182,17 +189,17 @@ def _env(name: str, table: dict[str, RawYaml], text: str, script_env: dict[str, 
     """env.sh's exports for MODEL_NAME `name` (None: unset) and the line of each in env.sh; a value the
     row's script exports (through job.slurm's docker -e) wins over env.sh's `${NAME:-default}`."""
     env: dict[str, str] = dict(table["env"]["common"])
-    lines = {n: _line_of(text, f"export {n}=") for n in env}
-    env.update({n: v for n, v in script_env.items() if n in env and _line_of(text, f'export {n}="${{{n}:-') == lines[n]})
+    lines = {n: line_of(text, f"export {n}=") for n in env}
+    env.update({n: v for n, v in script_env.items() if n in env and line_of(text, f'export {n}="${{{n}:-') == lines[n]})
     model = table["env"]["models"].get(name, {})
-    start = _line_of(text, f'if [[ "$MODEL_NAME" == "{name}" ]]') if model else 0
+    start = line_of(text, f'if [[ "$MODEL_NAME" == "{name}" ]]') if model else 0
     for n, value in model.items():
         if value is None:
             env.pop(n, None)
             lines.pop(n, None)
         else:
             env[n] = value
-            lines[n] = _line_of(text, f"export {n}=", start)
+            lines[n] = line_of(text, f"export {n}=", start)
     return env, lines
 
 
@@ -406,7 +413,7 @@ def _flags(groups: list[tuple[list[str], int]], models: Document, key: str, role
     return out, lines
 
 
-def _router_args(words: list[str]) -> dict[str, RawYaml]:
+def router_args(words: list[str]) -> dict[str, RawYaml]:
     out: dict[str, RawYaml] = {}
     name = None
     for word in words:
@@ -418,7 +425,7 @@ def _router_args(words: list[str]) -> dict[str, RawYaml]:
     return out
 
 
-def _line_of(text: str, marker: str, start: int = 0) -> int:
+def line_of(text: str, marker: str, start: int = 0) -> int:
     """The 1-based line of the first line at or after `start` whose text (indent left out) begins with `marker` (0: none)."""
     for n, line in enumerate(text.splitlines()[start:], start + 1):
         if line.lstrip().startswith(marker):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 
 from ..errors import CookbookError, Problem
 from ..text import unknown
+from . import amd_atom_disagg, amd_disagg
 from .bundle import EffectiveRecipe, apply_overrides, select, variant_names
 from .changelog import Changelog, read_changelog
 from .checkout import Checkout
@@ -230,24 +231,15 @@ class Workspace:
 
     def _disagg_recipe(self, entry: ConfigEntry, row: Row, conc: int, script: PurePosixPath) -> EffectiveRecipe:
         """The recipe of a point InferenceX starts with its AMD multi-node script (`recipes.amd_disagg`,
-        `recipes.amd_atom_disagg` for atom-disagg)."""
-        from .amd_disagg import disagg_recipe, rules
-
-        if entry.framework == "atom-disagg":
-            return self._atom_disagg_recipe(entry, row, script)
-
-        table = rules()
+        `recipes.amd_atom_disagg` for atom-disagg), from the scripts and models file its rules name."""
+        atom = entry.framework == "atom-disagg"
+        table = (amd_atom_disagg if atom else amd_disagg).rules()
         folder = PurePosixPath(table["folder"])
         texts = {name: self.read_bytes(folder / name).decode("utf-8", "replace") for name in (table["server_script"], table["env_script"])}
-        return disagg_recipe(entry, row, conc, self.shown(script), self.document(folder / table["models_file"]), texts)
-
-    def _atom_disagg_recipe(self, entry: ConfigEntry, row: Row, script: PurePosixPath) -> EffectiveRecipe:
-        from .amd_atom_disagg import atom_disagg_recipe, rules
-
-        table = rules()
-        folder = PurePosixPath(table["folder"])
-        texts = {name: self.read_bytes(folder / name).decode("utf-8", "replace") for name in (table["server_script"], table["env_script"])}
-        return atom_disagg_recipe(entry, row, self.shown(script), self.document(folder / table["models_file"]), texts)
+        models = self.document(folder / table["models_file"])
+        if atom:
+            return amd_atom_disagg.atom_disagg_recipe(entry, row, self.shown(script), models, texts)
+        return amd_disagg.disagg_recipe(entry, row, conc, self.shown(script), models, texts)
 
     def prefetch(self, entry: ConfigEntry) -> None:
         """Start the benchmark scripts of every point of `entry` in the background, several at once
